@@ -1,0 +1,117 @@
+"""Input validation shared by every public entry point.
+
+Each helper raises ``ValueError`` / ``TypeError`` whose message names the
+argument, what was expected and what was given, so that a bad slider value or a
+student's wrong array never surfaces as a cryptic trace from inside JAX.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def _describe(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"an array of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def as_float_array(name: str, value: Any, ndim: int | tuple[int, ...] | None = None,
+                   finite: bool = True) -> np.ndarray:
+    """Returns ``value`` as a float numpy array after checking rank and finiteness.
+
+    Args:
+      name: argument name used in error messages.
+      value: array-like of real numbers.
+      ndim: allowed rank(s), or None for any.
+      finite: whether NaN / inf entries are rejected.
+    """
+    try:
+        arr = np.asarray(value)
+    except Exception as err:  # pragma: no cover - exotic objects
+        raise TypeError(f"{name} must be array-like, got {_describe(value)}") from err
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must be a numeric array, got {_describe(value)}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real-valued, got {_describe(value)}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} dimensions, got {_describe(arr)}")
+    arr = arr.astype(np.float64 if arr.dtype == np.float64 else np.float32)
+    if finite and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite, but it has {bad} NaN/inf entries")
+    return arr
+
+
+def as_labels(name: str, value: Any, num_classes: int, ndim: int | None = None) -> np.ndarray:
+    """Returns integer class labels in [0, num_classes) as an int32 array."""
+    arr = np.asarray(value)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+                                   or arr.dtype == bool):
+        raise TypeError(f"{name} must be an array of integer labels, got {_describe(value)}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got {_describe(arr)}")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"{name} must hold whole-number labels, got non-integer or NaN/inf values")
+    if arr.size and (arr.min() < 0 or arr.max() >= num_classes):
+        raise ValueError(
+            f"{name} must be labels in [0, {num_classes}), got values in [{arr.min()}, {arr.max()}]")
+    return arr.astype(np.int32)
+
+
+def positive(name: str, value: Any, allow_zero: bool = False) -> float:
+    """Checks a finite real scalar is > 0 (or >= 0) and returns it as float."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.number)) and not (
+            hasattr(value, "shape") and np.shape(value) == ()):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    v = float(value)
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        want = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {want}, got {value!r}")
+    return v
+
+
+def integer(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Checks ``value`` is an integer within [minimum, maximum] and returns it."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    return v
+
+
+def one_of(name: str, value: Any, options: tuple[str, ...] | list[str]) -> str:
+    """Checks ``value`` is one of the allowed strings."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
+    return value
+
+
+def as_key(seed: Any, name: str = "seed") -> jax.Array:
+    """Turns an int seed or a JAX PRNG key (typed or raw uint32[2]) into a typed key."""
+    if isinstance(seed, jax.Array) or isinstance(seed, np.ndarray):
+        if jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key):
+            if seed.shape != ():
+                raise ValueError(f"{name} must be a single PRNG key, got a key array of shape {seed.shape}")
+            return seed
+        if seed.shape == (2,) and seed.dtype == np.uint32:
+            return jax.random.wrap_key_data(seed)
+        if seed.shape == () and np.issubdtype(seed.dtype, np.integer):
+            return jax.random.key(int(seed))
+        raise TypeError(f"{name} must be an int or a JAX PRNG key, got {_describe(seed)}")
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int or a JAX PRNG key, got {_describe(seed)}")
+    if int(seed) < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
+    return jax.random.key(int(seed))

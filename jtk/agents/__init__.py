@@ -1,0 +1,14 @@
+"""Agents: anything with ``fit(x, y, seed, prior) -> posterior``; jtk's are built by name.
+
+>>> import jtk
+>>> agent = jtk.agents.make("ensemble+", num_members=10)
+>>> "ensemble+" in jtk.agents.names()
+True
+"""
+
+from jtk.agents.base import Agent, JaxAgent, JaxPosterior, Posterior, Prior, make, names, register
+from jtk.agents.baseline import UniformAgent
+from jtk.agents.ensemble import EnsembleAgent
+
+__all__ = ["Agent", "EnsembleAgent", "JaxAgent", "JaxPosterior", "Posterior", "Prior", "UniformAgent",
+           "make", "names", "register"]

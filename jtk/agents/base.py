@@ -1,0 +1,233 @@
+"""The Agent / Posterior protocol, the registry, and the base class of jtk's JAX agents.
+
+Any object with ``fit(x, y, seed=0, prior=None) -> posterior`` is an agent, and
+any object with ``sample_logits(x, num_samples, seed) -> [M, n, K]`` is a
+posterior (``typing.Protocol``, as in neural_testbed): a researcher's own model
+works with the testbed without subclassing anything.
+
+jtk's own agents subclass :class:`JaxAgent`, which splits an agent into two
+pure functions of one problem, ``train(key, data, hyper) -> state`` and
+``components(state, x) / sample(state, x, key, M)``. ``fit`` jits them for one
+problem; the testbed ``vmap``s the same functions over many problems at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jtk import _checks, train as train_lib
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the testbed tells an agent about a problem (as in the reference code).
+
+    Attributes:
+      input_dim: input dimension d.
+      num_classes: number of classes K.
+      num_train: number of training points n.
+      temperature: the generative model's temperature ρ.
+      tau: the order of the joint predictions it will be scored on.
+    """
+
+    input_dim: int
+    num_classes: int
+    num_train: int
+    temperature: float = 1.0
+    tau: int = 1
+
+    def __post_init__(self):
+        _checks.integer("prior.input_dim", self.input_dim, minimum=1)
+        _checks.integer("prior.num_classes", self.num_classes, minimum=2)
+        _checks.integer("prior.num_train", self.num_train, minimum=0)
+        _checks.positive("prior.temperature", self.temperature)
+        _checks.integer("prior.tau", self.tau, minimum=1)
+
+
+@runtime_checkable
+class Posterior(Protocol):
+    """A trained agent's belief over functions."""
+
+    def sample_logits(self, x, num_samples: int, seed=0) -> Any:
+        """x [n, d] → logits [M, n, K]; sample m is one function at all n inputs."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that turns training data into a Posterior."""
+
+    def fit(self, x, y, seed=0, prior: Prior | None = None) -> Posterior:
+        """x [n, d], y [n] int labels → Posterior."""
+
+
+# ---------------------------------------------------------------- registry
+_REGISTRY: dict[str, Callable[..., Agent]] = {}
+
+
+def register(name: str) -> Callable[[Callable[..., Agent]], Callable[..., Agent]]:
+    """Decorator adding an agent factory to the registry under ``name``."""
+
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def names() -> list[str]:
+    """Names accepted by :func:`make`, sorted."""
+    return sorted(_REGISTRY)
+
+
+def make(name: str, **hyperparameters) -> Agent:
+    """Builds a registered agent, e.g. ``make("ensemble+", num_members=10)``.
+
+    Raises:
+      ValueError: unknown name (the message lists the known ones).
+      TypeError: a hyperparameter the agent does not have.
+    """
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"name must be one of {names()}, got {name!r}")
+    factory = _REGISTRY[name]
+    try:
+        return factory(**hyperparameters)
+    except TypeError as err:
+        if "unexpected keyword" in str(err):
+            raise TypeError(f"agent {name!r} got an unknown hyperparameter: {err}") from None
+        raise
+
+
+# ---------------------------------------------------------------- validation
+def check_training_data(x, y, prior: Prior | None) -> tuple[np.ndarray, np.ndarray, Prior]:
+    """Validates a training set and fills in a default prior (temperature 1, τ 1)."""
+    x = _checks.as_float_array("x", x, ndim=2)
+    num_classes = prior.num_classes if prior is not None else 2
+    y = _checks.as_labels("y", y, num_classes=max(num_classes, 2) if prior is not None else np.iinfo(np.int32).max,
+                          ndim=1)
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(f"x and y must have the same number of rows, got x {x.shape} and y {y.shape}")
+    if prior is None:
+        prior = Prior(input_dim=x.shape[1], num_classes=max(2, int(y.max()) + 1 if y.size else 2),
+                      num_train=x.shape[0])
+    elif not isinstance(prior, Prior):
+        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
+    if prior.input_dim != x.shape[1]:
+        raise ValueError(f"x must have prior.input_dim={prior.input_dim} columns, got shape {x.shape}")
+    return x, y, prior
+
+
+def check_query(x, input_dim: int, num_samples: int | None = None) -> np.ndarray:
+    x = _checks.as_float_array("x", x, ndim=2)
+    if x.shape[1] != input_dim:
+        raise ValueError(f"x must have shape [n, {input_dim}], got {x.shape}")
+    if num_samples is not None:
+        _checks.integer("num_samples", num_samples, minimum=1)
+    return x
+
+
+# ---------------------------------------------------------------- JAX agents
+class JaxAgent:
+    """Base class of jtk's agents: pure per-problem functions plus generic ``fit``.
+
+    Subclasses are frozen dataclasses (hashable, so their methods can be static
+    arguments to ``jax.jit``) with fields ``batch_size`` and ``num_classes``,
+    and implement:
+
+    * ``hyper(prior) -> dict`` of traced scalars (L2 scale, prior scale, ...),
+      so a new temperature or num_train never recompiles;
+    * ``train(key, data, hyper) -> state``: one problem, pure;
+    * either ``components(state, x) -> [C, n, K]`` for a posterior that is a
+      uniform mixture of C functions (``mixture = True``: exact enumeration),
+      or ``sample(state, x, key, num_samples) -> [M, n, K]``.
+    """
+
+    mixture: bool = True
+
+    def hyper(self, prior: Prior) -> dict[str, float]:
+        return {}
+
+    def train(self, key, data: train_lib.Dataset, hyper) -> Any:
+        raise NotImplementedError
+
+    def components(self, state, x) -> jax.Array:
+        raise NotImplementedError
+
+    def sample(self, state, x, key, num_samples: int) -> jax.Array:
+        """Default for mixtures: draw components uniformly with replacement."""
+        comps = self.components(state, x)  # [C, n, K]
+        idx = jax.random.randint(key, (num_samples,), 0, comps.shape[0])
+        return comps[idx]
+
+    def specialize(self, prior: Prior) -> "JaxAgent":
+        """This agent with its static shapes set for a problem: classes and minibatch size.
+
+        Compiled code is keyed on these, so num_train values that share a
+        batch bucket (and all temperatures) reuse one compilation.
+        """
+        size = train_lib.batch_bucket(prior.num_train, self.batch_size)
+        return dataclasses.replace(self, batch_size=size, num_classes=prior.num_classes)
+
+    def fit(self, x, y, seed=0, prior: Prior | None = None) -> "JaxPosterior":
+        """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`."""
+        x, y, prior = check_training_data(x, y, prior)
+        key = _checks.as_key(seed)
+        prior = dataclasses.replace(prior, num_train=x.shape[0])
+        data = train_lib.pad_dataset(x, y)
+        hyper = {k: jnp.asarray(v, jnp.float32) for k, v in self.hyper(prior).items()}
+        agent = self.specialize(prior)
+        return JaxPosterior(agent, _train_one(agent, key, data, hyper), prior.input_dim)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _train_one(agent: JaxAgent, key, data, hyper):
+    return agent.train(key, data, hyper)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _components(agent, state, x):
+    return agent.components(state, x)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _sample(agent, state, x, key, num_samples):
+    return agent.sample(state, x, key, num_samples)
+
+
+@dataclass(frozen=True, eq=False)
+class JaxPosterior:
+    """The posterior of a :class:`JaxAgent` on one training set."""
+
+    agent: JaxAgent
+    state: Any
+    input_dim: int
+
+    @property
+    def num_components(self) -> int | None:
+        """C for a uniform mixture over C functions (exact enumeration), else None."""
+        if not self.agent.mixture:
+            return None
+        return int(jax.tree_util.tree_leaves(self.state)[0].shape[0])
+
+    def components(self, x) -> jax.Array:
+        """All C mixture components at x [n, d] → logits [C, n, K] (mixture agents only)."""
+        if not self.agent.mixture:
+            raise TypeError(f"{type(self.agent).__name__} is not a finite mixture; use sample_logits")
+        return _components(self.agent, self.state, jnp.asarray(check_query(x, self.input_dim)))
+
+    def sample_logits(self, x, num_samples: int = 1, seed=0) -> jax.Array:
+        """Draws ``num_samples`` functions, each evaluated at all of x [n, d] → [M, n, K]."""
+        x = check_query(x, self.input_dim, num_samples)
+        return _sample(self.agent, self.state, jnp.asarray(x), _checks.as_key(seed), int(num_samples))
+
+    def mean_probs(self, x) -> jax.Array:
+        """Marginal predictive p̂(y | x) averaged over the posterior: [n, K]."""
+        if self.agent.mixture:
+            return jnp.mean(jax.nn.softmax(self.components(x), -1), axis=0)
+        return jnp.mean(jax.nn.softmax(self.sample_logits(x, 1000), -1), axis=0)

@@ -1,0 +1,159 @@
+"""Deep ensembles: mlp, ensemble and ensemble+ (Osband et al. 2022, App. C.1, C.2, C.5).
+
+All three are one agent: K MLPs trained on the same minibatches, differing only
+in their initialisation, with an L2 penalty on all parameters.
+
+* ``mlp``: K = 1.
+* ``ensemble``: K members (reference default K = 100).
+* ``ensemble+``: each member adds a fixed random *prior network* with the
+  generative model's architecture, scaled by prior_scale / sqrt(temperature)
+  (reference: 3 / sqrt(ρ)): output = trained net(x) + scale · prior net(x),
+  with the prior net never trained (Osband et al. 2018, "randomized prior
+  functions"). Optional bootstrap weights per (member, example).
+
+Loss (reference factories): mean over members of the (weighted) mean
+cross-entropy on the minibatch + l2 · Σ params², with
+l2 = λ · sqrt(ρ) · d / (K · n) (REFERENCE_FACTS; λ = 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jtk import _checks, nets, train as train_lib
+from jtk.agents.base import JaxAgent, Prior, register
+from jtk.envs.classification import sample_prior_params
+
+BOOTSTRAPS = ("none", "exponential", "bernoulli")
+
+
+class EnsembleState(NamedTuple):
+    params: nets.Params  # leaves [K, ...]: trained members
+    prior_params: nets.Params | None  # leaves [K, ...]: fixed prior networks (ensemble+)
+    prior_scale: jax.Array  # [] scale of the prior networks (0 without prior)
+
+
+def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.Array:
+    """Per-example loss weights with mean 1: none → 1, exponential → Exp(1), bernoulli → 2·Bern(½)."""
+    if kind == "exponential":
+        return jax.random.exponential(key, shape)
+    if kind == "bernoulli":
+        return 2.0 * jax.random.bernoulli(key, 0.5, shape).astype(jnp.float32)
+    return jnp.ones(shape)
+
+
+def masked_cross_entropy(logits: jax.Array, batch: train_lib.Batch, weights: jax.Array | None = None
+                         ) -> jax.Array:
+    """Mean cross-entropy over the real rows of a batch: logits [..., B, K] → [...]."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(logp, batch.y[:, None], axis=-1)[..., 0]  # [..., B]
+    w = batch.mask if weights is None else weights * batch.mask
+    return jnp.sum(nll * w, axis=-1) / jnp.maximum(jnp.sum(batch.mask), 1.0)
+
+
+@dataclass(frozen=True)
+class EnsembleAgent(JaxAgent):
+    """An ensemble of MLPs, optionally with additive prior networks (ensemble+).
+
+    Args:
+      num_members: ensemble size K (reference default 100; mlp = 1).
+      hidden: hidden widths of each member, (50, 50).
+      l2_scale: λ in l2 = λ · sqrt(ρ) · d / (K · n).
+      prior_scale: scale of the additive prior networks; 0 means no prior (ensemble).
+      scale_prior_by_temperature: multiply prior_scale by 1 / sqrt(ρ) (reference: yes).
+      prior_hidden: hidden widths of the prior networks (the generative model's, (50, 50)).
+      bootstrap: "none" (default), "exponential" or "bernoulli" example weights.
+      learning_rate: Adam step size (1e-3).
+      num_steps: number of Adam steps (1000).
+      batch_size: minibatch size (100; the whole set when n is smaller).
+      num_classes: number of outputs; ``fit`` and the testbed set it from the prior.
+    """
+
+    num_members: int = 100
+    hidden: tuple[int, ...] = (50, 50)
+    l2_scale: float = 1.0
+    prior_scale: float = 0.0
+    scale_prior_by_temperature: bool = True
+    prior_hidden: tuple[int, ...] = (50, 50)
+    bootstrap: str = "none"
+    learning_rate: float = 1e-3
+    num_steps: int = 1000
+    batch_size: int = 100
+    num_classes: int = 2
+
+    def __post_init__(self):
+        _checks.integer("num_members", self.num_members, minimum=1)
+        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "prior_hidden",
+                           tuple(_checks.integer("prior_hidden", h, minimum=1) for h in self.prior_hidden))
+        _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
+        _checks.positive("prior_scale", self.prior_scale, allow_zero=True)
+        _checks.one_of("bootstrap", self.bootstrap, BOOTSTRAPS)
+        _checks.positive("learning_rate", self.learning_rate)
+        _checks.integer("num_steps", self.num_steps, minimum=1)
+        _checks.integer("batch_size", self.batch_size, minimum=1)
+
+    def hyper(self, prior: Prior) -> dict[str, float]:
+        root_t = float(np.sqrt(prior.temperature))
+        l2 = self.l2_scale * root_t * prior.input_dim / (self.num_members * max(prior.num_train, 1))
+        scale = self.prior_scale / root_t if self.scale_prior_by_temperature else self.prior_scale
+        return {"l2": l2, "prior_scale": scale}
+
+    def _apply_members(self, params, x):
+        return jax.vmap(nets.mlp_apply, (0, None))(params, x)  # [K, n, C]
+
+    def train(self, key, data: train_lib.Dataset, hyper) -> EnsembleState:
+        k_init, k_prior, k_boot, k_train = jax.random.split(key, 4)
+        d, num_classes = data.x.shape[1], self.num_classes
+        params = jax.vmap(lambda k: nets.init_mlp(k, (d, *self.hidden, num_classes)))(
+            jax.random.split(k_init, self.num_members))
+        prior_params, prior_train = None, 0.0
+        if self.prior_scale > 0:
+            prior_params = jax.vmap(lambda k: sample_prior_params(k, d, self.prior_hidden, num_classes))(
+                jax.random.split(k_prior, self.num_members))
+            # The prior nets are fixed: evaluate them on the training set once.
+            prior_train = hyper["prior_scale"] * self._apply_members(prior_params, data.x)  # [K, cap, C]
+        weights = bootstrap_weights(k_boot, self.bootstrap, (self.num_members, data.x.shape[0]))
+
+        def loss_fn(params, batch, hyper, _):
+            logits = self._apply_members(params, batch.x)  # [K, B, C]
+            if prior_params is not None:
+                logits = logits + prior_train[:, batch.index]
+            ce = masked_cross_entropy(logits, batch, weights[:, batch.index])  # [K]
+            return jnp.mean(ce) + hyper["l2"] * nets.sum_of_squares(params)
+
+        params, _ = train_lib.train(loss_fn, params, data, hyper, k_train,
+                                    optimizer=optax.adam(self.learning_rate),
+                                    num_steps=self.num_steps, batch_size=self.batch_size)
+        scale = hyper["prior_scale"] if prior_params is not None else jnp.zeros(())
+        return EnsembleState(params, prior_params, scale)
+
+    def components(self, state: EnsembleState, x) -> jax.Array:
+        logits = self._apply_members(state.params, x)
+        if state.prior_params is not None:
+            logits = logits + state.prior_scale * self._apply_members(state.prior_params, x)
+        return logits  # [K, n, C]
+
+
+@register("mlp")
+def mlp(**kw) -> EnsembleAgent:
+    """A single MLP (50, 50) with L2 = λ·sqrt(ρ)·d/n, λ = 1 (App. C.1)."""
+    return EnsembleAgent(**{"num_members": 1, **kw})
+
+
+@register("ensemble")
+def ensemble(**kw) -> EnsembleAgent:
+    """A deep ensemble of K = 100 MLPs (App. C.2)."""
+    return EnsembleAgent(**{"num_members": 100, **kw})
+
+
+@register("ensemble+")
+def ensemble_plus(**kw) -> EnsembleAgent:
+    """A deep ensemble with additive prior networks, prior_scale 3/sqrt(ρ), K = 100 (App. C.5)."""
+    return EnsembleAgent(**{"num_members": 100, "prior_scale": 3.0, **kw})

@@ -1,0 +1,1 @@
+"""ipywidgets apps for the notebooks: one builder per app, pure update functions tested in tests/."""
