@@ -6,9 +6,9 @@
 True
 """
 
-from jtk.agents.base import Agent, JaxAgent, JaxPosterior, Posterior, Prior, make, names, register
+from jtk.agents.base import Agent, JaxAgent, JaxPosterior, Posterior, Prior, fit_many, make, names, register
 from jtk.agents.baseline import UniformAgent
 from jtk.agents.ensemble import EnsembleAgent
 
 __all__ = ["Agent", "EnsembleAgent", "JaxAgent", "JaxPosterior", "Posterior", "Prior", "UniformAgent",
-           "make", "names", "register"]
+           "fit_many", "make", "names", "register"]

@@ -144,7 +144,8 @@ class JaxAgent:
       so a new temperature or num_train never recompiles;
     * ``train(key, data, hyper) -> state``: one problem, pure;
     * either ``components(state, x) -> [C, n, K]`` for a posterior that is a
-      uniform mixture of C functions (``mixture = True``: exact enumeration),
+      mixture of C functions (``mixture = True``: exact enumeration; uniform
+      unless ``log_weights(state) -> [C]`` says otherwise),
       or ``sample(state, x, key, num_samples) -> [M, n, K]``.
     """
 
@@ -159,10 +160,18 @@ class JaxAgent:
     def components(self, state, x) -> jax.Array:
         raise NotImplementedError
 
+    def log_weights(self, state) -> jax.Array | None:
+        """Log mixture weights [C] of the components, or None for a uniform mixture."""
+        return None
+
     def sample(self, state, x, key, num_samples: int) -> jax.Array:
-        """Default for mixtures: draw components uniformly with replacement."""
+        """Default for mixtures: draw components (by their weights) with replacement."""
         comps = self.components(state, x)  # [C, n, K]
-        idx = jax.random.randint(key, (num_samples,), 0, comps.shape[0])
+        log_w = self.log_weights(state)
+        if log_w is None:
+            idx = jax.random.randint(key, (num_samples,), 0, comps.shape[0])
+        else:
+            idx = jax.random.categorical(key, log_w, shape=(num_samples,))
         return comps[idx]
 
     def specialize(self, prior: Prior) -> "JaxAgent":
@@ -188,6 +197,59 @@ class JaxAgent:
 @functools.partial(jax.jit, static_argnums=(0,))
 def _train_one(agent: JaxAgent, key, data, hyper):
     return agent.train(key, data, hyper)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def train_many(agent: JaxAgent, keys, data: train_lib.Dataset, hyper):
+    """``agent.train`` vmapped over problems: keys [P], data and hyper with leading axis P."""
+    return jax.vmap(agent.train)(keys, data, hyper)
+
+
+def fit_many(agent: JaxAgent, xs, ys, priors, seeds) -> list[JaxPosterior]:
+    """Fits one agent to many training sets at once (vmap over sets; one compile per shape bucket).
+
+    The result equals ``[agent.fit(x, y, seed, prior) for ...]`` but trains all
+    sets sharing a minibatch bucket in one vectorised call: notebooks use it to
+    precompute every slider position in about the time of a single fit.
+
+    Args:
+      agent: a :class:`JaxAgent`.
+      xs: list of P input arrays, each [n_p, d].
+      ys: list of P label arrays, each [n_p].
+      priors: list of P :class:`Prior` (or one Prior for all).
+      seeds: list of P ints / keys (or one for all).
+
+    Returns:
+      P posteriors in the order given.
+    """
+    if not isinstance(agent, JaxAgent):
+        raise TypeError(f"agent must be a jtk JaxAgent, got {type(agent).__name__}")
+    xs, ys = list(xs), list(ys)
+    if len(xs) != len(ys) or not xs:
+        raise ValueError(f"xs and ys must be non-empty lists of equal length, got {len(xs)} and {len(ys)}")
+    priors = list(priors) if isinstance(priors, (list, tuple)) else [priors] * len(xs)
+    seeds = list(seeds) if isinstance(seeds, (list, tuple)) else [seeds] * len(xs)
+    if not len(priors) == len(seeds) == len(xs):
+        raise ValueError(f"priors and seeds must have one entry per training set ({len(xs)}), "
+                         f"got {len(priors)} and {len(seeds)}")
+    checked = [check_training_data(x, y, pr) for x, y, pr in zip(xs, ys, priors)]
+    groups: dict[tuple, list[int]] = {}
+    for i, (x, _, pr) in enumerate(checked):
+        pr = dataclasses.replace(pr, num_train=x.shape[0])
+        checked[i] = (checked[i][0], checked[i][1], pr)
+        groups.setdefault((agent.specialize(pr), train_lib.capacity_for(x.shape[0])), []).append(i)
+    out: list[JaxPosterior | None] = [None] * len(xs)
+    for (specialized, capacity), idx in groups.items():
+        data = [train_lib.pad_dataset(checked[i][0], checked[i][1], capacity) for i in idx]
+        data = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *data)
+        hyper_rows = [agent.hyper(checked[i][2]) for i in idx]
+        hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
+        keys = jnp.stack([_checks.as_key(seeds[i]) for i in idx])
+        states = train_many(specialized, keys, data, hyper)
+        for j, i in enumerate(idx):
+            state = jax.tree_util.tree_map(lambda a: a[j], states)
+            out[i] = JaxPosterior(specialized, state, checked[i][2].input_dim)
+    return out
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -226,8 +288,16 @@ class JaxPosterior:
         x = check_query(x, self.input_dim, num_samples)
         return _sample(self.agent, self.state, jnp.asarray(x), _checks.as_key(seed), int(num_samples))
 
+    def log_weights(self) -> jax.Array | None:
+        """Log weights [C] of the mixture components (None: uniform)."""
+        return self.agent.log_weights(self.state) if self.agent.mixture else None
+
     def mean_probs(self, x) -> jax.Array:
         """Marginal predictive p̂(y | x) averaged over the posterior: [n, K]."""
-        if self.agent.mixture:
-            return jnp.mean(jax.nn.softmax(self.components(x), -1), axis=0)
-        return jnp.mean(jax.nn.softmax(self.sample_logits(x, 1000), -1), axis=0)
+        if not self.agent.mixture:
+            return jnp.mean(jax.nn.softmax(self.sample_logits(x, 1000), -1), axis=0)
+        probs = jax.nn.softmax(self.components(x), -1)  # [C, n, K]
+        log_w = self.log_weights()
+        if log_w is None:
+            return jnp.mean(probs, axis=0)
+        return jnp.einsum("c,cnk->nk", jax.nn.softmax(log_w), probs)

@@ -52,7 +52,8 @@ def masked_cross_entropy(logits: jax.Array, batch: train_lib.Batch, weights: jax
                          ) -> jax.Array:
     """Mean cross-entropy over the real rows of a batch: logits [..., B, K] → [...]."""
     logp = jax.nn.log_softmax(logits, axis=-1)
-    nll = -jnp.take_along_axis(logp, batch.y[:, None], axis=-1)[..., 0]  # [..., B]
+    onehot = jax.nn.one_hot(batch.y, logits.shape[-1], dtype=logp.dtype)  # [B, K]
+    nll = -jnp.sum(logp * onehot, axis=-1)  # [..., B]
     w = batch.mask if weights is None else weights * batch.mask
     return jnp.sum(nll * w, axis=-1) / jnp.maximum(jnp.sum(batch.mask), 1.0)
 

@@ -1,0 +1,107 @@
+"""Testbed speed: the full 420-problem paper grid per agent, on this machine.
+
+    python benchmarks/testbed_speed.py                      # mlp, ensemble+ K=10, ensemble+ K=100
+    python benchmarks/testbed_speed.py --agents mlp --grid quick
+
+For each agent (each in a fresh subprocess, so peak memory and compile counts
+are its own) it prints: wall time of the grid, seconds per problem split into
+train and eval, total XLA compile time and number of compilations, peak
+resident memory, the leaderboard row, and whether a new num_train or a new
+temperature recompiles (it evaluates one extra problem with unseen values and
+counts compilations). Per-problem rows go to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import time
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+AGENTS = {
+    "mlp": ("mlp", {}),
+    "ensemble+_K10": ("ensemble+", {"num_members": 10}),
+    "ensemble+_K100": ("ensemble+", {"num_members": 100}),
+}
+
+
+def _run_one(label: str, grid: str) -> dict:
+    import jax
+    from jax import monitoring
+
+    import jtk
+    from jtk import testbed
+
+    compile_s = [0.0, 0]
+
+    def listener(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compile_s[0] += duration
+            compile_s[1] += 1
+
+    monitoring.register_event_duration_secs_listener(listener)
+    name, kw = AGENTS[label]
+    agent = jtk.agents.make(name, **kw)
+    problems = testbed.problems(grid)
+    start = time.perf_counter()
+    df = testbed.evaluate(agent, problems, name=label, progress=True)
+    wall = time.perf_counter() - start
+    grid_compiles = compile_s[1]
+    RESULTS.mkdir(exist_ok=True)
+    df.to_csv(RESULTS / f"testbed_{label}_{grid}.csv", index=False)
+
+    # Recompilation check: unseen num_train (in a known minibatch bucket) and unseen temperature.
+    before = compile_s[1]
+    extra = [testbed.Problem(temperature=0.2345, num_train=777, tau=1, seed=99)]
+    testbed.evaluate(agent, extra, name=label, progress=False)
+    new_compiles = compile_s[1] - before
+    summary = testbed.summarize(df).iloc[0]
+    return {
+        "agent": label, "grid": grid, "problems": len(df), "wall_s": round(wall, 1),
+        "train_s_per_problem": round(df.train_seconds.sum() / len(df), 3),
+        "eval_s_per_problem": round(df.eval_seconds.sum() / len(df), 3),
+        "compile_s": round(compile_s[0], 1), "compilations": grid_compiles,
+        "recompiles_for_new_num_train_and_temperature": new_compiles,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "kl_1": round(summary.kl_1, 4), "kl_1_se": round(summary.kl_1_se, 4),
+        "kl_10": round(summary.kl_10, 4), "kl_10_se": round(summary.kl_10_se, 4),
+        "accuracy": round(summary.accuracy, 3), "ece": round(summary.ece, 3),
+        "jax": jax.__version__, "cpus": os.cpu_count(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
+    parser.add_argument("--grid", default="paper", choices=["paper", "quick"])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(_run_one(args.child, args.grid)), flush=True)
+        return
+    rows = []
+    for label in args.agents:
+        proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid],
+                              capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        if proc.returncode or not line:
+            print(proc.stdout, proc.stderr, file=sys.stderr)
+            raise SystemExit(f"benchmark for {label} failed")
+        rows.append(json.loads(line[0][7:]))
+        print(json.dumps(rows[-1]), flush=True)
+    import pandas as pd
+
+    table = pd.DataFrame(rows).set_index("agent")
+    RESULTS.mkdir(exist_ok=True)
+    table.to_csv(RESULTS / f"testbed_speed_{args.grid}.csv")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(table.T.to_string())
+
+
+if __name__ == "__main__":
+    main()

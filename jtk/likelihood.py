@@ -1,0 +1,153 @@
+"""Joint log-likelihoods, the d_KL^τ estimator, accuracy and calibration.
+
+Osband et al. (2022), §2.2 and App. B (Algorithms 1–3). For one test τ-sample
+(x_{1:τ}, y_{1:τ}) the agent's joint likelihood is estimated from M functions
+drawn from its posterior (Algorithm 3),
+
+    p̂(y_{1:τ}) = (1/M) Σ_m Π_t softmax(logits_m(x_t))[y_t],
+
+computed in log space as a log-mean-exp of summed log-probabilities. The KL of
+the τ-sample is log p(y_{1:τ} | environment) − log p̂(y_{1:τ}); a problem's
+d_KL^τ is the mean over its test τ-samples (Algorithm 1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jtk import _checks
+
+
+def _check_logits_labels(logits, y, logits_name="logits", min_ndim=2):
+    logits = _checks.as_float_array(logits_name, logits)
+    if logits.ndim < min_ndim:
+        raise ValueError(f"{logits_name} must have at least {min_ndim} dimensions "
+                         f"(..., τ, K), got shape {logits.shape}")
+    num_classes = logits.shape[-1]
+    if num_classes < 2:
+        raise ValueError(f"{logits_name} must have at least 2 classes in its last axis, got shape {logits.shape}")
+    y = _checks.as_labels("y", y, num_classes)
+    return logits, y
+
+
+@jax.jit
+def _label_log_probs(logits, y):
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
+
+
+def log_likelihood(logits, y) -> jax.Array:
+    """Log-likelihood of labels under one model, summed over the τ axis.
+
+    Args:
+      logits: [..., τ, K] class logits of a single model (e.g. the environment).
+      y: [..., τ] integer labels in [0, K).
+
+    Returns:
+      [...] Σ_t log softmax(logits_t)[y_t].
+    """
+    logits, y = _check_logits_labels(logits, y)
+    if y.shape != logits.shape[:-1]:
+        raise ValueError(f"y must have shape {logits.shape[:-1]} to match logits {logits.shape}, got {y.shape}")
+    return jnp.sum(_label_log_probs(jnp.asarray(logits), jnp.asarray(y)), axis=-1)
+
+
+@jax.jit
+def _joint_ll(logits, y):
+    ll = jnp.sum(_label_log_probs(logits, jnp.broadcast_to(y, logits.shape[:-1])), axis=-1)  # [M, ...]
+    return jax.nn.logsumexp(ll, axis=0) - jnp.log(logits.shape[0])
+
+
+def joint_log_likelihood(logits, y) -> jax.Array:
+    """Monte Carlo joint log-likelihood of Algorithm 3 (numerically stable).
+
+    Args:
+      logits: [M, ..., τ, K] logits of M posterior functions; sample m is one
+        function evaluated at every input.
+      y: [..., τ] integer labels in [0, K).
+
+    Returns:
+      [...] log (1/M) Σ_m Π_t softmax(logits[m, ..., t])[y_t].
+
+    Example:
+      >>> import numpy as np
+      >>> # two functions, certain of opposite labels: the joint of (0, 0) is ½.
+      >>> logits = np.array([[[9., -9.], [9., -9.]], [[-9., 9.], [-9., 9.]]])
+      >>> round(float(joint_log_likelihood(logits, np.array([0, 0]))), 3)
+      -0.693
+    """
+    logits, y = _check_logits_labels(logits, y, min_ndim=3)
+    if y.shape != logits.shape[1:-1]:
+        raise ValueError(f"y must have shape {logits.shape[1:-1]} (logits without its first axis M and "
+                         f"last axis K), got {y.shape}; logits has shape {logits.shape} = [M, ..., τ, K]")
+    return _joint_ll(jnp.asarray(logits), jnp.asarray(y))
+
+
+class KLSummary(NamedTuple):
+    """Per-problem summary of per-τ-sample KL values (as the reference computes it)."""
+
+    kl: float  # mean KL after clipping inf to the largest finite value
+    kl_std: float  # standard deviation of the clipped values
+    frac_finite: float  # fraction of τ-samples whose KL was finite
+
+
+def summarize_kl(kl_values) -> KLSummary:
+    """Clips +inf to the largest finite value and returns mean, std and fraction finite.
+
+    Args:
+      kl_values: [N] KL estimates of N test τ-samples (may contain +inf when an
+        agent gives a label probability 0; NaN is an error).
+    """
+    kl = np.asarray(kl_values, np.float64).reshape(-1)
+    if kl.size == 0:
+        raise ValueError("kl_values must hold at least one value, got an empty array")
+    if np.any(np.isnan(kl)):
+        raise ValueError("kl_values must not contain NaN")
+    finite = np.isfinite(kl)
+    frac = float(finite.mean())
+    if frac == 0.0:
+        return KLSummary(float("inf"), float("nan"), 0.0)
+    clipped = np.where(finite, kl, kl[finite].max())
+    return KLSummary(float(clipped.mean()), float(clipped.std()), frac)
+
+
+def _check_probs(probs, y):
+    probs = _checks.as_float_array("probs", probs, ndim=2)
+    if np.any(probs < 0) or not np.allclose(probs.sum(-1), 1.0, atol=1e-3):
+        raise ValueError("probs must be non-negative rows summing to 1 (shape [n, K])")
+    y = _checks.as_labels("y", y, probs.shape[1], ndim=1)
+    if y.shape[0] != probs.shape[0]:
+        raise ValueError(f"y must have {probs.shape[0]} labels to match probs {probs.shape}, got {y.shape}")
+    return probs, y
+
+
+def accuracy(probs, y) -> float:
+    """Fraction of inputs whose most probable class is the label: probs [n, K], y [n]."""
+    probs, y = _check_probs(probs, y)
+    return float(np.mean(np.argmax(probs, -1) == y))
+
+
+def expected_calibration_error(probs, y, num_bins: int = 10) -> float:
+    """ECE with equal-width confidence bins (Guo et al. 2017): Σ_b (n_b / n) |acc_b − conf_b|.
+
+    Args:
+      probs: [n, K] marginal predictive probabilities.
+      y: [n] labels.
+      num_bins: number of equal-width bins over [0, 1] (the reference uses 10).
+    """
+    probs, y = _check_probs(probs, y)
+    _checks.integer("num_bins", num_bins, minimum=1)
+    conf = probs.max(-1)
+    correct = (probs.argmax(-1) == y).astype(np.float64)
+    bins = np.clip(np.ceil(conf * num_bins).astype(int) - 1, 0, num_bins - 1)
+    n = len(y)
+    ece = 0.0
+    for b in range(num_bins):
+        sel = bins == b
+        if sel.any():
+            ece += sel.sum() / n * abs(correct[sel].mean() - conf[sel].mean())
+    return float(ece)

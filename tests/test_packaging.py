@@ -1,0 +1,64 @@
+"""The conda environment, pyproject and the README quickstart stay consistent."""
+
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[;]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def _conda_dependencies() -> dict[str, str]:
+    deps = {}
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        m = re.match(r"^\s+- ([A-Za-z0-9_.\-]+)(.*)$", line)
+        if m and m.group(1) not in ("pip", "python", "-e"):
+            deps[m.group(1).lower()] = m.group(2).strip()
+    return deps
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r): r for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    conda = _conda_dependencies()
+    assert set(wanted) == set(conda), f"only in pyproject: {set(wanted) - set(conda)}; only in conda: {set(conda) - set(wanted)}"
+    for name, req in wanted.items():
+        spec = req[len(name):].replace(" ", "")
+        assert conda[name].replace(" ", "") == spec, f"{name}: pyproject {spec!r} vs environment.yml {conda[name]!r}"
+    assert "- -e ." in (ROOT / "environment.yml").read_text()
+
+
+def test_readme_quickstart_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    block = re.search(r"## Quickstart.*?```(?:bash)?\n(.*?)```", readme, re.S).group(1).strip().splitlines()
+    commands = [line for line in block if line and not line.startswith("#")]
+    assert len(commands) == 2, commands
+    setup, tests = commands
+    for step in setup.split(" && ")[:-1]:  # everything before opening JupyterLab
+        assert step.strip() in ci, f"CI does not run the README set-up step {step!r}"
+    assert setup.split(" && ")[-1].startswith(".venv/bin/jupyter lab")
+    assert tests.strip() in ci
+
+
+def test_console_command_is_installed():
+    out = subprocess.run([sys.executable, "-m", "jtk.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "testbed" in out.stdout
+
+
+def test_public_api_names_exist():
+    import jtk
+
+    for name in ("joint_log_likelihood", "accuracy", "expected_calibration_error"):
+        assert callable(getattr(jtk, name))
+    assert callable(jtk.envs.Coin) and callable(jtk.envs.MLPClassification)
+    for name in ("paper_problems", "quick_problems", "evaluate", "summarize", "breakdown"):
+        assert callable(getattr(jtk.testbed, name))
+    assert callable(jtk.agents.make) and callable(jtk.agents.names)

@@ -1,0 +1,171 @@
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import log_softmax
+
+import jtk
+from jtk import testbed
+from jtk.agents import Prior
+
+# every temperature and τ, the smallest / a middle / the largest training set, 2 seeds
+CHECK_GRID = testbed.grid(num_train=(1, 30, 1000), seeds=2)
+
+
+class _Oracle:
+    """Knows the true environment of every problem (found from its training inputs)."""
+
+    def __init__(self, problems, exact=True):
+        self.envs = {}
+        for p in problems:
+            params, data, _ = testbed.load_problem(p)
+            self.envs[np.asarray(data.x[:p.num_train]).tobytes()] = (params, p.temperature)
+        self.exact = exact
+
+    def fit(self, x, y, seed=0, prior=None):
+        params, temperature = self.envs[np.asarray(x, np.float32).tobytes()]
+        return _OraclePosterior(params, temperature, self.exact)
+
+
+class _OraclePosterior:
+    def __init__(self, params, temperature, exact):
+        self.params, self.temperature = params, temperature
+        self.num_components = 1 if exact else None
+
+    def components(self, x):
+        return (jtk.nets.mlp_apply(self.params, x) / self.temperature)[None]
+
+    def sample_logits(self, x, num_samples, seed=0):
+        return np.repeat(np.asarray(self.components(x)), num_samples, axis=0)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_agent_that_knows_the_environment_has_zero_kl(exact):
+    problems = CHECK_GRID if exact else CHECK_GRID[::6]
+    df = testbed.evaluate(_Oracle(problems, exact), problems, name="oracle", progress=False)
+    assert len(df) == len(problems)
+    assert np.abs(df["kl"]).max() < 1e-5
+    assert set(df["likelihood"]) == {"exact" if exact else "mc1000"}
+
+
+def test_uniform_agent_matches_closed_form():
+    df = testbed.evaluate("uniform", CHECK_GRID, progress=False)
+    for _, row in df.iterrows():
+        p = testbed.Problem(row.temperature, int(row.num_train), int(row.tau), int(row.seed))
+        _, _, test = testbed.load_problem(p)
+        logp = log_softmax(np.asarray(test.true_logits, np.float64), -1)
+        true_ll = logp[np.arange(len(test.y)), np.asarray(test.y)].reshape(-1, p.tau).sum(-1)
+        closed_form = np.mean(true_ll + p.tau * np.log(2.0))
+        assert abs(row.kl - closed_form) < 1e-4 * max(1.0, abs(closed_form))
+
+
+def test_generic_and_vectorised_paths_agree():
+    agent = jtk.agents.make("ensemble+", num_members=3, num_steps=50)
+    problems = testbed.grid(temperatures=(0.1,), num_train=(10, 200), taus=(10,), seeds=1)
+    fast = testbed.evaluate(agent, problems, progress=False)
+
+    class Wrapped:  # hides the JaxAgent type, so the testbed uses fit() problem by problem
+        def fit(self, x, y, seed=0, prior=None):
+            return agent.fit(x, y, seed=seed, prior=prior)
+
+    slow = testbed.evaluate(Wrapped(), problems, name=fast.agent[0], progress=False)
+    np.testing.assert_allclose(fast["kl"], slow["kl"], rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(fast["accuracy"], slow["accuracy"], atol=2e-3)
+
+
+def test_tau_problems_share_environment_and_training_data():
+    p1 = testbed.Problem(0.1, 30, 1, 4)
+    e1, d1, t1 = testbed.load_problem(p1)
+    e10, d10, t10 = testbed.load_problem(dataclasses.replace(p1, tau=10))
+    np.testing.assert_array_equal(d1.x, d10.x)
+    np.testing.assert_array_equal(e1[0][0], e10[0][0])
+    assert t1.x.shape == (1000, 2) and t10.x.shape == (10_000, 2)
+    other = testbed.load_problem(testbed.Problem(0.1, 30, 1, 5))[1]
+    assert not np.allclose(d1.x, other.x)
+
+
+def test_paper_grid_is_the_420_problems_of_the_paper():
+    problems = testbed.paper_problems()
+    assert len(problems) == 420
+    assert {p.tau for p in problems} == {1, 10}
+    assert sorted({p.num_train for p in problems}) == [1, 3, 10, 30, 100, 300, 1000]
+    assert sorted({p.temperature for p in problems}) == [0.01, 0.1, 0.5]
+    assert len({p.training_key for p in problems}) == 210
+    assert len(testbed.quick_problems()) == 16
+
+
+def test_results_have_the_documented_columns_and_are_deterministic():
+    problems = testbed.grid(temperatures=(0.5,), num_train=(10,), seeds=2)
+    a = testbed.evaluate(jtk.agents.make("mlp", num_steps=50), problems, name="mlp", progress=False)
+    assert {"agent", "temperature", "num_train", "tau", "seed", "kl", "train_seconds", "eval_seconds"} <= set(a)
+    assert list(a.agent.unique()) == ["mlp"] and len(a) == 4
+    b = testbed.evaluate(jtk.agents.make("mlp", num_steps=50), problems, name="mlp", progress=False)
+    pd.testing.assert_frame_equal(a.drop(columns=["train_seconds", "eval_seconds"]),
+                                  b.drop(columns=["train_seconds", "eval_seconds"]))
+
+
+def test_executor_path_gives_identical_results():
+    from concurrent.futures import ThreadPoolExecutor
+
+    problems = testbed.grid(temperatures=(0.1,), num_train=(10, 100), seeds=1)
+    local = testbed.evaluate("uniform", problems, progress=False)
+    with ThreadPoolExecutor(2) as ex:
+        remote = testbed.evaluate("uniform", problems, executor=ex, progress=False)
+    pd.testing.assert_series_equal(local["kl"], remote["kl"])
+
+
+def test_summarize_clips_negatives_groups_and_normalises():
+    rows = []
+    for agent, scale in (("a", 1.0), ("b", 2.0)):
+        for seed in range(3):
+            for tau, kl in ((1, 0.1 * (seed + 1)), (10, 1.0 * (seed + 1))):
+                rows.append(dict(agent=agent, tau=tau, seed=seed, num_train=10, temperature=0.1, input_dim=2,
+                                 kl=scale * kl, accuracy=0.8, ece=0.1, train_seconds=1, eval_seconds=1))
+    rows.append(dict(rows[0], kl=-5.0, seed=3))
+    table = testbed.summarize(pd.DataFrame(rows), baseline="a")
+    assert np.isclose(table.loc["a", "kl_1"], (0.1 + 0.2 + 0.3 + 0.0) / 4)
+    assert np.isclose(table.loc["b", "kl_10"], 4.0)
+    assert np.isclose(table.loc["b", "kl_10_se"], np.std([2, 4, 6], ddof=1) / np.sqrt(3))
+    assert np.isclose(table.loc["b", "kl_10_rel"], 2.0)
+    with pytest.raises(ValueError, match="baseline"):
+        testbed.summarize(pd.DataFrame(rows), baseline="mlp")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(temperature=0.0, num_train=10, tau=1, seed=0), "temperature"),
+    (dict(temperature=0.1, num_train=0, tau=1, seed=0), "num_train"),
+    (dict(temperature=0.1, num_train=10, tau=0, seed=0), "tau"),
+    (dict(temperature=0.1, num_train=10, tau=1, seed=-1), "seed"),
+])
+def test_bad_problems_are_rejected(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        testbed.Problem(**kwargs)
+
+
+def test_bad_evaluate_arguments():
+    with pytest.raises(ValueError, match="name must be one of"):
+        testbed.evaluate("mpl", "quick", progress=False)
+    with pytest.raises(TypeError, match="fit"):
+        testbed.evaluate(object(), "quick", progress=False)
+    with pytest.raises(ValueError, match="problems must be one of"):
+        testbed.evaluate("uniform", "huge", progress=False)
+    with pytest.raises(TypeError, match=r"problems\[0\]"):
+        testbed.evaluate("uniform", [("0.1", 10)], progress=False)
+
+
+def test_a_posterior_with_wrong_shapes_is_reported():
+    class Bad:
+        def fit(self, x, y, seed=0, prior=None):
+            return self
+
+        def sample_logits(self, x, num_samples, seed=0):
+            return np.zeros((num_samples, len(x)))  # forgot the class axis
+
+    with pytest.raises(ValueError, match=r"expected \[1000, n, K\]"):
+        testbed.evaluate(Bad(), testbed.quick_problems(seeds=1)[:1], progress=False)
+
+
+def test_prior_tells_the_agent_the_problem():
+    p = testbed.Problem(0.5, 30, 10, 2)
+    assert p.prior() == Prior(input_dim=2, num_classes=2, num_train=30, temperature=0.5, tau=10)
