@@ -1,6 +1,9 @@
 """The ``jtk`` command.
 
-    jtk testbed --agent NAME [--grid paper|quick] [--seeds N] [--out FILE.csv] [--set KEY=VALUE ...]
+    jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
+
+    jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv]
+                [--set KEY=VALUE ...] [--scheduler local|dask|tcp://HOST:PORT]
 
 prints the leaderboard row (mean d_KL^1 and d_KL^10 with standard errors over
 seeds, accuracy, ECE, seconds) and writes one CSV row per problem.
@@ -49,21 +52,37 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--out", default=None, help="CSV file for the per-problem rows")
     tb.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
                     metavar="KEY=VALUE", help="agent hyperparameter, e.g. --set num_members=10")
+    tb.add_argument("--scheduler", default="local",
+                    help="local (in-process, default), dask (embedded 2-worker LocalCluster on loopback) "
+                         "or tcp://HOST:PORT of a running Dask scheduler")
     tb.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    sw = sub.add_parser("sweep", help="resumable hyperparameter sweep; prints each agent's best configuration")
+    sw.add_argument("--agents", nargs="+", default=["mlp", "ensemble", "ensemble+"], help="agents to sweep")
+    sw.add_argument("--sweep", default="small", choices=["small", "paper"], help="hyperparameter grid")
+    sw.add_argument("--grid", default="quick", choices=sorted(testbed.GRIDS), help="problem grid (default quick)")
+    sw.add_argument("--seeds", type=_positive_int, default=None, help="number of seeds (default: the grid's)")
+    sw.add_argument("--results", required=True, help="directory for per-chunk results (resumes if it exists)")
+    sw.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+                    metavar="KEY=VALUE", help="fixed hyperparameter for every configuration, e.g. num_steps=200")
+    sw.add_argument("--scheduler", default="local", help="local, dask or tcp://HOST:PORT")
+    sw.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
 
 def _testbed(args) -> int:
-    from jtk import agents, testbed
+    from jtk import agents, executors, testbed
 
     try:
         agent = agents.make(args.agent, **dict(args.hyperparameters))
+        executors._check_scheduler(args.scheduler)
     except (TypeError, ValueError) as err:
         print(f"jtk testbed: {err}", file=sys.stderr)
         return 2
     problems = testbed.problems(args.grid, seeds=args.seeds)
     start = time.perf_counter()
-    results = testbed.evaluate(agent, problems, name=args.agent, progress=not args.no_progress)
+    with executors.executor(args.scheduler) as ex:
+        results = testbed.evaluate(agent, problems, executor=ex, name=args.agent, progress=not args.no_progress)
     wall = time.perf_counter() - start
     if args.out:
         results.to_csv(args.out, index=False)
@@ -74,10 +93,38 @@ def _testbed(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    from jtk import executors, sweep, testbed
+
+    try:
+        grids = sweep.sweep_by_name(args.sweep)
+        fixed = dict(args.hyperparameters)
+        configs = [sweep.Config(c.agent, tuple(sorted({**dict(c.hyperparameters), **fixed}.items())))
+                   for c in sweep.configs(grids, args.agents)]
+        for c in configs:
+            c.make()
+        executors._check_scheduler(args.scheduler)
+    except (TypeError, ValueError) as err:
+        print(f"jtk sweep: {err}", file=sys.stderr)
+        return 2
+    problems = testbed.problems(args.grid, seeds=args.seeds)
+    start = time.perf_counter()
+    with executors.executor(args.scheduler) as ex:
+        results = sweep.run(configs, problems, args.results, executor=ex, progress=not args.no_progress)
+    best = sweep.best_configs(results)
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80):
+        print(best.round(4).to_string())
+    print(f"{len(configs)} configurations x {len(problems)} problems in {time.perf_counter() - start:.1f} s; "
+          f"results in {args.results}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "testbed":
         return _testbed(args)
+    if args.command == "sweep":
+        return _sweep(args)
     return 2  # pragma: no cover - argparse enforces the choices
 
 

@@ -48,7 +48,7 @@ PAPER_NUM_TRAIN = (1, 3, 10, 30, 100, 300, 1000)
 PAPER_TAUS = (1, 10)
 
 GROUP_COLUMNS = ["seed", "num_train", "temperature", "input_dim"]  # rows sharing one environment
-RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "kl", "kl_std",
+RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
                   "frac_finite", "accuracy", "ece", "likelihood", "train_seconds", "eval_seconds"]
 
 
@@ -67,6 +67,11 @@ class Problem:
       activation: hidden activation of the generative MLP (§6).
       num_test: number N of test τ-samples (1000).
       num_samples: posterior samples M for agents that are not finite mixtures (1000).
+      test_inputs: "iid" (x ~ N(0, I) for every test point, the paper's 2-D grid) or
+        "polyadic" (per τ-sample, draw ``num_anchors`` inputs ~ N(0, I), then the
+        τ inputs uniformly with replacement from them; the later "classification"
+        grid, which makes τ > 1 far more informative).
+      num_anchors: κ, anchors per τ-sample for polyadic test inputs (2).
     """
 
     temperature: float
@@ -79,6 +84,8 @@ class Problem:
     activation: str = "relu"
     num_test: int = 1000
     num_samples: int = 1000
+    test_inputs: str = "iid"
+    num_anchors: int = 2
 
     def __post_init__(self):
         _checks.positive("temperature", self.temperature)
@@ -91,6 +98,8 @@ class Problem:
         nets.activation_fn(self.activation)
         _checks.integer("num_test", self.num_test, minimum=1)
         _checks.integer("num_samples", self.num_samples, minimum=1)
+        _checks.one_of("test_inputs", self.test_inputs, ("iid", "polyadic"))
+        _checks.integer("num_anchors", self.num_anchors, minimum=1)
 
     @property
     def training_key(self) -> "Problem":
@@ -120,11 +129,20 @@ def quick_problems(seeds: int = 2) -> list[Problem]:
     return grid(temperatures=(0.1, 0.5), num_train=(10, 100), seeds=seeds)
 
 
-GRIDS = {"paper": paper_problems, "quick": quick_problems}
+def classification_problems(seeds: int = 5) -> list[Problem]:
+    """The reference's later "classification" grid (REFERENCE_FACTS): d ∈ {2, 10, 100},
+    num_train = d × {1, 10, 100, 1000}, ρ ∈ {0.01, 0.1, 0.5}, τ ∈ {1, 10}, polyadic
+    test inputs with κ = 2 anchors; 5 seeds give 360 problems."""
+    return [p for d in (2, 10, 100)
+            for p in grid(num_train=tuple(d * k for k in (1, 10, 100, 1000)), seeds=seeds, input_dim=d,
+                          test_inputs="polyadic")]
+
+
+GRIDS = {"paper": paper_problems, "quick": quick_problems, "classification": classification_problems}
 
 
 def problems(name: str = "paper", seeds: int | None = None) -> list[Problem]:
-    """A named grid ("paper" or "quick"), optionally with another number of seeds."""
+    """A named grid ("paper", "quick" or "classification"), optionally with another number of seeds."""
     _checks.one_of("name", name, tuple(GRIDS))
     return GRIDS[name]() if seeds is None else GRIDS[name](seeds=seeds)
 
@@ -161,6 +179,8 @@ class _DataConfig:
     hidden: tuple[int, ...]
     activation: str
     capacity: int
+    test_inputs: str = "iid"
+    num_anchors: int = 2
 
 
 @jax.jit
@@ -179,10 +199,15 @@ def _make_training(cfg: _DataConfig, seed, temperature, num_train):
     return params, data
 
 
-def _make_test(cfg: _DataConfig, num_points: int, tau: int, params, seed, temperature, num_train):
+def _make_test(cfg: _DataConfig, num_test: int, tau: int, params, seed, temperature, num_train):
     _, _, k_test = _keys(seed, temperature, num_train)
-    kx, ky = jax.random.split(jax.random.fold_in(k_test, tau))
-    x = jax.random.normal(kx, (num_points, cfg.input_dim))
+    kx, ky, ki = jax.random.split(jax.random.fold_in(k_test, tau), 3)
+    if cfg.test_inputs == "polyadic":
+        anchors = jax.random.normal(kx, (num_test, cfg.num_anchors, cfg.input_dim))
+        pick = jax.random.randint(ki, (num_test, tau), 0, cfg.num_anchors)
+        x = jnp.take_along_axis(anchors, pick[..., None], axis=1).reshape(num_test * tau, cfg.input_dim)
+    else:
+        x = jax.random.normal(kx, (num_test * tau, cfg.input_dim))
     logits = nets.mlp_apply(params, x, cfg.activation) / temperature
     return TestData(x, sample_labels(ky, logits), logits)
 
@@ -197,13 +222,14 @@ def load_problem(problem: Problem) -> tuple[Any, train_lib.Dataset, TestData]:
         raise TypeError(f"problem must be a jtk.testbed.Problem, got {type(problem).__name__}")
     cfg = _data_config(problem)
     params, data = _make_training_batch(cfg, *_group_arrays([problem]))
-    test = _make_test_batch(cfg, problem.num_test * problem.tau, problem.tau, params, *_group_arrays([problem]))
+    test = _make_test_batch(cfg, problem.num_test, problem.tau, params, *_group_arrays([problem]))
     first = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
     return first(params), first(data), first(test)
 
 
 def _data_config(p: Problem) -> _DataConfig:
-    return _DataConfig(p.input_dim, p.num_classes, p.hidden, p.activation, train_lib.capacity_for(p.num_train))
+    return _DataConfig(p.input_dim, p.num_classes, p.hidden, p.activation, train_lib.capacity_for(p.num_train),
+                       p.test_inputs, p.num_anchors)
 
 
 def _group_arrays(group: Sequence[Problem]):
@@ -265,7 +291,7 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     for p, kl, probs, y in zip(group_problems, kl_list, probs_list, tests_y):
         s = likelihood.summarize_kl(kl)
         rows.append({"agent": name, "temperature": p.temperature, "num_train": p.num_train, "tau": p.tau,
-                     "seed": p.seed, "input_dim": p.input_dim, "kl": s.kl, "kl_std": s.kl_std,
+                     "seed": p.seed, "input_dim": p.input_dim, "test_inputs": p.test_inputs, "kl": s.kl, "kl_std": s.kl_std,
                      "frac_finite": s.frac_finite,
                      "accuracy": float(np.mean(np.argmax(probs, -1) == y)),
                      "ece": likelihood.expected_calibration_error(probs, y),
@@ -295,7 +321,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
         idx = jnp.asarray([i for i, _ in members])
         pick = lambda tree: jax.tree_util.tree_map(lambda a: a[idx], tree)  # noqa: E731
         t0 = time.perf_counter()
-        tests = _make_test_batch(cfg, heads[0].num_test * tau, tau, pick(env_params), seeds[idx], temps[idx], ns[idx])
+        tests = _make_test_batch(cfg, heads[0].num_test, tau, pick(env_params), seeds[idx], temps[idx], ns[idx])
         eval_keys = jax.vmap(jax.random.key)(jnp.asarray([agent_seed(p, tau) for _, p in members], jnp.uint32))
         kl, probs = jax.block_until_ready(
             _eval_jax_agent(specialized, pick(states), tests, tau, heads[0].num_samples, eval_keys))
@@ -363,7 +389,6 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
     if not isinstance(agent, agents_base.JaxAgent):
         return [[g] for g in groups.values()]
     members = int(getattr(agent, "num_members", 1) or 1)
-    max_groups = max(1, 2048 // members)
     by_shape: dict[tuple, list[list[Problem]]] = {}
     for key, g in groups.items():
         static = (dataclasses.replace(key, temperature=1.0, num_train=1, seed=0),
@@ -371,7 +396,10 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
                   tuple(sorted(p.tau for p in g)))
         by_shape.setdefault(static, []).append(g)
     chunks = []
-    for gs in by_shape.values():
+    for (_, capacity, _, _), gs in by_shape.items():
+        # ~2048 member trainings per vectorised call, and at most 2^26 floats of training data.
+        data_floats = capacity * (gs[0][0].input_dim + 1)
+        max_groups = max(1, min(2048 // members, 2 ** 26 // data_floats))
         chunks += [gs[i:i + max_groups] for i in range(0, len(gs), max_groups)]
     return chunks
 

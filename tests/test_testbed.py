@@ -169,3 +169,26 @@ def test_a_posterior_with_wrong_shapes_is_reported():
 def test_prior_tells_the_agent_the_problem():
     p = testbed.Problem(0.5, 30, 10, 2)
     assert p.prior() == Prior(input_dim=2, num_classes=2, num_train=30, temperature=0.5, tau=10)
+
+
+def test_classification_grid_uses_polyadic_test_inputs():
+    problems = testbed.classification_problems()
+    assert len(problems) == 360
+    assert {p.input_dim for p in problems} == {2, 10, 100}
+    assert {p.num_train for p in problems if p.input_dim == 10} == {10, 100, 1000, 10_000}
+    p = testbed.Problem(0.1, 20, 10, 0, input_dim=10, test_inputs="polyadic", num_test=50)
+    _, data, test = testbed.load_problem(p)
+    x = np.asarray(test.x).reshape(50, 10, 10)
+    distinct = [len(np.unique(sample, axis=0)) for sample in x]
+    assert max(distinct) <= 2 and min(distinct) >= 1 and np.mean(distinct) > 1.5
+    iid = testbed.load_problem(dataclasses.replace(p, test_inputs="iid"))[2]
+    assert len(np.unique(np.asarray(iid.x).reshape(50, 10, 10)[0], axis=0)) == 10
+    with pytest.raises(ValueError, match="test_inputs"):
+        dataclasses.replace(p, test_inputs="sobol")
+
+
+def test_polyadic_problems_evaluate_in_higher_dimensions():
+    problems = [testbed.Problem(0.1, 100, tau, 0, input_dim=10, test_inputs="polyadic", num_test=200)
+                for tau in (1, 10)]
+    df = testbed.evaluate("uniform", problems, progress=False)
+    assert df.kl.notna().all() and (df.kl[df.tau == 10].values > df.kl[df.tau == 1].values).all()
