@@ -55,10 +55,13 @@ def _run_one(label: str, grid: str) -> dict:
     RESULTS.mkdir(exist_ok=True)
     df.to_csv(RESULTS / f"testbed_{label}_{grid}.csv", index=False)
 
-    # Recompilation check: unseen num_train (in a known minibatch bucket) and unseen temperature.
+    # Recompilation check: a new grid of unseen temperatures and num_train values (in the
+    # largest minibatch bucket, as num_train ∈ {100, 300, 1000} of the paper grid) and new seeds.
     before = compile_s[1]
-    extra = [testbed.Problem(temperature=0.2345, num_train=777, tau=1, seed=99)]
+    extra = testbed.grid(temperatures=(0.02, 0.2, 0.7), num_train=(150, 250, 700), seeds=range(10, 20))
+    start_extra = time.perf_counter()
     testbed.evaluate(agent, extra, name=label, progress=False)
+    extra_s = time.perf_counter() - start_extra
     new_compiles = compile_s[1] - before
     summary = testbed.summarize(df).iloc[0]
     return {
@@ -67,6 +70,7 @@ def _run_one(label: str, grid: str) -> dict:
         "eval_s_per_problem": round(df.eval_seconds.sum() / len(df), 3),
         "compile_s": round(compile_s[0], 1), "compilations": grid_compiles,
         "recompiles_for_new_num_train_and_temperature": new_compiles,
+        "new_grid_problems": len(extra), "new_grid_wall_s": round(extra_s, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "kl_1": round(summary.kl_1, 4), "kl_1_se": round(summary.kl_1_se, 4),
         "kl_10": round(summary.kl_10, 4), "kl_10_se": round(summary.kl_10_se, 4),

@@ -259,17 +259,6 @@ def _score(comps, test: TestData, tau: int, log_w=None):
     return kl, jnp.einsum("c,cnk->nk", w, probs)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3, 4))
-def _eval_jax_agent(agent, states, tests: TestData, tau: int, num_samples: int, keys):
-    def one(args):
-        state, test, key = args
-        if agent.mixture:
-            return _score(agent.components(state, test.x), test, tau, agent.log_weights(state))
-        return _score(agent.sample(state, test.x, key, num_samples), test, tau)
-
-    return jax.lax.map(one, (states, tests, keys))
-
-
 _score_jit = jax.jit(_score, static_argnums=2)
 
 
@@ -299,35 +288,68 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     return rows
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
+    """Generates the data of P training groups and trains the agent on all of them (one compile)."""
+    env_params, data = jax.vmap(_make_training, in_axes=(None, 0, 0, 0))(cfg, seeds, temps, ns)
+    states = jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
+    return env_params, states
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: int, env_params, states,
+                seeds, temps, ns, eval_seeds):
+    """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""
+    tests = jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0))(cfg, num_test, tau, env_params, seeds,
+                                                                         temps, ns)
+
+    def one(args):
+        state, test, seed = args
+        if agent.mixture:
+            return _score(agent.components(state, test.x), test, tau, agent.log_weights(state))
+        return _score(agent.sample(state, test.x, jax.random.key(seed), num_samples), test, tau)
+
+    kl, probs = jax.lax.map(one, (states, tests, eval_seeds))
+    return kl, probs, tests.y
+
+
+def _pad(values, size):
+    """Pads a list to ``size`` by repeating its last element (padded problems are computed, then dropped)."""
+    return list(values) + [values[-1]] * (size - len(values))
+
+
 def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]], name: str) -> list[dict]:
-    """Trains one agent on a chunk of training groups at once (vmap) and scores every τ."""
+    """Trains one agent on a chunk of training groups at once (vmap) and scores every τ.
+
+    The number of groups is padded to a power of two, so a chunk of any size
+    reuses the compilation of its power-of-two bucket.
+    """
     heads = [g[0] for g in groups]
+    size = train_lib.next_pow2(len(heads))
+    padded = _pad(heads, size)
     cfg = _data_config(heads[0])
-    seeds, temps, ns = _group_arrays(heads)
-    env_params, data = _make_training_batch(cfg, seeds, temps, ns)
-    specialized = agent.specialize(heads[0].prior())
-    hyper_rows = [agent.hyper(p.prior()) for p in heads]
+    seeds, temps, ns = _group_arrays(padded)
+    hyper_rows = [agent.hyper(p.prior()) for p in padded]
     hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
-    train_keys = jax.vmap(jax.random.key)(jnp.asarray([agent_seed(p, 0) for p in heads], jnp.uint32))
     t0 = time.perf_counter()
-    states = jax.block_until_ready(agents_base.train_many(specialized, train_keys, data, hyper))
+    env_params, states = jax.block_until_ready(_train_chunk(
+        agent.specialize(heads[0].prior()), cfg, seeds, temps, ns, hyper,
+        jnp.asarray([agent_seed(p, 0) for p in padded], jnp.uint32)))
     train_time = time.perf_counter() - t0
+    scorer = dataclasses.replace(agent, num_classes=heads[0].num_classes)  # eval does not depend on batch size
+    kind = "exact" if agent.mixture else f"mc{heads[0].num_samples}"
     num_rows = sum(len(g) for g in groups)
     rows = []
-    taus = sorted({p.tau for g in groups for p in g})
-    kind = "exact" if agent.mixture else f"mc{heads[0].num_samples}"
-    for tau in taus:
-        members = [(i, p) for i, g in enumerate(groups) for p in g if p.tau == tau]
-        idx = jnp.asarray([i for i, _ in members])
-        pick = lambda tree: jax.tree_util.tree_map(lambda a: a[idx], tree)  # noqa: E731
+    for tau in sorted(p.tau for p in groups[0]):  # groups of a chunk share their set of τ
         t0 = time.perf_counter()
-        tests = _make_test_batch(cfg, heads[0].num_test, tau, pick(env_params), seeds[idx], temps[idx], ns[idx])
-        eval_keys = jax.vmap(jax.random.key)(jnp.asarray([agent_seed(p, tau) for _, p in members], jnp.uint32))
-        kl, probs = jax.block_until_ready(
-            _eval_jax_agent(specialized, pick(states), tests, tau, heads[0].num_samples, eval_keys))
+        kl, probs, y = jax.block_until_ready(_eval_chunk(
+            scorer, cfg, heads[0].num_test, tau, heads[0].num_samples, env_params, states, seeds, temps, ns,
+            jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)))
         eval_time = time.perf_counter() - t0
-        rows += _rows([p for _, p in members], np.asarray(kl), np.asarray(probs), np.asarray(tests.y), kind,
-                      train_time / num_rows, eval_time / len(members), name)
+        problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
+        n = len(groups)
+        rows += _rows(problems_tau, np.asarray(kl[:n]), np.asarray(probs[:n]), np.asarray(y[:n]), kind,
+                      train_time / num_rows, eval_time / n, name)
     return rows
 
 
@@ -397,9 +419,11 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
         by_shape.setdefault(static, []).append(g)
     chunks = []
     for (_, capacity, _, _), gs in by_shape.items():
-        # ~2048 member trainings per vectorised call, and at most 2^26 floats of training data.
+        # ~2048 member trainings per vectorised call and at most 2^26 floats of training data,
+        # rounded down to a power of two so that full chunks need no padding.
         data_floats = capacity * (gs[0][0].input_dim + 1)
-        max_groups = max(1, min(2048 // members, 2 ** 26 // data_floats))
+        limit = max(1, min(2048 // members, 2 ** 26 // data_floats))
+        max_groups = 1 << (limit.bit_length() - 1)
         chunks += [gs[i:i + max_groups] for i in range(0, len(gs), max_groups)]
     return chunks
 
