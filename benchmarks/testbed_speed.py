@@ -3,8 +3,10 @@
     python benchmarks/testbed_speed.py                      # mlp, ensemble+ K=10, ensemble+ K=100
     python benchmarks/testbed_speed.py --agents mlp --grid quick
 
-For each agent (each in a fresh subprocess, so peak memory and compile counts
-are its own) it prints: wall time of the grid, seconds per problem split into
+For each agent it runs the grid twice, each time in a fresh subprocess (so peak
+memory and compile counts are its own): first with an empty persistent
+compilation cache ("cold"), then with the cache the first run filled ("warm").
+It prints: wall time of the grid, seconds per problem split into
 train and eval, total XLA compile time and number of compilations, peak
 resident memory, the leaderboard row, and whether a new num_train or a new
 temperature recompiles (it evaluates one extra problem with unseen values and
@@ -20,6 +22,7 @@ import pathlib
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
@@ -90,17 +93,21 @@ def main() -> None:
         return
     rows = []
     for label in args.agents:
-        proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid],
-                              capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-        if proc.returncode or not line:
-            print(proc.stdout, proc.stderr, file=sys.stderr)
-            raise SystemExit(f"benchmark for {label} failed")
-        rows.append(json.loads(line[0][7:]))
-        print(json.dumps(rows[-1]), flush=True)
+        with tempfile.TemporaryDirectory() as cache:  # cold: empty compilation cache; warm: filled by cold
+            for cache_state in ("cold", "warm"):
+                env = {**os.environ, "JAX_PLATFORMS": "cpu", "JTK_CACHE_DIR": cache}
+                proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid],
+                                      capture_output=True, text=True, env=env)
+                line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+                if proc.returncode or not line:
+                    print(proc.stdout, proc.stderr, file=sys.stderr)
+                    raise SystemExit(f"benchmark for {label} failed")
+                rows.append({**json.loads(line[0][7:]), "compilation_cache": cache_state})
+                print(json.dumps(rows[-1]), flush=True)
     import pandas as pd
 
-    table = pd.DataFrame(rows).set_index("agent")
+    table = pd.DataFrame(rows)
+    table.index = table.agent + " (" + table.compilation_cache + " cache)"
     RESULTS.mkdir(exist_ok=True)
     table.to_csv(RESULTS / f"testbed_speed_{args.grid}.csv")
     with pd.option_context("display.width", 250, "display.max_columns", 30):

@@ -1,17 +1,41 @@
 """jtk: a Jupyter-first toolkit for teaching and exploring joint predictive uncertainty.
 
 The library behind the notebooks: generative models (``jtk.envs``), agents
-(``jtk.agents``), joint likelihoods and d_KL^τ (``jtk.likelihood``), and the
-Neural Testbed (``jtk.testbed``).
+(``jtk.agents``), joint likelihoods and d_KL^τ (``jtk.likelihood``), the
+Neural Testbed (``jtk.testbed``), sweeps and executors.
+
+On import jtk turns on JAX's persistent compilation cache (in
+``$JTK_CACHE_DIR``, default ``~/.cache/jtk/xla``), so a second run of a sweep or
+a notebook skips XLA compilation. Set ``JTK_COMPILATION_CACHE=0`` to opt out;
+a cache directory already configured for JAX is left alone.
 """
 
 import os as _os
 
 _os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from jtk import agents, envs, likelihood, testbed  # noqa: E402
+
+def _enable_compilation_cache() -> None:
+    if _os.environ.get("JTK_COMPILATION_CACHE", "1") == "0":
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    path = _os.environ.get("JTK_CACHE_DIR") or _os.path.join(_os.path.expanduser("~"), ".cache", "jtk", "xla")
+    try:
+        _os.makedirs(path, exist_ok=True)
+    except OSError:
+        return  # read-only home: run without a persistent cache
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+_enable_compilation_cache()
+
+from jtk import agents, envs, likelihood, nets, testbed  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["accuracy", "agents", "envs", "expected_calibration_error", "joint_log_likelihood",
-           "likelihood", "testbed"]
+           "likelihood", "nets", "testbed"]

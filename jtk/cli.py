@@ -1,6 +1,8 @@
 """The ``jtk`` command.
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
+    jtk exercises build|check
+    jtk grade NOTEBOOK.ipynb [...] [--json]
 
     jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv]
                 [--set KEY=VALUE ...] [--scheduler local|dask|tcp://HOST:PORT]
@@ -56,6 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="local (in-process, default), dask (embedded 2-worker LocalCluster on loopback) "
                          "or tcp://HOST:PORT of a running Dask scheduler")
     tb.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    ex = sub.add_parser("exercises", help="build exercises/ from solutions/, or check it is up to date")
+    ex.add_argument("action", choices=["build", "check"])
+    ex.add_argument("--solutions", default="solutions", help="directory of solution notebooks")
+    ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
+
+    gr = sub.add_parser("grade", help="run students' notebooks in a fresh kernel and score each exercise")
+    gr.add_argument("notebooks", nargs="+", help="notebooks to grade")
+    gr.add_argument("--timeout", type=_positive_int, default=120, help="seconds allowed per cell (default 120)")
+    gr.add_argument("--json", action="store_true", help="print the scores as JSON")
 
     sw = sub.add_parser("sweep", help="resumable hyperparameter sweep; prints each agent's best configuration")
     sw.add_argument("--agents", nargs="+", default=["mlp", "ensemble", "ensemble+"], help="agents to sweep")
@@ -119,12 +131,61 @@ def _sweep(args) -> int:
     return 0
 
 
+def _exercises(args) -> int:
+    from jtk import exercises
+
+    try:
+        if args.action == "build":
+            for path in exercises.build(args.solutions, args.exercises):
+                print(f"wrote {path}")
+            return 0
+        stale = exercises.stale(args.solutions, args.exercises)
+    except ValueError as err:
+        print(f"jtk exercises: {err}", file=sys.stderr)
+        return 2
+    if stale:
+        print("exercises/ is out of date; run `jtk exercises build`. Stale: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    print(f"exercises/ is up to date with {args.solutions}/")
+    return 0
+
+
+def _grade(args) -> int:
+    import json
+
+    from jtk import exercises
+
+    rows, failed_files = [], 0
+    for nb in args.notebooks:
+        try:
+            scores = exercises.grade(nb, timeout=args.timeout)
+        except ValueError as err:
+            print(f"jtk grade: {err}", file=sys.stderr)
+            failed_files += 1
+            continue
+        rows += [{"notebook": nb, **vars(s)} for s in scores]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    elif rows:
+        table = pd.DataFrame(rows)
+        with pd.option_context("display.width", 200, "display.max_colwidth", 70):
+            print(table[["notebook", "exercise", "points", "max_points", "status", "message"]].to_string(index=False))
+        total = table.groupby("notebook")[["points", "max_points"]].sum()
+        for nb, row in total.iterrows():
+            print(f"{nb}: {row.points:g} / {row.max_points:g} ({100 * row.points / row.max_points:.0f} %)")
+    return 2 if failed_files else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "testbed":
         return _testbed(args)
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "exercises":
+        return _exercises(args)
+    if args.command == "grade":
+        return _grade(args)
     return 2  # pragma: no cover - argparse enforces the choices
 
 
