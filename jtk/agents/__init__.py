@@ -9,6 +9,9 @@ True
 from jtk.agents.base import Agent, JaxAgent, JaxPosterior, Posterior, Prior, fit_many, make, names, register
 from jtk.agents.baseline import UniformAgent
 from jtk.agents.ensemble import EnsembleAgent
+from jtk.agents.gp import GaussianProcessPosterior, GPRegression, MonteCarloGP
+from jtk.agents.bnn_regression import BBBRegression, SGLDRegression
 
-__all__ = ["Agent", "EnsembleAgent", "JaxAgent", "JaxPosterior", "Posterior", "Prior", "UniformAgent",
+__all__ = ["Agent", "BBBRegression", "EnsembleAgent", "GaussianProcessPosterior", "GPRegression", "JaxAgent",
+           "JaxPosterior", "MonteCarloGP", "Posterior", "Prior", "SGLDRegression", "UniformAgent",
            "fit_many", "make", "names", "register"]

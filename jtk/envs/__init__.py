@@ -2,5 +2,6 @@
 
 from jtk.envs.classification import MLPClassification
 from jtk.envs.coin import Coin
+from jtk.envs.gp import GPSplit, ReLUKernelGP, relu_kernel, toy_split_1d
 
-__all__ = ["Coin", "MLPClassification"]
+__all__ = ["Coin", "GPSplit", "MLPClassification", "ReLUKernelGP", "relu_kernel", "toy_split_1d"]

@@ -1,0 +1,709 @@
+"""Transductive active learning (TAL) and posterior-predictive-correlation (PPC) metrics.
+
+Wang, Sun & Grosse (2021), "Beyond marginal uncertainty: how accurately can
+Bayesian regression models estimate posterior predictive correlations?"
+
+Acquisition (§3.2; exact scores as in the reference code, REFERENCE_FACTS).
+Every function takes ``cov``, the noise-free posterior covariance of f over
+*all* candidate and test points given the current training data, and index
+arrays ``pool`` and ``test`` into it. Selection uses the joint covariance of
+(noisy pool observations y_p, noise-free test values f_u): σ² is added to the
+diagonal of pool entries only.
+
+* TIG: top q pool points by predictive variance of y_p.
+* MIG: top q by −Σ_u log(1 − ρ²(y_p, f_u)).
+* BatchMIG: greedy; with S the points chosen so far, candidate p scores
+  −Σ_u log(1 − ρ²_u(S ∪ {p})), ρ²_u(S) = Σ_uS Σ_SS⁻¹ Σ_Su / Σ_uu (the squared
+  multiple correlation of f_u with y_S). The first pick equals MIG's.
+
+TAL protocol (§5.1): the *selection* model scores the pool, the *prediction*
+model (the oracle GP on synthetic data) is refitted on train + queried points
+and scored by its mean test log-likelihood; one round with batch size
+max(⌊0.01 (train + pool + test)⌋, 1), or several rounds for learning curves.
+
+PPC metrics (§3.1, §3.3): metacorrelations (Pearson / Spearman correlation of
+a model's pool × test predictive correlations with the oracle's, and of the
+pool variances), joint log-likelihoods of top-correlated batches, and XLL /
+XLLR with every model serving once as the reference.
+
+Example:
+  >>> import numpy as np
+  >>> a = np.random.default_rng(0).normal(size=(30, 5)); cov = a @ a.T
+  >>> pool, test = np.arange(20), np.arange(20, 30)
+  >>> chosen = batch_mig(cov, pool, test, noise_var=0.1, batch_size=3)
+  >>> bool(chosen[0] == mig(cov, pool, test, 0.1, 1)[0])
+  True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+from jtk import _checks
+from jtk.envs.gp import numpy_rng, serial_blas
+
+CRITERIA = ("batchmig", "mig", "tig", "random")
+_FLOOR = 1e-12  # floor on 1 − ρ² (guards log 0 when σ² = 0)
+_PSD_RTOL = 1e-6  # eigenvalues down to −1e-6 · max diag count as PSD (round-off of sample covariances)
+_PSD_EXACT_MAX = 3000  # larger (pool ∪ test) sets: 2 × 2 minors + a random 3000-point principal submatrix
+
+
+# ------------------------------------------------------------------ validation
+def _as_index(name: str, value: Any, n: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of indices into cov, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer indices into cov, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one index, got an empty array")
+    if arr.min() < 0 or arr.max() >= n:
+        raise ValueError(f"{name} must hold indices in [0, {n}) (cov is {n} x {n}), "
+                         f"got values in [{arr.min()}, {arr.max()}]")
+    if len(np.unique(arr)) != len(arr):
+        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
+    return arr
+
+
+@serial_blas
+def check_covariance(cov: Any, name: str = "cov", index: np.ndarray | None = None) -> np.ndarray:
+    """Returns ``cov`` as float64 after checking it is a finite, square, symmetric PSD matrix.
+
+    Positive semi-definiteness is checked on ``cov[index][:, index]`` (all of cov
+    when None) by a Cholesky factorisation of the matrix plus 1e-6 · max diag · I,
+    so round-off in rank-deficient sample covariances passes while a clearly
+    indefinite matrix fails. Above 3000 points the check is necessary-only (every
+    2 × 2 principal minor, and the Cholesky test on a random 3000-point principal
+    submatrix), to keep it well below the O(n³) of a full factorisation.
+
+    Raises:
+      ValueError: naming ``name``, what was expected and what was given.
+    """
+    cov = _checks.as_float_array(name, cov, ndim=2).astype(np.float64)
+    if cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"{name} must be a square [n, n] covariance matrix, got shape {cov.shape}")
+    scale = max(float(np.max(np.abs(np.diag(cov)))) if cov.size else 0.0, 1e-300)
+    asym = float(np.max(np.abs(cov - cov.T))) if cov.size else 0.0
+    if asym > 1e-6 * scale:
+        raise ValueError(f"{name} must be symmetric, got max |{name} - {name}.T| = {asym:.3g} "
+                         f"(max diagonal {scale:.3g})")
+    if np.any(np.diag(cov) < -_PSD_RTOL * scale):
+        raise ValueError(f"{name} must be positive semi-definite, got a negative diagonal entry "
+                         f"{np.min(np.diag(cov)):.3g}")
+    sub = cov if index is None else cov[np.ix_(index, index)]
+    if len(sub) > _PSD_EXACT_MAX:
+        # every 2 × 2 principal minor must be ≥ 0 ...
+        d = np.sqrt(np.maximum(np.diag(sub), 0.0))
+        excess = np.abs(sub) - np.outer(d, d)
+        worst = float(np.max(excess))
+        if worst > _PSD_RTOL * scale:
+            i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+            raise ValueError(f"{name} must be positive semi-definite, got |{name}[{i}, {j}]| larger than "
+                             f"sqrt({name}[{i}, {i}] {name}[{j}, {j}]) by {worst:.3g}")
+        # ... and so must a random principal submatrix (a full check would cost O(n³))
+        pick = np.random.default_rng(0).choice(len(sub), _PSD_EXACT_MAX, replace=False)
+        sub = sub[np.ix_(pick, pick)]
+    try:
+        np.linalg.cholesky(0.5 * (sub + sub.T) + _PSD_RTOL * scale * np.eye(len(sub)))
+    except np.linalg.LinAlgError:
+        low = float(np.linalg.eigvalsh(0.5 * (sub + sub.T))[0])
+        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {low:.3g} "
+                         f"(max diagonal {scale:.3g})") from None
+    return cov
+
+
+def _check_problem(cov, pool, test, noise_var, batch_size):
+    cov = _checks.as_float_array("cov", cov, ndim=2)
+    if cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"cov must be a square [n, n] covariance matrix, got shape {cov.shape}")
+    n = cov.shape[0]
+    pool = _as_index("pool", pool, n)
+    test = _as_index("test", test, n)
+    shared = np.intersect1d(pool, test)
+    if shared.size:
+        raise ValueError(f"pool and test must be disjoint index sets, got {shared.size} shared indices "
+                         f"(first: {shared[:5].tolist()})")
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1)
+    if batch_size > len(pool):
+        raise ValueError(f"batch_size must be <= the pool size {len(pool)}, got {batch_size}")
+    cov = check_covariance(cov, "cov", np.concatenate([pool, test]))
+    return cov, pool, test, noise_var, batch_size
+
+
+# ------------------------------------------------------------------ acquisition
+@serial_blas
+def tig(cov, pool, test, noise_var: float, batch_size: int) -> np.ndarray:
+    """Total information gain: the q pool points with the largest variance of y_p (MacKay 1992).
+
+    Args:
+      cov: [n, n] noise-free posterior covariance of f over all points.
+      pool: [P] indices of candidate points; test: [U] indices of test points
+        (unused by TIG, validated for a uniform API).
+      noise_var: observation noise variance σ² ≥ 0.
+      batch_size: q ≤ P.
+
+    Returns:
+      [q] indices into cov (members of pool), best first.
+    """
+    cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
+    score = np.diag(cov)[pool] + noise_var
+    return pool[np.argsort(-score, kind="stable")[:batch_size]]
+
+
+@serial_blas
+def mig_scores(cov, pool, test, noise_var: float) -> np.ndarray:
+    """MIG score −Σ_u log(1 − ρ²(y_p, f_u)) of every pool point → [P].
+
+    ρ²(y_p, f_u) = Σ_pu² / ((Σ_pp + σ²) Σ_uu); test points with zero variance add nothing.
+    """
+    cov, pool, test, noise_var, _ = _check_problem(cov, pool, test, noise_var, 1)
+    return _mig_scores(cov, pool, test, noise_var)
+
+
+def _mig_scores(cov, pool, test, noise_var):
+    var_y = np.diag(cov)[pool] + noise_var  # [P]
+    var_f = np.diag(cov)[test]  # [U]
+    cross = cov[np.ix_(pool, test)]  # [P, U]
+    denom = np.outer(var_y, var_f)
+    rho2 = np.divide(cross ** 2, denom, out=np.zeros_like(cross), where=denom > 0)
+    return -np.sum(np.log(np.maximum(1.0 - rho2, _FLOOR)), axis=1)
+
+
+@serial_blas
+def mig(cov, pool, test, noise_var: float, batch_size: int) -> np.ndarray:
+    """Marginal information gain: the q pool points with the highest MIG score, chosen at once.
+
+    Args/Returns: as :func:`tig`; the score is :func:`mig_scores`.
+    """
+    cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
+    score = _mig_scores(cov, pool, test, noise_var)
+    return pool[np.argsort(-score, kind="stable")[:batch_size]]
+
+
+@serial_blas
+def batch_mig_score(cov, batch, test, noise_var: float) -> float:
+    """The BatchMIG score of a given batch, computed directly (no incremental updates).
+
+    −Σ_u log(1 − ρ²_u(S)), ρ²_u(S) = Σ_uS (Σ_SS + σ² I)⁻¹ Σ_Su / Σ_uu. Used as the
+    brute-force reference in tests and to show the objective in notebooks.
+
+    Args:
+      cov: [n, n] noise-free covariance; batch: [q] indices (the set S);
+      test: [U] indices; noise_var: σ².
+
+    Returns:
+      the score (a float ≥ 0).
+    """
+    batch_arr = np.asarray(batch)
+    cov, batch, test, noise_var, _ = _check_problem(cov, batch_arr, test, noise_var, 1)
+    s_ss = cov[np.ix_(batch, batch)] + noise_var * np.eye(len(batch))
+    s_su = cov[np.ix_(batch, test)]
+    var_f = np.diag(cov)[test]
+    explained = np.sum(s_su * np.linalg.lstsq(s_ss, s_su, rcond=1e-12)[0], axis=0)  # [U]
+    rho2 = np.divide(explained, var_f, out=np.zeros_like(var_f), where=var_f > 0)
+    return float(-np.sum(np.log(np.maximum(1.0 - rho2, _FLOOR))))
+
+
+@serial_blas
+def batch_mig(cov, pool, test, noise_var: float, batch_size: int, return_scores: bool = False):
+    """Greedy BatchMIG (Wang et al. 2021, eq. 2) with incremental Cholesky updates.
+
+    Keeps, for the points chosen so far S, the columns of the Cholesky factor of
+    the joint covariance of (y_S, y_pool, f_test) (L_pool [P, k], L_test [U, k]) and
+    the residual cross-covariance C = Cov(y_p, f_u | y_S) [P, U]. Adding s costs
+    one rank-one update, O(P·k + P·U), and all candidates are scored at once:
+
+        1 − ρ²_u(S ∪ {p}) = (Var(f_u | y_S) − C_pu² / Var(y_p | y_S)) / Σ_uu.
+
+    Args:
+      cov: [n, n] noise-free posterior covariance of f over all points.
+      pool: [P] candidate indices; test: [U] test indices, disjoint from pool.
+      noise_var: σ² added to pool variances (noisy observations).
+      batch_size: q ≤ P.
+      return_scores: also return the score after each pick.
+
+    Returns:
+      [q] indices into cov in the order chosen (and, if asked, scores [q]).
+    """
+    cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
+    chosen, scores = _batch_mig(cov, pool, test, noise_var, batch_size)
+    return (chosen, scores) if return_scores else chosen
+
+
+def _batch_mig(cov, pool, test, noise_var, batch_size):
+    num_pool = len(pool)
+    var_f0 = np.diag(cov)[test].copy()  # [U] prior Σ_uu
+    informative = var_f0 > 0
+    var_f0 = np.where(informative, var_f0, 1.0)
+    var_f = var_f0.copy()  # [U] Var(f_u | y_S)
+    var_y = np.diag(cov)[pool] + noise_var  # [P] Var(y_p | y_S)
+    cross_t = np.asfortranarray(cov[np.ix_(test, pool)])  # [U, P] Cov(f_u, y_p | y_S), Fortran for dger
+    cross = cross_t.T  # [P, U] C-contiguous view
+    buf = np.empty_like(cross)  # [P, U] work array
+    l_pool = np.zeros((num_pool, batch_size))  # [P, q] Cholesky columns
+    available = np.ones(num_pool, bool)
+    chosen, scores = np.empty(batch_size, np.int64), np.empty(batch_size)
+    tiny = 1e-12 * max(float(np.max(var_y)), 1e-300)
+    for k in range(batch_size):
+        # 1 − ρ²_u(S ∪ {p}) = r_u (1 − C_pu² / (Var(y_p|S) Var(f_u|S))), r_u = Var(f_u|S) / Σ_uu;
+        # the score floors the product at 1e-12, i.e. the bracket at 1e-12 / r_u.
+        r = var_f / var_f0
+        live = informative & (r > _FLOOR)
+        const = np.sum(np.log(np.maximum(r[informative], _FLOOR)))
+        inv_f = np.divide(1.0, var_f, out=np.zeros_like(var_f), where=live)
+        floor = np.divide(_FLOOR, r, out=np.full_like(r, _FLOOR), where=live)
+        inv_y = np.divide(1.0, var_y, out=np.zeros_like(var_y), where=var_y > tiny)
+        np.multiply(cross, cross, out=buf)
+        buf *= inv_f[None, :]
+        buf *= inv_y[:, None]
+        np.subtract(1.0, buf, out=buf)
+        np.maximum(buf, floor[None, :], out=buf)
+        np.log(buf, out=buf)
+        score = -(const + buf.sum(axis=1))  # [P]
+        score[~available] = -np.inf
+        s = int(np.argmax(score))
+        chosen[k], scores[k] = pool[s], score[s]
+        available[s] = False
+        if k + 1 == batch_size:
+            break
+        root = np.sqrt(max(var_y[s], tiny))
+        col_pool = (cov[pool, pool[s]] - l_pool[:, :k] @ l_pool[s, :k]) / root  # [P]
+        col_pool[s] = root  # the noise term of Cov(y_s, y_s)
+        col_test = cross[s] / root  # [U]
+        l_pool[:, k] = col_pool
+        _rank_one_update(cross_t, col_test, col_pool)  # cross −= col_pool col_testᵀ, in place
+        var_y = var_y - col_pool ** 2
+        var_f = np.maximum(var_f - col_test ** 2, 0.0)
+    return chosen, scores
+
+
+def _rank_one_update(a_fortran: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """a ← a − x yᵀ in place for a Fortran-ordered float64 matrix (BLAS dger)."""
+    try:
+        from scipy.linalg.blas import dger
+        out = dger(-1.0, x, y, a=a_fortran, overwrite_a=True)
+        if out is not a_fortran and not np.shares_memory(out, a_fortran):
+            a_fortran[...] = out
+    except ImportError:  # pragma: no cover
+        a_fortran -= np.outer(x, y)
+
+
+def random_selection(pool, batch_size: int, seed: Any = 0) -> np.ndarray:
+    """q distinct pool indices uniformly at random (the baseline)."""
+    pool = np.asarray(pool)
+    if pool.ndim != 1 or pool.size == 0:
+        raise ValueError(f"pool must be a non-empty 1-D index array, got shape {pool.shape}")
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1)
+    if batch_size > len(pool):
+        raise ValueError(f"batch_size must be <= the pool size {len(pool)}, got {batch_size}")
+    return pool[numpy_rng(seed).choice(len(pool), batch_size, replace=False)]
+
+
+def select(criterion: str, cov, pool, test, noise_var: float, batch_size: int, seed: Any = 0) -> np.ndarray:
+    """Dispatches to batchmig / mig / tig / random → [q] chosen indices into cov.
+
+    ``cov`` may be None for "random" (then only pool and batch_size are checked).
+    """
+    _checks.one_of("criterion", criterion, CRITERIA)
+    if criterion == "random":
+        if cov is not None:
+            _check_problem(cov, pool, test, noise_var, batch_size)
+        return random_selection(pool, batch_size, seed)
+    return {"batchmig": batch_mig, "mig": mig, "tig": tig}[criterion](cov, pool, test, noise_var, batch_size)
+
+
+# ------------------------------------------------------------------ TAL loop
+def reference_batch_size(num_train: int, num_pool: int, num_test: int) -> int:
+    """The reference query size max(⌊0.01 (train + pool + test)⌋, 1) (REFERENCE_FACTS)."""
+    total = sum(_checks.integer(n, v, minimum=0) for n, v in
+                (("num_train", num_train), ("num_pool", num_pool), ("num_test", num_test)))
+    return max(int(np.floor(0.01 * total)), 1)
+
+
+@dataclass(frozen=True)
+class TALResult:
+    """One TAL run: round 0 is before any query.
+
+    Attributes:
+      criterion: the acquisition function.
+      num_train: [R + 1] training-set sizes.
+      test_log_likelihood: [R + 1] mean test log-likelihood of the prediction model.
+      test_rmse: [R + 1] test RMSE of its mean.
+      queried: [R, q] indices into the split's pool arrays, in selection order.
+    """
+
+    criterion: str
+    num_train: np.ndarray
+    test_log_likelihood: np.ndarray
+    test_rmse: np.ndarray
+    queried: np.ndarray
+
+
+def _check_split(split):
+    for attr in ("x_train", "y_train", "x_pool", "y_pool", "x_test", "y_test"):
+        if not hasattr(split, attr):
+            raise TypeError(f"split must have x_train, y_train, x_pool, y_pool, x_test, y_test "
+                            f"(a jtk.envs.gp.GPSplit), got {type(split).__name__} without {attr}")
+
+
+@serial_blas
+def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tuple[float, float]:
+    """Fits the prediction model on train + queried pool points → (test log-likelihood, test RMSE).
+
+    Args:
+      split: a GPSplit; queried: indices into ``split.x_pool``;
+      prediction_model: an agent whose posterior has ``log_likelihood(x, y)``
+        (e.g. :class:`jtk.agents.gp.GPRegression` with the oracle kernel) or
+        ``predict(x)`` plus a ``noise_var`` attribute.
+    """
+    _check_split(split)
+    q = np.asarray(queried, np.int64).reshape(-1)
+    x = np.concatenate([split.x_train, split.x_pool[q]])
+    y = np.concatenate([split.y_train, split.y_pool[q]])
+    post = prediction_model.fit(x, y, seed=seed)
+    if hasattr(post, "log_likelihood"):
+        return post.log_likelihood(split.x_test, split.y_test), post.rmse(split.x_test, split.y_test)
+    mean, std = post.predict(split.x_test)
+    var = np.asarray(std, np.float64) ** 2 + float(getattr(prediction_model, "noise_var"))
+    ll = -0.5 * (np.log(2 * np.pi * var) + (split.y_test - mean) ** 2 / var)
+    return float(np.mean(ll)), float(np.sqrt(np.mean((split.y_test - mean) ** 2)))
+
+
+@serial_blas
+def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig", *, batch_size: int | None = None,
+            num_rounds: int = 1, noise_var: float = 0.01, seed: Any = 0) -> TALResult:
+    """Transductive active learning with decoupled selection and prediction models (§3.2, §5.1).
+
+    Each round fits ``selection_model`` on the current training set, takes its
+    noise-free covariance over (remaining pool ∪ test), picks ``batch_size`` points
+    with ``criterion``, moves them (with their noisy labels) into the training set
+    and scores ``prediction_model`` refitted on it.
+
+    Args:
+      split: a :class:`jtk.envs.gp.GPSplit`.
+      selection_model: agent with ``fit(x, y, seed) → posterior.covariance(x)``
+        (ignored for "random").
+      prediction_model: agent scored on the test points (the oracle GP in the paper).
+      criterion: "batchmig", "mig", "tig" or "random".
+      batch_size: points per round; default the reference size
+        max(⌊0.01 (train + pool + test)⌋, 1).
+      num_rounds: rounds (1 in the reference synthetic protocol).
+      noise_var: σ² used by the acquisition functions (the true 0.01).
+      seed: int or JAX key (random selection and stochastic models).
+
+    Returns:
+      TALResult.
+    """
+    _check_split(split)
+    _checks.one_of("criterion", criterion, CRITERIA)
+    num_rounds = _checks.integer("num_rounds", num_rounds, minimum=1)
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    n_train, n_pool, n_test = len(split.x_train), len(split.x_pool), len(split.x_test)
+    batch_size = reference_batch_size(n_train, n_pool, n_test) if batch_size is None else batch_size
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1)
+    if batch_size * num_rounds > n_pool:
+        raise ValueError(f"batch_size * num_rounds must be <= the pool size {n_pool}, "
+                         f"got {batch_size} * {num_rounds}")
+    rng = numpy_rng(seed)
+    remaining = np.arange(n_pool)
+    queried: list[np.ndarray] = []
+    ll0, rmse0 = evaluate_prediction(split, np.zeros(0, np.int64), prediction_model, seed=0)
+    lls, rmses, sizes = [ll0], [rmse0], [n_train]
+    for _ in range(num_rounds):
+        done = np.concatenate(queried) if queried else np.zeros(0, np.int64)
+        round_seed = int(rng.integers(0, 2**31 - 1))
+        local_pool = np.arange(len(remaining))
+        local_test = len(remaining) + np.arange(n_test)
+        if criterion == "random":
+            pick = random_selection(local_pool, batch_size, round_seed)
+        else:
+            post = selection_model.fit(np.concatenate([split.x_train, split.x_pool[done]]),
+                                       np.concatenate([split.y_train, split.y_pool[done]]), seed=round_seed)
+            cov = post.covariance(np.concatenate([split.x_pool[remaining], split.x_test]))
+            pick = select(criterion, cov, local_pool, local_test, noise_var, batch_size)
+        queried.append(remaining[pick])
+        remaining = np.setdiff1d(remaining, remaining[pick])
+        ll, rmse = evaluate_prediction(split, np.concatenate(queried), prediction_model, seed=0)
+        lls.append(ll), rmses.append(rmse), sizes.append(n_train + batch_size * len(queried))
+    return TALResult(criterion, np.array(sizes), np.array(lls), np.array(rmses), np.stack(queried))
+
+
+def tal_comparison(splits: Sequence, selection_model, prediction_model,
+                   criteria: Sequence[str] = CRITERIA, **tal_kwargs) -> pd.DataFrame:
+    """Runs :func:`run_tal` for every split and criterion → long DataFrame.
+
+    Columns: split, criterion, round, num_train, test_log_likelihood, test_rmse.
+    """
+    rows = []
+    for i, split in enumerate(splits):
+        for criterion in criteria:
+            res = run_tal(split, selection_model, prediction_model, criterion, seed=i, **tal_kwargs)
+            for r in range(len(res.num_train)):
+                rows.append({"split": i, "criterion": criterion, "round": r, "num_train": int(res.num_train[r]),
+                             "test_log_likelihood": res.test_log_likelihood[r], "test_rmse": res.test_rmse[r]})
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame, value: str = "test_log_likelihood", by: str | Sequence[str] = "criterion"
+              ) -> pd.DataFrame:
+    """Mean, standard error and count of ``value`` per group (stderr = std / sqrt(n))."""
+    need = [value] + ([by] if isinstance(by, str) else list(by))
+    missing = [c for c in need if c not in getattr(df, "columns", [])]
+    if missing:
+        raise ValueError(f"df must have columns {need}, missing {missing}")
+    g = df.groupby(by)[value]
+    out = pd.DataFrame({"mean": g.mean(), "stderr": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()})
+    return out.sort_values("mean", ascending=False)
+
+
+# ------------------------------------------------------------------ PPC metrics
+def correlation_matrix(cov) -> np.ndarray:
+    """cov [n, n] → correlations [n, n]; rows of zero variance get correlation 0 (1 on the diagonal)."""
+    cov = _checks.as_float_array("cov", cov, ndim=2).astype(np.float64)
+    if cov.shape[0] != cov.shape[1]:
+        raise ValueError(f"cov must be a square [n, n] matrix, got shape {cov.shape}")
+    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    denom = np.outer(sd, sd)
+    corr = np.divide(cov, denom, out=np.zeros_like(cov), where=denom > 0)
+    np.fill_diagonal(corr, 1.0)
+    return np.clip(corr, -1.0, 1.0)
+
+
+class Metacorrelation(NamedTuple):
+    """Agreement of a model's PPCs (and variances) with the oracle's (§3.1)."""
+
+    pearson: float  # Pearson over pool × test predictive correlations
+    spearman: float  # Spearman over the same pairs
+    variance_pearson: float  # Pearson over pool predictive variances
+    variance_spearman: float  # Spearman over the same
+
+
+@serial_blas
+def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
+    """Metacorrelations of a model against the oracle (noise-free covariances).
+
+    Args:
+      model_cov, oracle_cov: [n, n] noise-free posterior covariances over the same points.
+      pool: [P] and test: [U] disjoint index arrays into them.
+
+    Returns:
+      Metacorrelation (NaN where a model's values are constant).
+    """
+    model_cov = _checks.as_float_array("model_cov", model_cov, ndim=2)
+    oracle_cov = _checks.as_float_array("oracle_cov", oracle_cov, ndim=2)
+    if model_cov.shape != oracle_cov.shape:
+        raise ValueError(f"model_cov must have the oracle's shape {oracle_cov.shape}, got {model_cov.shape}")
+    _check_problem(oracle_cov, pool, test, 0.0, 1)
+    pool, test = np.asarray(pool), np.asarray(test)
+    cm = correlation_matrix(model_cov)[np.ix_(pool, test)].ravel()
+    co = correlation_matrix(oracle_cov)[np.ix_(pool, test)].ravel()
+    vm, vo = np.diag(model_cov)[pool], np.diag(oracle_cov)[pool]
+
+    def pair(a, b):
+        if np.ptp(a) == 0 or np.ptp(b) == 0:
+            return float("nan"), float("nan")
+        return float(scipy.stats.pearsonr(a, b)[0]), float(scipy.stats.spearmanr(a, b)[0])
+
+    p, s = pair(cm, co)
+    vp, vs = pair(vm, vo)
+    return Metacorrelation(p, s, vp, vs)
+
+
+def top_correlated_batches(cov, batch_size: int = 5) -> np.ndarray:
+    """For every point i, the ``batch_size`` points with the largest |correlation| to i (i first).
+
+    Args:
+      cov: [n, n] noise-free covariance of the reference model.
+      batch_size: b ≤ n (5 in the paper).
+
+    Returns:
+      [n, b] int indices.
+    """
+    corr = np.abs(correlation_matrix(cov))
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=len(corr))
+    np.fill_diagonal(corr, np.inf)
+    return np.argsort(-corr, axis=1, kind="stable")[:, :batch_size]
+
+
+def _batched_gaussian_logpdf(y, mean, cov) -> np.ndarray:
+    """log N(y_i | mean_i, cov_i) for y, mean [B, b] and cov [B, b, b] → [B]."""
+    chol = np.linalg.cholesky(cov)
+    diff = (y - mean)[..., None]
+    z = np.linalg.solve(chol, diff)[..., 0]
+    b = y.shape[-1]
+    return -0.5 * np.sum(z * z, -1) - np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), -1) \
+        - 0.5 * b * np.log(2 * np.pi)
+
+
+def _check_y_mean_cov(y, mean, cov, noise_var, prefix=""):
+    y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
+    mean = _checks.as_float_array(prefix + "mean", mean, ndim=1).astype(np.float64)
+    cov = check_covariance(cov, prefix + "cov")
+    if not (len(y) == len(mean) == len(cov)):
+        raise ValueError(f"y, {prefix}mean and {prefix}cov must describe the same points, got lengths "
+                         f"{len(y)}, {len(mean)} and {len(cov)}")
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    return y, mean, cov, noise_var
+
+
+@serial_blas
+def top_correlated_log_likelihood(y, mean, cov, noise_var: float, batch_size: int = 5,
+                                  batches: np.ndarray | None = None) -> float:
+    """Joint log-likelihood of top-correlated batches under a model, per point (§3.3.1).
+
+    Each batch B (default: :func:`top_correlated_batches` of ``cov``) is scored by
+    log N(y_B | mean_B, cov_BB + σ² I) / b; the result is the mean over batches.
+
+    Args:
+      y: [n] noisy targets; mean: [n]; cov: [n, n] noise-free covariance; noise_var: σ².
+      batch_size: b; batches: optional [B, b] index array.
+    """
+    y, mean, cov, noise_var = _check_y_mean_cov(y, mean, cov, noise_var)
+    batches = top_correlated_batches(cov, batch_size) if batches is None else np.asarray(batches)
+    full = cov + noise_var * np.eye(len(cov))
+    sub = full[batches[:, :, None], batches[:, None, :]]  # [B, b, b]
+    sub = sub + 1e-10 * np.mean(np.diag(full)) * np.eye(batches.shape[1])
+    return float(np.mean(_batched_gaussian_logpdf(y[batches], mean[batches], sub)) / batches.shape[1])
+
+
+@serial_blas
+def cross_normalized_log_likelihood(y, ref_mean, ref_cov, model_cov, noise_var: float, batch_size: int = 5,
+                                    batches: np.ndarray | None = None) -> float:
+    """XLL (eq. 3): joint log-likelihood with the reference's marginals and the model's correlations.
+
+    For each test point i, B_i = the b points most |correlated| with i under the
+    reference (noise-free); y_B is scored by
+    N(μ_ref, diag(σ_ref) C_M diag(σ_ref)) with σ²_ref = Var_ref(f) + σ² and C_M the
+    model's correlation matrix of the noisy observations (cov_M + σ² I). The
+    mean over batches is divided by b.
+
+    Args:
+      y: [n] noisy test targets; ref_mean: [n]; ref_cov, model_cov: [n, n]
+        noise-free covariances; noise_var: σ²; batch_size: b (5).
+      batches: optional [B, b] index array (default from ref_cov).
+
+    Returns:
+      XLL per point (higher is better).
+    """
+    y, ref_mean, ref_cov, noise_var = _check_y_mean_cov(y, ref_mean, ref_cov, noise_var, "ref_")
+    model_cov = check_covariance(model_cov, "model_cov")
+    if model_cov.shape != ref_cov.shape:
+        raise ValueError(f"model_cov must have ref_cov's shape {ref_cov.shape}, got {model_cov.shape}")
+    batches = top_correlated_batches(ref_cov, batch_size) if batches is None else np.asarray(batches)
+    eye = np.eye(len(y))
+    corr_m = correlation_matrix(model_cov + noise_var * eye)
+    sd_ref = np.sqrt(np.maximum(np.diag(ref_cov), 0.0) + noise_var)
+    cross = corr_m * np.outer(sd_ref, sd_ref)
+    sub = cross[batches[:, :, None], batches[:, None, :]]
+    sub = sub + 1e-10 * np.mean(sd_ref ** 2) * np.eye(batches.shape[1])
+    return float(np.mean(_batched_gaussian_logpdf(y[batches], ref_mean[batches], sub)) / batches.shape[1])
+
+
+@serial_blas
+def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: float, batch_size: int = 5
+              ) -> pd.DataFrame:
+    """XLL and XLLR with every model serving once as the reference (§3.3.2, Alg. 2).
+
+    Args:
+      y: [n] noisy test targets.
+      means: model name → [n] predictive mean of f.
+      covs: model name → [n, n] noise-free predictive covariance (same names).
+      noise_var: σ²; batch_size: b (5).
+
+    Returns:
+      DataFrame with one row per (reference, model) and columns reference, model,
+      xll, xllr (rank of the model's XLL under that reference, 0 = best).
+    """
+    if set(means) != set(covs):
+        raise ValueError(f"means and covs must have the same model names, got {sorted(means)} and {sorted(covs)}")
+    if len(means) < 1:
+        raise ValueError("means must name at least one model, got none")
+    names = list(means)
+    covs = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
+    rows = []
+    for ref in names:
+        batches = top_correlated_batches(covs[ref], batch_size)
+        vals = [cross_normalized_log_likelihood(y, means[ref], covs[ref], covs[m], noise_var, batches=batches)
+                for m in names]
+        ranks = scipy.stats.rankdata(-np.asarray(vals), method="average") - 1.0
+        rows += [{"reference": ref, "model": m, "xll": v, "xllr": r} for m, v, r in zip(names, vals, ranks)]
+    return pd.DataFrame(rows)
+
+
+def xll_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean XLL and XLLR per model over references (and seeds, if the table has them)."""
+    missing = [c for c in ("model", "xll", "xllr") if c not in getattr(table, "columns", [])]
+    if missing:
+        raise ValueError(f"table must come from xll_table (columns model, xll, xllr), missing {missing}")
+    return table.groupby("model")[["xll", "xllr"]].mean().sort_values("xll", ascending=False)
+
+
+# ------------------------------------------------------------------ the synthetic PPC study (§5.2, §5.3)
+def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, noise_var: float = 0.01,
+              batch_size: int | None = None, xll_batch_size: int = 5, verbose: bool = False) -> dict:
+    """Metacorrelations, one-round BatchMIG / TIG performance and XLL for many selection models.
+
+    For each split, every model is fitted on the training points; its noise-free
+    covariance over (pool ∪ test) gives its metacorrelations with the oracle
+    model's, its BatchMIG and TIG queries (scored by the oracle prediction model
+    refitted on train + queries), and, restricted to the test points, its XLL
+    with every model in turn as reference.
+
+    Args:
+      splits: GPSplits.
+      models: name → agent (``fit(x, y, seed)`` → posterior with covariance / predict).
+      oracle_model: the oracle agent (true kernel), used for metacorrelations and predictions.
+      noise_var: σ²; batch_size: default the reference size; xll_batch_size: b (5).
+      verbose: print one line a split.
+
+    Returns:
+      {"models": DataFrame (split, model, pearson, spearman, variance_pearson,
+      variance_spearman, batchmig_log_likelihood, tig_log_likelihood, fit_seconds),
+      "xll": DataFrame (split, reference, model, xll, xllr)}.
+    """
+    import time
+
+    if not models:
+        raise ValueError("models must name at least one model, got none")
+    model_rows, xll_tables = [], []
+    for s, split in enumerate(splits):
+        _check_split(split)
+        n_pool, n_test = len(split.x_pool), len(split.x_test)
+        q = reference_batch_size(len(split.x_train), n_pool, n_test) if batch_size is None else batch_size
+        pool, test = np.arange(n_pool), n_pool + np.arange(n_test)
+        x_all = np.concatenate([split.x_pool, split.x_test])
+        cov_oracle = oracle_model.fit(split.x_train, split.y_train, seed=s).covariance(x_all)
+        means, covs = {}, {}
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            post = model.fit(split.x_train, split.y_train, seed=s)
+            cov = np.asarray(post.covariance(x_all), np.float64)
+            cov = 0.5 * (cov + cov.T)
+            mean = np.asarray(post.predict(split.x_test)[0], np.float64)
+            fit_s = time.perf_counter() - t0
+            meta = metacorrelation(cov, cov_oracle, pool, test)
+            ll_b, _ = evaluate_prediction(split, batch_mig(cov, pool, test, noise_var, q), oracle_model)
+            ll_t, _ = evaluate_prediction(split, tig(cov, pool, test, noise_var, q), oracle_model)
+            means[name], covs[name] = mean, cov[np.ix_(test, test)]
+            model_rows.append({"split": s, "model": name, **meta._asdict(), "batchmig_log_likelihood": ll_b,
+                               "tig_log_likelihood": ll_t, "fit_seconds": fit_s})
+        table = xll_table(split.y_test, means, covs, noise_var, batch_size=xll_batch_size)
+        table.insert(0, "split", s)
+        xll_tables.append(table)
+        if verbose:
+            print(f"split {s + 1}/{len(splits)} done", flush=True)
+    return {"models": pd.DataFrame(model_rows), "xll": pd.concat(xll_tables, ignore_index=True)}
+
+
+def ppc_per_model(study: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per model: means over splits of the :func:`ppc_study` columns, XLL and XLLR."""
+    cols = ["pearson", "spearman", "variance_pearson", "batchmig_log_likelihood", "tig_log_likelihood"]
+    per_model = study["models"].groupby("model")[cols].mean().join(xll_summary(study["xll"]))
+    return per_model.sort_values("pearson", ascending=False)

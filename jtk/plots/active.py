@@ -1,0 +1,105 @@
+"""Figures for transductive active learning and PPC metrics (Wang et al. 2021, Figs. 2–5)."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import scipy.stats
+
+CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
+CRITERION_COLORS = {"batchmig": "tab:red", "mig": "tab:orange", "tig": "tab:purple", "random": "tab:gray"}
+
+
+def _ax(ax):
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    return ax
+
+
+def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
+    """Fig. 2: ground truth, train / test / queried points and the prediction after the query.
+
+    Args:
+      view: output of :func:`jtk.widgets.active.toy_view` (keys x_grid, f_grid, x_train, y_train,
+        x_test, x_query, y_query, mean, std, criterion, test_log_likelihood).
+      ax: matplotlib axes (a new figure when None).
+      title: axes title (default: criterion and test log-likelihood).
+
+    Returns:
+      the axes.
+    """
+    ax = _ax(ax)
+    ax.plot(view["x_grid"], view["f_grid"], color="tab:blue", lw=1.5, label="ground truth f")
+    ax.plot(view["x_grid"], view["mean"], color="tab:red", lw=1.5, label="prediction after query")
+    ax.fill_between(view["x_grid"], view["mean"] - 2 * view["std"], view["mean"] + 2 * view["std"],
+                    color="tab:red", alpha=0.15, lw=0)
+    ax.scatter(view["x_train"], view["y_train"], color="black", s=18, zorder=3, label="training points")
+    ax.scatter(view["x_query"], view["y_query"], color="tab:green", s=40, marker="D", zorder=4,
+               label="queried points")
+    top = np.nanmax(np.concatenate([view["f_grid"], view["mean"] + 2 * view["std"]]))
+    ax.scatter(view["x_test"], np.full(len(view["x_test"]), top + 0.3), color="tab:orange", marker="v", s=25,
+               label="test locations")
+    label = CRITERION_LABELS.get(view["criterion"], view["criterion"])
+    ax.set_title(title or f"{label}: test log-lik. {view['test_log_likelihood']:.3f}")
+    ax.set_xlabel("x")
+    ax.set_ylabel("f(x), y")
+    return ax
+
+
+def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likelihood"):
+    """Fig. 3: mean ± stderr of the test log-likelihood against the training-set size, one line a criterion.
+
+    Args:
+      df: long table from :func:`jtk.active.tal_comparison` (columns criterion, num_train, ``value``, split).
+      ax: axes (new figure when None).
+
+    Returns:
+      the axes.
+    """
+    ax = _ax(ax)
+    for crit, g in df.groupby("criterion", sort=False):
+        s = g.groupby("num_train")[value].agg(["mean", "std", "count"])
+        err = s["std"].fillna(0) / np.sqrt(s["count"])
+        ax.errorbar(s.index, s["mean"], yerr=err, marker="o", ms=4, capsize=3,
+                    color=CRITERION_COLORS.get(crit), label=CRITERION_LABELS.get(crit, crit))
+    ax.set_xlabel("number of training points")
+    ax.set_ylabel("mean test log-likelihood" if value == "test_log_likelihood" else value)
+    ax.set_title("TAL with the oracle's covariances")
+    ax.legend(frameon=False)
+    return ax
+
+
+def plot_ppc_study(per_model: pd.DataFrame, axes=None):
+    """Figs. 4 and 5: metacorrelation vs BatchMIG performance, and XLL vs metacorrelation.
+
+    Args:
+      per_model: one row per model (index = model name) with columns pearson,
+        batchmig_log_likelihood, xll (and optionally variance_pearson, tig_log_likelihood).
+      axes: two or three axes (a new figure when None).
+
+    Returns:
+      the axes.
+    """
+    with_tig = {"variance_pearson", "tig_log_likelihood"} <= set(per_model.columns)
+    if axes is None:
+        _, axes = plt.subplots(1, 3 if with_tig else 2, figsize=(13 if with_tig else 9, 3.8))
+    panels = [("pearson", "batchmig_log_likelihood", "metacorrelation (PPCs)", "BatchMIG test log-lik."),
+              ("pearson", "xll", "metacorrelation (PPCs)", "XLL (mean over references)")]
+    if with_tig:
+        panels.insert(0, ("variance_pearson", "tig_log_likelihood", "metacorrelation (variances)",
+                          "TIG test log-lik."))
+    for ax, (xc, yc, xl, yl) in zip(np.ravel(axes), panels):
+        x, y = per_model[xc].to_numpy(), per_model[yc].to_numpy()
+        ax.scatter(x, y, color="tab:red" if yc != "tig_log_likelihood" else "tab:purple")
+        for name, xi, yi in zip(per_model.index, x, y):
+            ax.annotate(str(name), (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ok = np.isfinite(x) & np.isfinite(y)
+        r = scipy.stats.pearsonr(x[ok], y[ok])[0] if ok.sum() > 2 else np.nan
+        ax.set_title(f"Pearson r = {r:.3f}")
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+    plt.tight_layout()
+    return axes

@@ -1,0 +1,190 @@
+"""Figures for the two-coin example (Osband et al. 2022, Fig. 1) and the coin decision problem.
+
+Every function returns a ``matplotlib.figure.Figure`` built with the
+object-oriented API (not registered with pyplot, so nothing leaks and nothing
+is shown twice in Jupyter; a figure returned as a cell's last value is shown
+by the inline backend). Colours come from seaborn's colour-blind-safe palette,
+and heads / tails are also told apart by hatching and text, not colour alone.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Mapping, Sequence
+
+import matplotlib
+import numpy as np
+import seaborn as sns
+from matplotlib.figure import Figure
+
+PALETTE = tuple(sns.color_palette("colorblind"))  # colour-blind-safe qualitative palette
+SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe
+HEADS_COLOR, TAILS_COLOR = PALETTE[1], PALETTE[0]  # orange = heads, blue = tails
+
+
+def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
+    """Renders a figure to PNG bytes (what a widget's ``Image`` shows) and frees it.
+
+    Args:
+      fig: a matplotlib figure.
+      dpi: resolution in dots per inch.
+
+    Returns:
+      The PNG file as bytes.
+    """
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    fig.clear()
+    return buf.getvalue()
+
+
+def sequence_labels(flips: int) -> list[str]:
+    """All 2**flips sequences as strings of H/T in joint-array order (index 0 = T): ['TT', 'TH', ...]."""
+    return ["".join("H" if (i >> (flips - 1 - k)) & 1 else "T" for k in range(flips)) for i in range(2 ** flips)]
+
+
+def joint_as_grid(joint: np.ndarray) -> tuple[np.ndarray, list[str], list[str]]:
+    """Lays out a joint of n flips (shape (2,)*n) as a 2^a × 2^b matrix, a = ceil(n/2), b = n − a.
+
+    Rows index the first a flips, columns the last b, so two flips give the
+    2×2 grid of Fig. 1.
+
+    Returns:
+      (grid [2^a, 2^b], row labels, column labels).
+    """
+    joint = np.asarray(joint, np.float64)
+    n = joint.ndim
+    if n < 1 or joint.shape != (2,) * n:
+        raise ValueError(f"joint must have shape (2,)*flips, got {joint.shape}")
+    a = (n + 1) // 2
+    b = n - a
+    grid = joint.reshape(2 ** a, 2 ** b)
+    return grid, sequence_labels(a), (sequence_labels(b) if b else [""])
+
+
+def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, float] | None = None,
+                     title: str | None = None) -> Figure:
+    """Fig. 1 of the paper: for each coin, its one-flip marginal and its joint over n flips.
+
+    Args:
+      joints: coin name → joint array of shape (2,)*n (same n for all coins).
+      marginals: coin name → P(heads) of one flip (a bar chart row is added).
+      title: figure title (default: a description of n).
+
+    Returns:
+      The figure: top row marginal bars (if given), bottom row joint heatmaps
+      with every probability written in its cell (up to 8×8 cells).
+    """
+    names = list(joints)
+    if not names:
+        raise ValueError("joints must hold at least one coin")
+    n = np.asarray(joints[names[0]]).ndim
+    vmax = max(max(float(np.max(joints[m])) for m in names), 1e-12)
+    rows = 2 if marginals else 1
+    cell = 0.45 * max(2, 2 ** ((n + 1) // 2))
+    fig = Figure(figsize=(max(3.4, cell + 1.6) * len(names), (2.2 if marginals else 0) + cell + 1.4),
+                 layout="constrained")
+    gs = fig.add_gridspec(rows, len(names), height_ratios=[1, 2.2] if marginals else [1])
+    for j, name in enumerate(names):
+        if marginals:
+            ax = fig.add_subplot(gs[0, j])
+            p = float(marginals[name])
+            bars = ax.bar(["tails", "heads"], [1 - p, p], color=[TAILS_COLOR, HEADS_COLOR], edgecolor="black")
+            bars[1].set_hatch("//")
+            for k, v in enumerate([1 - p, p]):
+                ax.text(k, v + 0.03, f"{v:.2f}", ha="center")
+            ax.set_ylim(0, 1.15)
+            ax.set_ylabel("probability")
+            ax.set_title(f"{name}: one flip (marginal)")
+        ax = fig.add_subplot(gs[rows - 1, j])
+        grid, rlab, clab = joint_as_grid(joints[name])
+        ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0, vmax=vmax)  # one colour scale for all coins
+        if grid.size <= 64:
+            for (r, c), v in np.ndenumerate(grid):
+                ax.text(c, r, f"{v:.3g}", ha="center", va="center",
+                        color="black" if v > 0.6 * vmax else "white", fontsize=9 if grid.size > 16 else 11)
+        ax.set_xticks(range(len(clab)), clab)
+        ax.set_yticks(range(len(rlab)), rlab)
+        a = (n + 1) // 2
+        ax.set_ylabel(f"flips 1–{a}" if a > 1 else "flip 1")
+        ax.set_xlabel(f"flips {a + 1}–{n}" if n - a > 1 else (f"flip {n}" if n > 1 else ""))
+        ax.set_title(f"{name}: joint of {n} flip{'s' if n > 1 else ''}")
+    fig.suptitle(title or f"Equal marginals, different joints ({n} flip{'s' if n > 1 else ''})")
+    return fig
+
+
+def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
+    """The coin-flipping app: flips so far, belief about each coin's bias, and the next two flips.
+
+    Args:
+      view: the dict from :func:`jtk.widgets.coins.flip_update`.
+      names: display names of the coins.
+
+    Returns:
+      Figure with one column per coin: posterior over the bias (bars) above
+      the predictive joint of the next two flips (2×2 heatmap).
+    """
+    k = len(names)
+    fig = Figure(figsize=(3.6 * k, 5.6), layout="constrained")
+    gs = fig.add_gridspec(2, k, height_ratios=[1, 1.25])
+    for i, name in enumerate(names):
+        biases, post = view["biases"][i], view["posteriors"][i]
+        ax = fig.add_subplot(gs[0, i])
+        labels = [f"{b:g}" for b in biases]
+        ax.bar(labels, post, color=PALETTE[2 + i % 5], edgecolor="black")
+        for j, v in enumerate(post):
+            ax.text(j, v + 0.03, f"{v:.2f}", ha="center")
+        ax.set_ylim(0, 1.15)
+        ax.set_xlabel("bias = P(heads)")
+        ax.set_ylabel("posterior probability")
+        h, t = view["counts"][i]
+        ax.set_title(f"{name}: {h} heads, {t} tails seen\nP(next flip heads) = {view['predictive'][i]:.2f}")
+        ax = fig.add_subplot(gs[1, i])
+        grid = np.asarray(view["next_two"][i])
+        ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0, vmax=1)
+        for (r, c), v in np.ndenumerate(grid):
+            ax.text(c, r, f"{v:.2f}", ha="center", va="center", color="black" if v > 0.6 else "white")
+        ax.set_xticks([0, 1], ["T", "H"])
+        ax.set_yticks([0, 1], ["T", "H"])
+        ax.set_xlabel("second next flip")
+        ax.set_ylabel("next flip")
+        ax.set_title("joint of the next two flips")
+    history = view["history_text"] or "no flips yet"
+    fig.suptitle(f"Flips so far: {history}   (total heads {view['total_heads']})")
+    return fig
+
+
+def plot_decision(table, horizon: int) -> Figure:
+    """Expected cumulative heads of each policy over a horizon (exact values).
+
+    Args:
+      table: DataFrame with columns policy, t, expected_heads (cumulative), as
+        from :func:`jtk.widgets.coins.decision_table`.
+      horizon: the horizon H (x-axis end; the legend reports the values at H).
+
+    Returns:
+      Figure with the curves and, on the right, the totals at H as bars.
+    """
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax, bx = fig.subplots(1, 2, width_ratios=[2, 1])
+    policies = list(dict.fromkeys(table["policy"]))
+    styles = ["-", "--", ":", "-."]
+    totals = []
+    for i, pol in enumerate(policies):
+        sub = table[table["policy"] == pol]
+        ax.plot(sub["t"], sub["expected_heads"], styles[i % 4], marker="o" if horizon <= 20 else None,
+                color=PALETTE[i], label=pol, lw=2)
+        totals.append(float(sub["expected_heads"].iloc[-1]))
+    ax.set_xlabel("flip t")
+    ax.set_ylabel("expected cumulative heads")
+    ax.set_title(f"Expected heads over a horizon of {horizon} flips")
+    ax.legend(frameon=False)
+    bx.barh(policies[::-1], totals[::-1], color=[PALETTE[i] for i in range(len(policies))][::-1], edgecolor="black")
+    for j, v in enumerate(totals[::-1]):
+        bx.text(v, j, f" {v:.2f}", va="center")
+    bx.set_xlim(0, max(totals) * 1.3)
+    bx.set_xlabel(f"expected heads after {horizon} flips")
+    bx.set_title("Total at the horizon")
+    return fig

@@ -1,0 +1,378 @@
+"""Joint predictions on a testbed problem (Osband et al. 2022, §2–3, Fig. 6), as a widget.
+
+A temperature and a seed draw an environment from the testbed prior
+(p(y = 1 | x) = softmax(MLP(x) / ρ)); the first n points of one training draw
+are the training set; three agents are fitted to it — ``mlp``, ``ensemble``
+and ``ensemble+`` (K = 10 members) — and the app shows an agent's mean
+prediction, a few of its posterior samples, and d_KL^τ of all three agents as
+τ grows from 1 to 100 (Fig. 6 analogue).
+
+Speed (see :mod:`jtk.widgets.ensembles` for the training settings):
+
+* The environment map and training points come from one jitted function with
+  the temperature and the seed as *traced* arguments: any slider value, no
+  recompilation, a few milliseconds.
+* For one (temperature, seed) every num_train slider position and both
+  ensembles are trained in one vmapped call (the mlp is member 0 of the plain
+  ensemble: with Adam each member trains as an mlp with the same L2), and
+  everything the sliders show is precomputed then: member maps on the grid
+  and d_KL^τ for every τ = 1 … 100. A new temperature or seed triggers that
+  refit (seconds; reported by the benchmark), cached for revisits.
+* d_KL^τ is exact over the K members (a finite uniform mixture) on one test
+  pool of 100 · 100 points cut into blocks of τ (⌊10000/τ⌋ τ-samples for each
+  τ; 100 for τ = 100), see :func:`jtk.widgets.ensembles.kl_by_tau`.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import ipywidgets as widgets
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from jtk import _checks, nets
+from jtk.envs.classification import sample_prior_params
+from jtk.plots import testbed as tb_plots
+from jtk.widgets.ensembles import (FitSettings, fit_ensembles, kl_by_tau, member_label_logprobs, member_probs,
+                                   probability_grid)
+
+AGENTS = ("mlp", "ensemble", "ensemble+")
+NUM_TRAIN_VALUES = (1, 3, 10, 30, 100)
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1.0
+MAX_TAU = 100
+PRIOR_SCALE = 3.0  # ensemble+ prior networks scaled by 3 / sqrt(ρ) (reference default)
+
+
+@functools.partial(jax.jit, static_argnums=(2,))
+def _environment(seed, temperature, num_points: int, grid):
+    """Environment of MLPClassification(ρ, seed): p(y=1) on the grid [G] and a training draw x [n, 2], y [n]."""
+    key = jax.random.key(seed)
+    params = sample_prior_params(key)  # the same function as MLPClassification(temperature, seed=seed)
+    kx, kg = jax.random.split(jax.random.fold_in(key, 1))
+    x = jax.random.normal(kx, (num_points, 2))
+    # Gumbel-max with noise fixed per point: as ρ moves, only labels near the boundary flip.
+    y = jnp.argmax(nets.mlp_apply(params, x) / temperature + jax.random.gumbel(kg, (num_points, 2)), -1)
+    probs = jax.nn.softmax(nets.mlp_apply(params, grid) / temperature, -1)[:, 1]
+    return x, y.astype(jnp.int32), probs
+
+
+@functools.partial(jax.jit, static_argnums=(2,))
+def _test_pool(seed, temperature, num_points: int):
+    """Test inputs [N, 2], labels [N] and the environment's log p(y | x) [N] (independent of training)."""
+    key = jax.random.key(seed)
+    params = sample_prior_params(key)
+    kx, ky = jax.random.split(jax.random.fold_in(key, 2))
+    x = jax.random.normal(kx, (num_points, 2))
+    logits = nets.mlp_apply(params, x) / temperature
+    y = jax.random.categorical(ky, logits).astype(jnp.int32)
+    true_lp = jnp.take_along_axis(jax.nn.log_softmax(logits, -1), y[:, None], -1)[:, 0]
+    return x, y, true_lp
+
+
+@dataclass(frozen=True, eq=False)
+class AgentFits:
+    """Everything the agent panels show for one (temperature, seed), for all num_train positions.
+
+    Attributes:
+      probs: agent → [N, K, R, R] class-1 probability of each member (mlp: K = 1).
+      kl: agent → [N, MAX_TAU] d_KL^τ for τ = 1 … MAX_TAU.
+      seconds: wall time of the fit and the precomputation.
+    """
+
+    probs: dict
+    kl: dict
+    seconds: float
+
+
+class JointPredictions:
+    """Cached computations behind the joint-predictions app (pure functions of the control values).
+
+    Args:
+      num_train_values: positions of the num_train slider (≤ settings.capacity).
+      settings: ensemble training settings (K, steps, batch).
+      resolution: grid points per axis of the probability maps.
+      test_blocks: τ-samples at τ = MAX_TAU; the test pool has test_blocks · MAX_TAU points.
+      cache_size: number of (temperature, seed) fits kept.
+    """
+
+    def __init__(self, num_train_values: Sequence[int] = NUM_TRAIN_VALUES, settings: FitSettings = FitSettings(),
+                 resolution: int = 50, test_blocks: int = 100, cache_size: int = 8):
+        self.num_train_values = tuple(_checks.integer("num_train_values", n, minimum=1, maximum=settings.capacity)
+                                      for n in num_train_values)
+        if not self.num_train_values:
+            raise ValueError("num_train_values must hold at least one value")
+        self.settings = settings
+        self.axis, grid = probability_grid(resolution)
+        self.grid = jnp.asarray(grid)
+        self.resolution = resolution
+        self.test_blocks = _checks.integer("test_blocks", test_blocks, minimum=1)
+        self.cache_size = _checks.integer("cache_size", cache_size, minimum=1)
+        self._fits: collections.OrderedDict = collections.OrderedDict()
+
+    # -------------------------------------------------------------- checks
+    @staticmethod
+    def check_temperature(temperature) -> float:
+        t = _checks.positive("temperature", temperature)
+        if not MIN_TEMPERATURE - 1e-9 <= t <= MAX_TEMPERATURE + 1e-9:
+            raise ValueError(f"temperature must be in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}], got {temperature}")
+        return t
+
+    def check_num_train(self, num_train) -> int:
+        n = _checks.integer("num_train", num_train)
+        if n not in self.num_train_values:
+            raise ValueError(f"num_train must be one of {self.num_train_values}, got {n}")
+        return n
+
+    # -------------------------------------------------------------- environment
+    def environment(self, temperature: float, seed: int):
+        """(x [n_max, 2], y [n_max], probs [R, R]) of the environment and its training draw."""
+        t = self.check_temperature(temperature)
+        seed = _checks.integer("seed", seed, minimum=0, maximum=2 ** 31 - 1)
+        x, y, probs = _environment(jnp.uint32(seed), jnp.float32(t), max(self.num_train_values), self.grid)
+        return np.asarray(x), np.asarray(y), np.asarray(probs).reshape(self.resolution, self.resolution)
+
+    # -------------------------------------------------------------- agents
+    def fits(self, temperature: float, seed: int) -> AgentFits:
+        """Fits (or returns the cached fits of) all agents at every num_train for one environment."""
+        t = self.check_temperature(temperature)
+        seed = _checks.integer("seed", seed, minimum=0, maximum=2 ** 31 - 1)
+        key = (round(t, 6), seed)
+        if key in self._fits:
+            self._fits.move_to_end(key)
+            return self._fits[key]
+        start = time.perf_counter()
+        x, y, _ = self.environment(t, seed)
+        ns, k, r = self.num_train_values, self.settings.num_members, self.resolution
+        problems = [(s, j) for s in (0.0, PRIOR_SCALE) for j in range(len(ns))]
+        state = fit_ensembles([x[:ns[j]] for _, j in problems], [y[:ns[j]] for _, j in problems],
+                              [t] * len(problems), [s for s, _ in problems],
+                              [seed * 1000 + j for _, j in problems], self.settings)
+        grid_probs = member_probs(state, self.grid, self.settings).reshape(2, len(ns), k, r, r)
+        tx, ty, true_lp = _test_pool(jnp.uint32(seed), jnp.float32(t), self.test_blocks * MAX_TAU)
+        p = len(problems)
+        lp = member_label_logprobs(state, np.broadcast_to(np.asarray(tx), (p,) + tx.shape),
+                                   np.broadcast_to(np.asarray(ty), (p,) + ty.shape), self.settings)
+        lp = lp.reshape(2, len(ns), k, -1)
+        true_lp = np.asarray(true_lp)
+        taus = range(1, MAX_TAU + 1)
+        probs = {"mlp": grid_probs[0, :, :1], "ensemble": grid_probs[0], "ensemble+": grid_probs[1]}
+        kl = {"mlp": np.stack([kl_by_tau(lp[0, j, :1], true_lp, taus) for j in range(len(ns))]),
+              "ensemble": np.stack([kl_by_tau(lp[0, j], true_lp, taus) for j in range(len(ns))]),
+              "ensemble+": np.stack([kl_by_tau(lp[1, j], true_lp, taus) for j in range(len(ns))])}
+        fits = AgentFits(probs, kl, time.perf_counter() - start)
+        self._fits[key] = fits
+        while len(self._fits) > self.cache_size:
+            self._fits.popitem(last=False)
+        return fits
+
+    def is_fitted(self, temperature: float, seed: int) -> bool:
+        """Whether :meth:`fits` would return from the cache (no training)."""
+        return (round(self.check_temperature(temperature), 6), seed) in self._fits
+
+
+# ------------------------------------------------------------------ update functions
+def _check_model(model) -> JointPredictions:
+    if not isinstance(model, JointPredictions):
+        raise TypeError(f"model must be a jtk.widgets.joint.JointPredictions, got {type(model).__name__}")
+    return model
+
+
+def environment_update(model: JointPredictions, temperature: float, seed: int, num_train: int) -> dict:
+    """The environment panel: p(y = 1 | x) on the grid and the first ``num_train`` training points.
+
+    Returns:
+      dict: axis [R], probs [R, R], x_train [n, 2], y_train [n], temperature, seed.
+    """
+    model = _check_model(model)
+    n = model.check_num_train(num_train)
+    x, y, probs = model.environment(temperature, seed)
+    return {"axis": model.axis, "probs": probs, "x_train": x[:n], "y_train": y[:n],
+            "temperature": float(temperature), "seed": int(seed)}
+
+
+def agent_update(model: JointPredictions, agent: str, temperature: float, seed: int, num_train: int,
+                 num_samples: int = 4) -> dict:
+    """The agent panel: mean prediction and ``num_samples`` posterior samples (members) on the grid.
+
+    Returns:
+      dict: axis, agent, mean [R, R], samples [num_samples, R, R], x_train, y_train, num_train.
+      The mlp has one function, so its samples are all that function.
+    """
+    model = _check_model(model)
+    _checks.one_of("agent", agent, AGENTS)
+    n = model.check_num_train(num_train)
+    num_samples = _checks.integer("num_samples", num_samples, minimum=1)
+    members = model.fits(temperature, seed).probs[agent][model.num_train_values.index(n)]  # [K, R, R]
+    x, y, _ = model.environment(temperature, seed)
+    samples = members[np.arange(num_samples) % members.shape[0]]
+    return {"axis": model.axis, "agent": agent, "mean": members.mean(0), "samples": samples,
+            "x_train": x[:n], "y_train": y[:n], "num_train": n}
+
+
+def kl_update(model: JointPredictions, temperature: float, seed: int, num_train: int, tau: int,
+              agents: Sequence[str] = AGENTS) -> dict:
+    """The d_KL^τ panel: each agent's curve over τ = 1 … 100 and the current τ.
+
+    Returns:
+      dict: curves (agent → [MAX_TAU]), tau, title.
+    """
+    model = _check_model(model)
+    n = model.check_num_train(num_train)
+    tau = _checks.integer("tau", tau, minimum=1, maximum=MAX_TAU)
+    for a in agents:
+        _checks.one_of("agents", a, AGENTS)
+    fits = model.fits(temperature, seed)
+    j = model.num_train_values.index(n)
+    return {"curves": {a: fits.kl[a][j] for a in agents}, "tau": tau,
+            "title": f"temperature {float(temperature):.3g}, seed {seed}, {n} training points"}
+
+
+def environment_figure(model: JointPredictions, temperature: float, seed: int, num_train: int):
+    """A fresh figure of :func:`environment_update`."""
+    return tb_plots.plot_environment(environment_update(model, temperature, seed, num_train))
+
+
+def agent_figure(model: JointPredictions, agent: str, temperature: float, seed: int, num_train: int):
+    """A fresh figure of :func:`agent_update`."""
+    return tb_plots.plot_agent_predictions(agent_update(model, agent, temperature, seed, num_train))
+
+
+def kl_figure(model: JointPredictions, temperature: float, seed: int, num_train: int, tau: int):
+    """A fresh figure of :func:`kl_update` (Fig. 6 analogue)."""
+    view = kl_update(model, temperature, seed, num_train, tau)
+    return tb_plots.plot_kl_vs_tau(view["curves"], view["tau"], view["title"])
+
+
+def temperature_figure(model: JointPredictions, temperatures: Sequence[float] = (0.01, 0.1, 1.0), seed: int = 0,
+                       num_train: int = 30):
+    """One environment (one seed) at several temperatures: same decision boundary, different noise."""
+    model = _check_model(model)
+    temps = [model.check_temperature(t) for t in temperatures]
+    if not temps:
+        raise ValueError("temperatures must hold at least one temperature")
+    fig = Figure(figsize=(3.6 * len(temps) + 0.8, 3.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(temps)))
+    im = None
+    for ax, t in zip(axes, temps):
+        v = environment_update(model, t, seed, num_train)
+        im = tb_plots.plot_probability_map(ax, v["axis"], v["probs"], v["x_train"], v["y_train"],
+                                           f"temperature ρ = {t:g}")
+    fig.colorbar(im, ax=list(axes), label="P(y = 1 | x)", shrink=0.85)
+    fig.suptitle(f"Environment seed {seed} with {num_train} training points: the temperature sets the label noise")
+    return fig
+
+
+def kl_table(model: JointPredictions, temperature: float, seed: int, taus: Sequence[int] = (1, 10, 100)):
+    """d_KL^τ of every agent at every num_train for one environment: DataFrame indexed (num_train, agent)."""
+    model = _check_model(model)
+    taus = [_checks.integer("taus", t, minimum=1, maximum=MAX_TAU) for t in taus]
+    fits = model.fits(temperature, seed)
+    rows = [{"num_train": n, "agent": a, **{f"d_KL^{t}": float(fits.kl[a][j, t - 1]) for t in taus}}
+            for j, n in enumerate(model.num_train_values) for a in AGENTS]
+    return pd.DataFrame(rows).set_index(["num_train", "agent"])
+
+
+# ------------------------------------------------------------------ builder
+def joint_predictions_app(model: JointPredictions | None = None, temperature: float = 0.1, seed: int = 0,
+                          num_train: int = 10, agent: str = "ensemble+", tau: int = 10) -> widgets.VBox:
+    """Temperature, seed, num_train, agent and τ controls → environment, agent and d_KL^τ figures.
+
+    Moving num_train, agent or τ only indexes precomputed arrays and redraws
+    a live figure. A new temperature or seed redraws the environment at once,
+    then refits the agents for it (cached).
+
+    Returns:
+      VBox; ``.controls`` (dict: temperature, seed, num_train, agent, tau),
+      ``.images`` (dict: environment, agent, kl), ``.status`` and ``.model`` for tests.
+    """
+    model = JointPredictions() if model is None else _check_model(model)
+    temperature = model.check_temperature(temperature)
+    num_train = model.check_num_train(num_train)
+    _checks.one_of("agent", agent, AGENTS)
+    tau = _checks.integer("tau", tau, minimum=1, maximum=MAX_TAU)
+    style = {"description_width": "initial"}
+    controls = {
+        "temperature": widgets.FloatLogSlider(value=temperature, base=10, min=-2, max=0, step=0.05,
+                                              description="temperature ρ", readout_format=".3f",
+                                              continuous_update=False, style=style),
+        "seed": widgets.BoundedIntText(value=seed, min=0, max=99_999, description="seed", style=style,
+                                       layout=widgets.Layout(width="160px")),
+        "num_train": widgets.SelectionSlider(options=list(model.num_train_values), value=num_train,
+                                             description="num_train", continuous_update=False, style=style),
+        "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, description="agent", style=style),
+        "tau": widgets.IntSlider(value=tau, min=1, max=MAX_TAU, description="τ", continuous_update=False,
+                                 style=style),
+    }
+    images = {k: widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+              for k in ("environment", "agent", "kl")}
+    status = widgets.HTML()
+    live: dict = {}
+
+    def values():
+        return {k: c.value for k, c in controls.items()}
+
+    def draw(name, view, make):
+        if name not in live:
+            live[name] = make(view)
+        else:
+            live[name].update(view) if name != "kl" else live[name].update(view["curves"], view["tau"],
+                                                                              view["title"])
+        images[name].value = live[name].png()
+
+    def draw_environment():
+        v = values()
+        draw("environment", environment_update(model, v["temperature"], v["seed"], v["num_train"]),
+             tb_plots.EnvironmentFigure)
+
+    def draw_agent():
+        v = values()
+        draw("agent", agent_update(model, v["agent"], v["temperature"], v["seed"], v["num_train"]),
+             tb_plots.AgentFigure)
+
+    def draw_kl():
+        v = values()
+        draw("kl", kl_update(model, v["temperature"], v["seed"], v["num_train"], v["tau"]),
+             lambda view: tb_plots.KLTauFigure(view["curves"], view["tau"], view["title"]))
+
+    def on_environment(_=None):
+        draw_environment()
+        v = values()
+        cached = model.is_fitted(v["temperature"], v["seed"])
+        if not cached:
+            status.value = "<i>fitting mlp, ensemble and ensemble+ to the new environment…</i>"
+        fits = model.fits(v["temperature"], v["seed"])
+        status.value = (f"agents fitted at temperature {v['temperature']:.3g}, seed {v['seed']}"
+                        + ("" if cached else f" in {fits.seconds:.1f} s"))
+        draw_agent()
+        draw_kl()
+
+    def on_num_train(_=None):
+        draw_environment()
+        draw_agent()
+        draw_kl()
+
+    controls["temperature"].observe(on_environment, "value")
+    controls["seed"].observe(on_environment, "value")
+    controls["num_train"].observe(on_num_train, "value")
+    controls["agent"].observe(lambda _: draw_agent(), "value")
+    controls["tau"].observe(lambda _: draw_kl(), "value")
+    on_environment()
+    box = widgets.VBox([
+        widgets.HBox([controls["temperature"], controls["seed"], controls["num_train"]]),
+        status,
+        images["environment"],
+        controls["agent"],
+        images["agent"],
+        controls["tau"],
+        images["kl"],
+    ])
+    box.controls, box.images, box.status, box.model = controls, images, status, model
+    return box

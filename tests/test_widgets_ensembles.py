@@ -1,0 +1,128 @@
+"""ensemble vs ensemble+ widgets: exact d_KL^τ from member log-probs, fits, the Fig. 12 app, the Fig. 5 study.
+
+Fits use tiny settings (3 members, 10 steps) so the whole file runs in seconds;
+the notebook's settings are exercised by executing the notebook.
+"""
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+from jax import monitoring
+
+from jtk import likelihood
+from jtk.widgets import ensembles as we
+
+TINY = we.FitSettings(num_members=3, num_steps=10, batch_size=8, capacity=16)
+NS = (1, 3, 10)
+COMPILES: list[str] = []
+monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **kw: COMPILES.append(kw.get("fun_name", "?"))
+    if event.endswith("backend_compile_duration") else None)
+
+
+@pytest.fixture(scope="module")
+def comp():
+    return we.build_comparison(temperature=0.1, seed=0, num_train_values=NS, prior_scales=(0.0, 3.0),
+                               resolution=12, settings=TINY)
+
+
+def test_kl_by_tau_matches_the_joint_log_likelihood_of_the_library():
+    rng = np.random.default_rng(0)
+    k, n = 4, 60
+    logits = rng.normal(size=(k, n, 2)) * 2
+    y = rng.integers(0, 2, n)
+    true_logits = rng.normal(size=(n, 2))
+    member_lp = np.take_along_axis(jax.nn.log_softmax(logits, -1), y[None, :, None], -1)[..., 0]
+    true_lp = np.take_along_axis(jax.nn.log_softmax(true_logits, -1), y[:, None], -1)[:, 0]
+    for tau in (1, 3, 7, 60):
+        m = n // tau
+        ll = likelihood.joint_log_likelihood(logits[:, :m * tau].reshape(k, m, tau, 2), y[:m * tau].reshape(m, tau))
+        truth = likelihood.log_likelihood(true_logits[:m * tau].reshape(m, tau, 2), y[:m * tau].reshape(m, tau))
+        expected = float(np.mean(np.asarray(truth) - np.asarray(ll)))
+        assert we.kl_by_tau(member_lp, true_lp, [tau])[0] == pytest.approx(expected, rel=1e-5, abs=1e-5)
+
+
+def test_kl_by_tau_of_one_function_is_additive_in_tau():
+    rng = np.random.default_rng(1)
+    lp = np.log(rng.uniform(0.05, 1, size=(1, 100)))
+    true = np.log(rng.uniform(0.05, 1, size=100))
+    kl = we.kl_by_tau(lp, true, [1, 10, 100])
+    assert kl[1] == pytest.approx(10 * kl[0]) and kl[2] == pytest.approx(100 * kl[0])
+    with pytest.raises(ValueError, match="tau"):
+        we.kl_by_tau(lp, true, [101])
+    with pytest.raises(ValueError, match="true_logprobs"):
+        we.kl_by_tau(lp, true[:5], [1])
+
+
+def test_fit_ensembles_validates_inputs():
+    x, y = np.zeros((3, 2)), np.array([0, 1, 0])
+    with pytest.raises(ValueError, match="equal length"):
+        we.fit_ensembles([x], [y, y], [0.1], [0.0], [0], TINY)
+    with pytest.raises(ValueError, match=r"xs\[0\]"):
+        we.fit_ensembles([np.zeros((20, 2))], [np.zeros(20, int)], [0.1], [0.0], [0], TINY)
+    with pytest.raises(ValueError, match="temperatures"):
+        we.fit_ensembles([x], [y], [0.0], [0.0], [0], TINY)
+    with pytest.raises(ValueError, match="ys"):
+        we.fit_ensembles([x], [np.array([0, 2, 0])], [0.1], [0.0], [0], TINY)
+
+
+def test_comparison_update_reacts_to_every_slider(comp):
+    base = we.comparison_update(comp, 3.0, 3, 3)
+    assert base["rows"]["ensemble"]["samples"].shape == (3, 12, 12)
+    assert base["x_train"].shape == (3, 2)
+    other_scale = we.comparison_update(comp, 0.0, 3, 3)
+    assert not np.allclose(other_scale["rows"]["ensemble+"]["mean"], base["rows"]["ensemble+"]["mean"])
+    np.testing.assert_allclose(other_scale["rows"]["ensemble+"]["mean"], base["rows"]["ensemble"]["mean"])
+    other_n = we.comparison_update(comp, 3.0, 3, 10)
+    assert not np.allclose(other_n["rows"]["ensemble+"]["mean"], base["rows"]["ensemble+"]["mean"])
+    fewer = we.comparison_update(comp, 3.0, 1, 3)
+    assert fewer["rows"]["ensemble"]["samples"].shape[0] == 1
+    assert not np.allclose(fewer["rows"]["ensemble"]["mean"], base["rows"]["ensemble"]["mean"])
+    extreme = we.comparison_update(comp, 3.0, 1, 1)  # num_train = 1, ensemble size 1
+    assert extreme["x_train"].shape == (1, 2) and np.all(np.isfinite(extreme["rows"]["ensemble+"]["mean"]))
+
+
+def test_prior_functions_make_members_more_diverse(comp):
+    view = we.comparison_update(comp, 3.0, 3, 1)
+    spread = {name: row["samples"].std(axis=0).mean() for name, row in view["rows"].items()}
+    assert spread["ensemble+"] > spread["ensemble"]
+
+
+@pytest.mark.parametrize("kwargs, err", [
+    ({"prior_scale": 2.0}, ValueError), ({"num_members": 4}, ValueError), ({"num_members": 0}, ValueError),
+    ({"num_train": 4}, ValueError), ({"num_train": 3.0}, TypeError),
+])
+def test_comparison_update_rejects_values_off_the_sliders(comp, kwargs, err):
+    args = {"prior_scale": 3.0, "num_members": 3, "num_train": 3, **kwargs}
+    with pytest.raises(err):
+        we.comparison_update(comp, **args)
+    with pytest.raises(TypeError):
+        we.comparison_update("comp", 3.0, 3, 3)
+
+
+def test_build_comparison_requires_the_plain_ensemble():
+    with pytest.raises(ValueError, match="prior_scales"):
+        we.build_comparison(num_train_values=NS, prior_scales=(1.0, 3.0), settings=TINY)
+
+
+def test_ensemble_app_sliders_redraw_without_compiling(comp):
+    app = we.ensemble_app(comp)
+    COMPILES.clear()
+    for name, value in (("prior_scale", 0.0), ("num_members", 1), ("num_train", 1), ("num_train", 10),
+                        ("num_members", 3), ("prior_scale", 3.0)):
+        before = bytes(app.image.value)
+        app.controls[name].value = value
+        assert bytes(app.image.value) != before, (name, value)  # every move changes the picture
+    assert COMPILES == []  # and none compiled anything
+
+
+def test_kl_vs_num_train_reuses_the_comparison_fits(comp):
+    kw = dict(temperature=0.1, num_train_values=NS, seeds=2, num_test=20, settings=TINY)
+    fresh = we.kl_vs_num_train(**kw)
+    reused = we.kl_vs_num_train(**kw, comparison=comp)
+    assert list(fresh.columns) == ["agent", "num_train", "seed", "tau", "kl"]
+    assert len(fresh) == 2 * 2 * len(NS) * 2 and np.all(np.isfinite(fresh["kl"]))
+    pd.testing.assert_frame_equal(fresh, reused, rtol=1e-3, atol=1e-3)
+    fig = we.kl_vs_num_train_figure(fresh)
+    assert len(fig.axes) == 2
