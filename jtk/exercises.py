@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import pathlib
-import re
 from dataclasses import dataclass
 
 import nbformat
@@ -68,15 +67,18 @@ def _paths(solutions_dir, exercises_dir):
     return sorted(src.glob("*.ipynb")), pathlib.Path(exercises_dir)
 
 
+def _exercise_text(solution_path: pathlib.Path) -> str:
+    return nbformat.writes(exercise_notebook(nbformat.read(solution_path, as_version=4))) + "\n"
+
+
 def build(solutions_dir="solutions", exercises_dir="exercises") -> list[pathlib.Path]:
     """Writes ``exercises_dir/NAME.ipynb`` for every ``solutions_dir/NAME.ipynb``; returns the paths."""
     notebooks, dst = _paths(solutions_dir, exercises_dir)
     dst.mkdir(parents=True, exist_ok=True)
     written = []
     for path in notebooks:
-        nb = exercise_notebook(nbformat.read(path, as_version=4))
         out = dst / path.name
-        nbformat.write(nb, out)
+        out.write_text(_exercise_text(path))
         written.append(out)
     return written
 
@@ -86,7 +88,7 @@ def stale(solutions_dir="solutions", exercises_dir="exercises") -> list[str]:
     notebooks, dst = _paths(solutions_dir, exercises_dir)
     problems = []
     for path in notebooks:
-        want = nbformat.writes(exercise_notebook(nbformat.read(path, as_version=4)))
+        want = _exercise_text(path)
         target = dst / path.name
         if not target.exists() or target.read_text() != want:
             problems.append(path.name)
@@ -158,7 +160,3 @@ def grade(path, timeout: int = 120) -> list[Score]:
         else:
             scores.append(Score(grade_id, points, points, "passed", ""))
     return scores
-
-
-def _strip_ansi(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)

@@ -11,7 +11,10 @@ from jtk.agents.baseline import UniformAgent
 from jtk.agents.ensemble import EnsembleAgent
 from jtk.agents.gp import GaussianProcessPosterior, GPRegression, MonteCarloGP
 from jtk.agents.bnn_regression import BBBRegression, SGLDRegression
+from jtk.agents.blr import BayesianLinearRegression, BLRPosterior
+from jtk.agents.deep_regression import DeepRegression, DeepRegressionPosterior, make_regression
 
-__all__ = ["Agent", "BBBRegression", "EnsembleAgent", "GaussianProcessPosterior", "GPRegression", "JaxAgent",
+__all__ = ["Agent", "BBBRegression", "BayesianLinearRegression", "BLRPosterior", "DeepRegression",
+           "DeepRegressionPosterior", "EnsembleAgent", "GaussianProcessPosterior", "GPRegression", "JaxAgent",
            "JaxPosterior", "MonteCarloGP", "Posterior", "Prior", "SGLDRegression", "UniformAgent",
-           "fit_many", "make", "names", "register"]
+           "fit_many", "make", "make_regression", "names", "register"]

@@ -3,5 +3,7 @@
 from jtk.envs.classification import MLPClassification
 from jtk.envs.coin import Coin
 from jtk.envs.gp import GPSplit, ReLUKernelGP, relu_kernel, toy_split_1d
+from jtk.envs.regression import PolynomialRegression, SinusoidRegression, StyblinskiTangRegression
 
-__all__ = ["Coin", "GPSplit", "MLPClassification", "ReLUKernelGP", "relu_kernel", "toy_split_1d"]
+__all__ = ["Coin", "GPSplit", "MLPClassification", "PolynomialRegression", "ReLUKernelGP", "SinusoidRegression",
+           "StyblinskiTangRegression", "relu_kernel", "toy_split_1d"]

@@ -1,0 +1,198 @@
+"""Figures for the deep-regression coverage study (Schmähling, Martin & Elster, Fig. 1–3, 7).
+
+Each function draws from :class:`jtk.coverage.CoverageResult` objects or the
+DataFrames of :mod:`jtk.coverage`, returns the matplotlib Figure, and titles
+and labels every axis.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from jtk import _checks
+from jtk.coverage import Z95, CoverageResult
+
+METHOD_COLORS = {"BLR": "tab:red", "BD": "tab:blue", "CD": "tab:cyan", "VD": "tab:purple", "Ens": "tab:olive",
+                 "EnsAdvA": "tab:orange", "EnsBS": "tab:green"}
+
+
+def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
+    """The data of one Fig. 1/2 panel: coordinate, prediction, ±1.96·uncertainty band, truth, training data.
+
+    Args:
+      result: a coverage result of a 1-D problem (E.1) or the diagonal of E.2.
+      rep: which training set (repetition) to show.
+
+    Returns:
+      dict with arrays coordinate, mean, lower, upper, truth [n*] and x_train, y_train [n].
+    """
+    rep = _checks.integer("rep", rep, minimum=0, maximum=result.k - 1)
+    order = np.argsort(result.coordinate)
+    m, s = result.mean[rep, order], result.std[rep, order]
+    out = {"coordinate": result.coordinate[order], "mean": m, "lower": m - Z95 * s, "upper": m + Z95 * s,
+           "truth": result.truth[order]}
+    if result.x_train is not None and result.y_train is not None and result.x_train.shape[1] == 1:
+        out["x_train"], out["y_train"] = result.x_train[:, 0], result.y_train[rep]
+    return out
+
+
+def plot_fit(ax, result: CoverageResult, rep: int = 0, title: str | None = None):
+    """One Fig. 1/2 panel: prediction (solid), ±1.96·uncertainty (shaded), truth (red dashed), data (black)."""
+    d = fit_curves(result, rep)
+    color = METHOD_COLORS.get(result.method, "tab:blue")
+    ax.fill_between(d["coordinate"], d["lower"], d["upper"], color=color, alpha=0.3, label="±1.96 σ")
+    ax.plot(d["coordinate"], d["mean"], color=color, lw=1.5, label="prediction")
+    ax.plot(d["coordinate"], d["truth"], "--", color="red", lw=1.2, label="ground truth")
+    if "x_train" in d:
+        ax.plot(d["x_train"], d["y_train"], "k.", ms=4, label="training data")
+    lo, hi = _in_range(result)
+    if lo is not None:
+        ax.axvspan(lo, hi, color="0.9", zorder=-1)
+    ax.set_title(title or result.method)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    return ax
+
+
+def _in_range(result: CoverageResult):
+    c = result.coordinate[result.in_distribution]
+    return (c.min(), c.max()) if c.size else (None, None)
+
+
+def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None, rep: int = 0,
+              suptitle: str | None = None):
+    """Fig. 1/2 analogue: one panel per method (grey band = training range)."""
+    methods = list(results) if methods is None else list(methods)
+    for m in methods:
+        if m not in results:
+            raise ValueError(f"methods must be among {list(results)}, got {m!r}")
+    cols = min(4, len(methods))
+    rows = int(np.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, m in zip(axes.ravel(), methods):
+        plot_fit(ax, results[m], rep)
+    for ax in axes.ravel()[len(methods):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7, loc="lower left")
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def sweep_curves(table: pd.DataFrame, coordinate: float, method: str, param: str = "f_main") -> pd.DataFrame:
+    """Rows of one method at the test input nearest ``coordinate``, sorted by ``param``."""
+    coords = np.unique(table["coordinate"].to_numpy())
+    nearest = coords[np.argmin(np.abs(coords - float(coordinate)))]
+    rows = table[(table["coordinate"] == nearest) & (table["method"] == method)]
+    return rows.sort_values(param)
+
+
+def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "f_main",
+               methods: Sequence[str] | None = None):
+    """Fig. 3 / 6 analogue: deviation, uncertainty and coverage (± binomial error bar) vs ``param``.
+
+    Args:
+      table: per-input table of a sweep (:func:`jtk.coverage.per_input_table`).
+      coordinates: test inputs, one row of panels each (e.g. −2.38, 1.2, −5.11).
+      param: the swept column ("f_main" or "dim").
+      methods: which methods to draw (default: all in the table).
+    """
+    methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
+    fig, axes = plt.subplots(len(coordinates), 3, figsize=(11, 2.7 * len(coordinates)), squeeze=False)
+    for row, c in zip(axes, coordinates):
+        for m in methods:
+            d = sweep_curves(table, c, m, param)
+            kw = dict(color=METHOD_COLORS.get(m), marker="o", ms=3, label=m)
+            row[0].plot(d[param], d["deviation"], **kw)
+            row[1].plot(d[param], d["uncertainty"], **kw)
+            row[2].errorbar(d[param], d["coverage"], yerr=d["coverage_se"], capsize=2, **kw)
+        region = "in" if bool(d["in_distribution"].iloc[0]) else "out of"
+        x_at = float(d["coordinate"].iloc[0])
+        for ax, what in zip(row, ("deviation |pred − truth|", "uncertainty σ", "coverage of ±1.96 σ")):
+            ax.set_title(f"x = {x_at:.2f} ({region} distribution)", fontsize=9)
+            ax.set_xlabel(param)
+            ax.set_ylabel(what)
+        row[0].set_yscale("log")
+        row[1].set_yscale("log")
+        row[2].axhline(0.95, color="k", ls=":", lw=1)
+        row[2].set_ylim(-0.02, 1.02)
+    axes[0, 2].legend(fontsize=7, loc="lower left", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_grids(table: pd.DataFrame, method: str, grid_shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Fig. 7 data of one method from a per-input table (E.3 test grid, rows ordered by ``input``).
+
+    Returns:
+      dict of [grid_shape] arrays: log10 mean deviation, log10 mean uncertainty, coverage.
+    """
+    rows = table[table["method"] == method].sort_values("input")
+    if len(rows) != grid_shape[0] * grid_shape[1]:
+        raise ValueError(f"table must hold {grid_shape[0] * grid_shape[1]} test inputs of method {method!r}, "
+                         f"got {len(rows)}")
+    dev, unc = rows["deviation"].to_numpy(), rows["uncertainty"].to_numpy()
+    return {"log10 deviation": np.log10(np.maximum(dev, 1e-12)).reshape(grid_shape),
+            "log10 uncertainty": np.log10(np.maximum(unc, 1e-12)).reshape(grid_shape),
+            "coverage": rows["coverage"].to_numpy().reshape(grid_shape)}
+
+
+def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Sequence[str] | None = None,
+                  extent: tuple[float, float, float, float] = (-5, 5, -5, 5),
+                  train_range: tuple[float, float] | None = (1.0, 4.0)):
+    """Fig. 7 analogue (E.3): one row per method; columns deviation, uncertainty (log10) and coverage.
+
+    Args:
+      table: per-input table (``CoverageResult.per_input`` / ``jtk.coverage.per_input_table``,
+        or a CSV of it from ``benchmarks/results``).
+      grid_shape: (rows, cols) of the test grid, ``env.grid_shape()``.
+      methods: rows of the figure (default: every method in the table).
+      extent: the test square, (−5, 5)².
+      train_range: the training square drawn as a dashed box.
+    """
+    methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
+    fig, axes = plt.subplots(len(methods), 3, figsize=(11, 2.9 * len(methods)), squeeze=False)
+    grids = {m: heatmap_grids(table, m, grid_shape) for m in methods}
+    limits = {}
+    for name in ("log10 deviation", "log10 uncertainty"):
+        vals = np.concatenate([g[name].ravel() for g in grids.values()])
+        limits[name] = (np.percentile(vals, 1), np.percentile(vals, 99))
+    limits["coverage"] = (0.0, 1.0)
+    for row, m in zip(axes, methods):
+        for ax, (name, grid) in zip(row, grids[m].items()):
+            im = ax.imshow(grid, origin="lower", extent=extent, vmin=limits[name][0], vmax=limits[name][1],
+                           cmap="viridis" if name != "coverage" else "RdYlGn", aspect="auto")
+            if train_range is not None:
+                lo, hi = train_range
+                ax.add_patch(plt.Rectangle((lo, lo), hi - lo, hi - lo, fill=False, ec="w", lw=1.2, ls="--"))
+            ax.set_title(f"{m}: {name}", fontsize=9)
+            ax.set_xlabel("x1")
+            ax.set_ylabel("x2")
+            fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None):
+    """Coverage (± binomial error bar) at every test input, one line per method (the anchor sits at 0.95)."""
+    methods = list(results) if methods is None else list(methods)
+    fig, ax = plt.subplots(figsize=(8, 3))
+    for m in methods:
+        r = results[m]
+        order = np.argsort(r.coordinate)
+        c, se = r.coverage()[order], r.coverage_se()[order]
+        ax.plot(r.coordinate[order], c, color=METHOD_COLORS.get(m), lw=1, label=m)
+        ax.fill_between(r.coordinate[order], c - se, c + se, color=METHOD_COLORS.get(m), alpha=0.2)
+    ax.axhline(0.95, color="k", ls=":", lw=1)
+    ax.set_xlabel("test input x")
+    ax.set_ylabel(f"coverage over k = {results[methods[0]].k}")
+    ax.set_title("Coverage of ±1.96 σ at every test input")
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    return fig

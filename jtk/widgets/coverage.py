@@ -1,0 +1,169 @@
+"""The coverage explorer of notebook 04: f_main slider, method selector, repetitions k, test input x.
+
+The builder only wires widgets to two pure functions of the control values,
+:func:`fit_panel_data` and :func:`sweep_panel_data`, which read precomputed
+sweep results ({(f_main, method): CoverageResult}, from
+:func:`jtk.coverage.sweep_f_main`) — moving a slider never retrains.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from jtk import _checks
+from jtk.coverage import Z95, CoverageResult
+
+
+def _check_results(results: Mapping[tuple[Any, str], CoverageResult]):
+    if not isinstance(results, Mapping) or not results:
+        raise TypeError("results must be a non-empty dict {(f_main, method): CoverageResult}")
+    values = sorted({key[0] for key in results})
+    methods = list(dict.fromkeys(key[1] for key in results))
+    return values, methods
+
+
+def _pick(results, f_main, method) -> CoverageResult:
+    values, methods = _check_results(results)
+    _checks.one_of("method", method, methods)
+    if f_main not in values:
+        raise ValueError(f"f_main must be one of {values}, got {f_main!r}")
+    return results[(f_main, method)]
+
+
+def fit_panel_data(results, f_main, method: str, k: int, x: float) -> dict[str, Any]:
+    """Data of the left panel: first training set's fit ±1.96 σ and the coverage at x over k sets.
+
+    Args:
+      results: {(f_main, method): CoverageResult}.
+      f_main: one of the swept f_main values.
+      method: a method in the results.
+      k: number of repetitions to use, 2 ≤ k ≤ the study's k.
+      x: test input whose coverage is reported (nearest test input).
+
+    Returns:
+      dict with coordinate, mean, lower, upper, truth [n*], x_train, y_train [n],
+      x_at (the nearest test input), covered_at [k] (bool per repetition),
+      coverage_at, coverage_se_at, deviation_at [k], uncertainty_at [k].
+    """
+    r = _pick(results, f_main, method)
+    k = _checks.integer("k", k, minimum=2, maximum=r.k)
+    r = r.first(k)
+    i = r.index_of(x)
+    order = np.argsort(r.coordinate)
+    m, s = r.mean[0, order], r.std[0, order]
+    cov = r.covered[:, i]
+    p = float(cov.mean())
+    return {
+        "coordinate": r.coordinate[order], "mean": m, "lower": m - Z95 * s, "upper": m + Z95 * s,
+        "truth": r.truth[order], "x_train": r.x_train[:, 0] if r.x_train is not None else None,
+        "y_train": r.y_train[0] if r.y_train is not None else None,
+        "x_at": float(r.coordinate[i]), "in_distribution_at": bool(r.in_distribution[i]),
+        "covered_at": cov, "coverage_at": p, "coverage_se_at": float(np.sqrt(p * (1 - p) / k)),
+        "deviation_at": r.deviation[:, i], "uncertainty_at": r.std[:, i],
+    }
+
+
+def sweep_panel_data(results, method: str, k: int, x: float, reference: str | None = "BLR") -> pd.DataFrame:
+    """Data of the right panel: coverage ± se, deviation, uncertainty vs f_main at x, from k sets.
+
+    Returns:
+      DataFrame with columns method, f_main, x_at, coverage, coverage_se, deviation, uncertainty
+      (one row per f_main, for ``method`` and, if present, the ``reference`` method).
+    """
+    values, methods = _check_results(results)
+    _checks.one_of("method", method, methods)
+    shown = [method] + ([reference] if reference in methods and reference != method else [])
+    rows = []
+    for m in shown:
+        for f in values:
+            r = results[(f, m)]
+            kk = _checks.integer("k", k, minimum=2, maximum=r.k)
+            r = r.first(kk)
+            i = r.index_of(x)
+            p = float(r.covered[:, i].mean())
+            rows.append({"method": m, "f_main": f, "x_at": float(r.coordinate[i]), "coverage": p,
+                         "coverage_se": float(np.sqrt(p * (1 - p) / kk)),
+                         "deviation": float(r.deviation[:, i].mean()), "uncertainty": float(r.std[:, i].mean())})
+    return pd.DataFrame(rows)
+
+
+def draw(fig, results, f_main, method: str, k: int, x: float):
+    """Redraws the two panels of the explorer on ``fig`` (cleared first)."""
+    from jtk.plots.regression import METHOD_COLORS
+
+    fig.clear()
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    d = fit_panel_data(results, f_main, method, k, x)
+    color = METHOD_COLORS.get(method, "tab:blue")
+    ax1.fill_between(d["coordinate"], d["lower"], d["upper"], color=color, alpha=0.3, label="±1.96 σ")
+    ax1.plot(d["coordinate"], d["mean"], color=color, label=f"{method} prediction")
+    ax1.plot(d["coordinate"], d["truth"], "r--", label="ground truth")
+    if d["x_train"] is not None:
+        ax1.plot(d["x_train"], d["y_train"], "k.", ms=3, label="training set 1")
+    ax1.axvline(d["x_at"], color="k", lw=0.8)
+    ax1.set_title(f"f_main = {f_main}: coverage at x = {d['x_at']:.2f} is "
+                  f"{d['coverage_at']:.2f} ± {d['coverage_se_at']:.2f} (k = {k})", fontsize=9)
+    ax1.set_xlabel("x")
+    ax1.set_ylabel("y")
+    ax1.legend(fontsize=7, loc="lower left")
+    s = sweep_panel_data(results, method, k, x)
+    for m, g in s.groupby("method", sort=False):
+        ax2.errorbar(g["f_main"], g["coverage"], yerr=g["coverage_se"], marker="o", capsize=2,
+                     color=METHOD_COLORS.get(m), label=m)
+    ax2.axhline(0.95, color="k", ls=":", lw=1)
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.set_xlabel("f_main")
+    ax2.set_ylabel("coverage of ±1.96 σ")
+    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main", fontsize=9)
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+
+
+def build_coverage_app(results, x: float = 1.2):
+    """Builds the explorer: f_main slider, method dropdown, k slider, x slider and the figure.
+
+    Args:
+      results: {(f_main, method): CoverageResult} from :func:`jtk.coverage.sweep_f_main`.
+      x: initial test input.
+
+    Returns:
+      an ``ipywidgets.VBox``; ``app.controls`` holds the control widgets by name and
+      ``app.redraw()`` redraws (what the observers call).
+    """
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    values, methods = _check_results(results)
+    first = next(iter(results.values()))
+    k_max = min(r.k for r in results.values())
+    lo, hi = float(first.coordinate.min()), float(first.coordinate.max())
+    controls = {
+        "f_main": widgets.SelectionSlider(options=values, value=values[0], description="f_main"),
+        "method": widgets.Dropdown(options=methods, value=[m for m in methods if m != "BLR"][0]
+                                   if len(methods) > 1 else methods[0], description="method"),
+        "k": widgets.IntSlider(value=k_max, min=2, max=k_max, description="repetitions k"),
+        "x": widgets.FloatSlider(value=float(np.clip(x, lo, hi)), min=lo, max=hi, step=(hi - lo) / 200,
+                                 description="test input x"),
+    }
+    out = widgets.Output()
+    with plt.ioff():
+        fig = plt.figure(figsize=(10, 3.4))
+
+    def redraw(*_):
+        draw(fig, results, **{name: c.value for name, c in controls.items()})
+        out.clear_output(wait=True)
+        with out:
+            from IPython.display import display
+            display(fig)
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    app = widgets.VBox([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out])
+    app.controls = controls
+    app.redraw = redraw
+    app.figure = fig
+    redraw()
+    return app

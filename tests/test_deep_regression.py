@@ -1,0 +1,170 @@
+"""Deep regression methods (BD, CD, VD, Ens, EnsAdvA, EnsBS): one shared, vmapped training program.
+
+A tiny configuration keeps the suite fast: every study below has the same data
+shapes and networks per call, so all six methods share one compiled program.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jtk.agents import deep_regression as dr
+from jtk.agents.regression_base import RegressionPosterior
+from jtk.envs.regression import SinusoidRegression
+
+TINY = dict(hidden=(8,), num_members=2, epochs_per_complexity=40, num_samples=8, learning_rate=3e-2)
+K_SETS = 4  # training sets per study; networks per call = 4 for every method
+
+
+@pytest.fixture(scope="module")
+def env():
+    return SinusoidRegression(1.0, seed=0)
+
+
+@pytest.fixture(scope="module")
+def linear_study(env):
+    """All six methods on 4 training sets of y = 0.5 x + noise (a function an MLP can learn)."""
+    x = env.x_train
+    rng = np.random.default_rng(0)
+    ys = 0.5 * x[:, 0][None] + 0.1 * rng.normal(size=(K_SETS, x.shape[0]))
+    xt = np.linspace(-3, 3, 25)[:, None]
+    out = {}
+    for m in dr.METHODS:
+        model = dr.make_regression(m, preset="paper", **TINY, noise_std=0.1)
+        out[m] = model.fit_predict_many(x, ys, xt, seed=0, networks_per_call=K_SETS)
+    return xt, out
+
+
+def test_presets_are_the_papers():
+    p = dr.make_regression("Ens", preset="paper")
+    assert p.hidden == (128, 64, 32) and p.num_members == 120 and p.learning_rate == 1e-2
+    assert p.l2_scale == 1.0 and p.negative_slope == 0.01 and p.epochs_per_complexity == 300
+    env = SinusoidRegression(3.0)
+    assert p.for_problem(env).num_epochs == 900 and p.for_problem(env).noise_std == 0.75
+    lab = dr.make_regression("BD", preset="lab")
+    assert lab.num_networks == 1 and lab.num_draws == lab.num_samples
+    assert dr.EnsBS().method == "EnsBS" and dr.CD(preset="lab").hidden == lab.hidden
+
+
+def test_all_methods_learn_a_linear_function(linear_study):
+    xt, out = linear_study
+    truth = 0.5 * xt[:, 0]
+    for m, (mean, std) in out.items():
+        assert mean.shape == (K_SETS, 25) and std.shape == (K_SETS, 25)
+        assert np.all(np.isfinite(mean)) and np.all(std > 0), m
+        assert np.mean(np.abs(mean - truth)) < 0.3, (m, np.mean(np.abs(mean - truth)))
+
+
+def test_methods_differ_and_bootstrap_widens(linear_study):
+    _, out = linear_study
+    assert not np.allclose(out["Ens"][0], out["EnsBS"][0])
+    assert not np.allclose(out["Ens"][0], out["EnsAdvA"][0])
+    assert not np.allclose(out["BD"][0], out["CD"][0])
+
+
+def test_deterministic_and_independent_of_chunking(env, linear_study):
+    xt, out = linear_study
+    x = env.x_train
+    rng = np.random.default_rng(0)
+    ys = 0.5 * x[:, 0][None] + 0.1 * rng.normal(size=(K_SETS, x.shape[0]))
+    model = dr.make_regression("EnsBS", preset="paper", **TINY, noise_std=0.1)
+    again = model.fit_predict_many(x, ys, xt, seed=0, networks_per_call=K_SETS)
+    np.testing.assert_array_equal(again[0], out["EnsBS"][0])
+    # Repetition i always uses key fold_in(seed, i): a BD study of the first two sets (B = 2 → new
+    # shape) reproduces the first two rows of the four-set study.
+    bd = dr.make_regression("BD", preset="paper", **TINY, noise_std=0.1)
+    two = bd.fit_predict_many(x, ys[:2], xt, seed=0, networks_per_call=K_SETS)
+    np.testing.assert_allclose(two[0], out["BD"][0][:2], rtol=1e-5, atol=1e-5)
+
+
+def test_bootstrap_weights_are_resample_counts():
+    hyper = {"bootstrap": jnp.asarray(True)}
+    w = np.asarray(dr._example_weights(jax.random.key(0), 50, hyper))
+    assert w.sum() == 50 and np.all(w == np.round(w)) and (w == 0).any()
+    w1 = np.asarray(dr._example_weights(jax.random.key(0), 50, {"bootstrap": jnp.asarray(False)}))
+    np.testing.assert_array_equal(w1, np.ones(50))
+
+
+def test_freeze_after_stops_updates():
+    opt = dr._freeze_after(jnp.asarray(2))
+    state = opt.init(None)
+    outs = []
+    for _ in range(4):
+        u, state = opt.update(jnp.ones(3), state)
+        outs.append(float(u[0]))
+    assert outs == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_posterior_protocol(env):
+    x, y = env.sample_train(0)
+    xt = env.test_inputs()[::100]
+    model = dr.make_regression("Ens", preset="paper", **TINY).for_problem(env)
+    post = model.fit(x, y, seed=0)  # K = 2 networks: the same compiled program as a 2-set BD study
+    assert isinstance(post, RegressionPosterior)
+    f = post.sample_functions(xt, 6, seed=1)
+    assert f.shape == (6, xt.shape[0])
+    np.testing.assert_allclose(f[:2], f[2:4], rtol=1e-6)  # ensemble draws cycle through the K members
+    mean, std = post.predict(xt)
+    assert mean.shape == std.shape == (xt.shape[0],)
+    cov = post.covariance(xt)
+    np.testing.assert_allclose(cov, cov.T, atol=1e-10)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=1e-5, atol=1e-7)
+    assert post.dropout_rate is None
+
+
+@pytest.mark.parametrize("method,learned", [("CD", True), ("VD", True), ("BD", False)])
+def test_dropout_rate_learned_only_by_cd_and_vd(env, method, learned):
+    x, y = env.sample_train(0)
+    model = dr.make_regression(method, preset="paper", **TINY).for_problem(env)
+    keys = jax.random.split(jax.random.key(0), 2)
+    ys = jnp.asarray(np.stack([y, y]), jnp.float32)
+    state = dr._train_networks(model._arch(), model._hyper(x), keys, jnp.asarray(x, jnp.float32), ys)
+    rate = np.asarray(jax.nn.sigmoid(state.noise.logit))
+    assert (np.abs(rate - 0.1) > 1e-4).all() == learned, rate
+
+
+def test_bad_input(env):
+    with pytest.raises(ValueError, match="method"):
+        dr.make_regression("MCMC")
+    with pytest.raises(ValueError, match="preset"):
+        dr.make_regression("BD", preset="huge")
+    with pytest.raises(TypeError, match="unknown hyperparameters"):
+        dr.make_regression("BD", dropout=0.5)
+    with pytest.raises(ValueError, match="dropout_rate"):
+        dr.BD(dropout_rate=1.0)
+    with pytest.raises(ValueError, match="noise_std"):
+        dr.Ens(noise_std=-1.0)
+    with pytest.raises(ValueError, match="num_members"):
+        dr.Ens(num_members=0)
+    model = dr.make_regression("Ens", preset="paper", **TINY)
+    x, y = env.sample_train(0)
+    with pytest.raises(ValueError, match="same number of rows"):
+        model.fit(x, y[:10])
+    with pytest.raises(ValueError, match="x must be finite"):
+        model.fit(np.full_like(x, np.nan), y)
+    with pytest.raises(ValueError, match="ys must have shape"):
+        model.fit_predict_many(x, np.zeros((2, 3)), x)
+    with pytest.raises(ValueError, match="x_test must have shape"):
+        model.fit_predict_many(x, np.zeros((2, 50)), np.zeros((3, 2)))
+    with pytest.raises(TypeError, match="seed"):
+        model.fit(x, y, seed="zero")
+    assert dataclasses.replace(model, max_epochs=100).scan_steps == 100
+
+
+@pytest.mark.parametrize("method", ["BD", "CD", "VD"])
+def test_dropout_function_draws_are_coherent_across_inputs(method):
+    """One posterior draw is one function: the same input twice gets the same value in every draw."""
+    from jtk.agents.deep_regression import make_regression
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, size=(30, 1))
+    y = np.sin(x[:, 0]) + 0.1 * rng.normal(size=30)
+    post = make_regression(method, preset="lab", epochs_per_complexity=30).fit(x, y, seed=0)
+    q = np.array([[0.3], [0.3], [1.1], [0.3]])
+    f = post.sample_functions(q, 50, seed=1)
+    np.testing.assert_allclose(f[:, 0], f[:, 1], atol=1e-6)
+    np.testing.assert_allclose(f[:, 0], f[:, 3], atol=1e-6)
+    assert f[:, 0].std() > 0  # the draws still differ from each other

@@ -1,0 +1,87 @@
+"""The coverage explorer: pure update functions of the control values, and the builder."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from jtk.coverage import CoverageResult  # noqa: E402
+from jtk.widgets import coverage as wc  # noqa: E402
+
+
+def fake_results(k=10):
+    """{(f_main, method): CoverageResult} whose numbers depend on f_main, method and repetition."""
+    rng = np.random.default_rng(0)
+    coord = np.linspace(-6, 6, 61)
+    out = {}
+    for f in (1.0, 2.0, 3.0):
+        truth = np.sin(f * coord)
+        for j, m in enumerate(("BLR", "BD", "EnsBS")):
+            mean = truth[None] + rng.normal(0, 0.1 * f * (j + 1), (k, coord.size))
+            std = np.full((k, coord.size), 0.1 * (j + 1))
+            out[(f, m)] = CoverageResult(m, coord, coord[:, None], truth, mean, std, np.abs(coord) <= 4,
+                                         {"f_main": f}, np.linspace(-4, 4, 20)[:, None],
+                                         rng.normal(size=(k, 20)))
+    return out
+
+
+RESULTS = fake_results()
+
+
+def test_fit_panel_changes_with_f_main_method_and_x():
+    a = wc.fit_panel_data(RESULTS, 1.0, "BD", 10, 1.2)
+    b = wc.fit_panel_data(RESULTS, 3.0, "BD", 10, 1.2)
+    assert not np.allclose(a["mean"], b["mean"]) and not np.allclose(a["truth"], b["truth"])
+    c = wc.fit_panel_data(RESULTS, 1.0, "EnsBS", 10, 1.2)
+    assert not np.allclose(a["upper"] - a["lower"], c["upper"] - c["lower"])
+    d = wc.fit_panel_data(RESULTS, 1.0, "BD", 10, -5.0)
+    assert d["x_at"] == pytest.approx(-5.0) and a["x_at"] == pytest.approx(1.2)
+    assert not d["in_distribution_at"] and a["in_distribution_at"]
+    np.testing.assert_allclose(a["upper"] - a["mean"], 1.96 * 0.2)
+
+
+def test_k_slider_changes_coverage_data():
+    a = wc.sweep_panel_data(RESULTS, "BD", 2, 1.2)
+    b = wc.sweep_panel_data(RESULTS, "BD", 10, 1.2)
+    assert set(a["method"]) == {"BD", "BLR"} and len(a) == 6
+    assert not np.allclose(a["coverage_se"], b["coverage_se"]) or not np.allclose(a["coverage"], b["coverage"])
+    assert len(wc.fit_panel_data(RESULTS, 2.0, "BD", 3, 1.2)["covered_at"]) == 3
+    c = wc.sweep_panel_data(RESULTS, "BD", 10, -5.5)
+    assert not np.allclose(b["deviation"], c["deviation"])
+
+
+def test_bad_control_values():
+    with pytest.raises(ValueError, match="f_main"):
+        wc.fit_panel_data(RESULTS, 7.0, "BD", 5, 0.0)
+    with pytest.raises(ValueError, match="method"):
+        wc.fit_panel_data(RESULTS, 1.0, "GP", 5, 0.0)
+    with pytest.raises(ValueError, match="k must be >= 2"):
+        wc.sweep_panel_data(RESULTS, "BD", 1, 0.0)
+    with pytest.raises(ValueError, match="k must be <= 10"):
+        wc.fit_panel_data(RESULTS, 1.0, "BD", 11, 0.0)
+    with pytest.raises(ValueError, match="coordinate must be finite"):
+        wc.fit_panel_data(RESULTS, 1.0, "BD", 5, float("nan"))
+    with pytest.raises(TypeError, match="results"):
+        wc.build_coverage_app({})
+
+
+def test_builder_wires_controls(monkeypatch):
+    calls = []
+    monkeypatch.setattr(wc, "draw", lambda fig, results, **kw: calls.append(kw))
+    app = wc.build_coverage_app(RESULTS)
+    assert set(app.controls) == {"f_main", "method", "k", "x"}
+    assert calls[-1] == {"f_main": 1.0, "method": "BD", "k": 10, "x": pytest.approx(1.2)}
+    app.controls["f_main"].value = 2.0
+    app.controls["k"].value = 4
+    assert calls[-1]["f_main"] == 2.0 and calls[-1]["k"] == 4
+
+
+def test_draw_runs():
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    wc.draw(fig, RESULTS, 2.0, "EnsBS", 5, -2.38)
+    assert len(fig.axes) == 2 and "x = -2.40" in fig.axes[0].get_title()
+    plt.close(fig)
