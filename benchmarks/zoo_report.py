@@ -1,0 +1,297 @@
+"""Builds docs/results.md from the agent-zoo CSVs (benchmarks/agent_zoo.py) and the lead's mlp / ensemble+ runs.
+
+Usage:
+    python benchmarks/zoo_report.py                 # every grid found in benchmarks/results
+    python benchmarks/zoo_report.py --grids quick
+
+For each grid tag (``quick``, ``paper``, ``paper_seeds2``, ...) it reads
+benchmarks/results/zoo_<agent>_<tag>.csv and, for paper tags, the lead's
+benchmarks/results/testbed_<agent>_paper.csv (restricted to the seeds of the
+zoo run), then writes into docs/:
+
+* the Table 2 analogue: accuracy, ECE, d_KL^1, d_KL^10 with standard errors
+  (``jtk.testbed.summarize``) and the paper's numbers beside; **bold** where
+  the paired difference to mlp over the same problems exceeds 2 standard errors
+  of that difference (groups = shared training sets);
+* the Fig. 2 bar chart normalised to mlp (zoo_fig2_<tag>.png);
+* the per-setting breakdown (``jtk.testbed.breakdown``; Fig. 13/14 analogue);
+* d_KL^10 against training seconds per problem (zoo_time_<tag>.png; Fig. 15 analogue);
+* the Bayes-optimal reference's effective sample size per (n, ρ) and the
+  comparison restricted to problems where ESS ≥ 100;
+* the §6 robustness study (zoo_robustness_*.csv): scores per generative
+  setting and their correlation across settings (zoo_robustness.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from jtk import testbed  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+ESS_ADEQUATE = 100.0
+# Osband et al. (2022), Table 2: accuracy, ECE, d_KL^1, d_KL^10.
+PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 1.356),
+         "dropout": (0.793, 0.080, 0.128, 1.347), "bbb": (0.792, 0.079, 0.129, 1.375),
+         "hypermodel": (0.793, 0.081, 0.130, 1.107), "ensemble+": (0.790, 0.085, 0.129, 1.015),
+         "sgmcmc": (0.796, 0.082, 0.122, 0.947)}
+ORDER = ["mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "sgmcmc", "sgmcmc_reference", "sgld",
+         "deep_kernel", "knn", "random_forest", "bayes_optimal", "uniform"]
+
+
+# ------------------------------------------------------------------ helpers
+def md_table(df: pd.DataFrame, floatfmt: str = "{:.3f}", index: bool = True) -> str:
+    """A GitHub markdown table (no tabulate dependency)."""
+    d = df.reset_index() if index else df
+    cols = [str(c) for c in d.columns]
+    fmt = lambda v: floatfmt.format(v) if isinstance(v, (float, np.floating)) and np.isfinite(v) else (  # noqa: E731
+        "" if isinstance(v, float) and np.isnan(v) else str(v))
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in d.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def ordered(agents) -> list[str]:
+    return sorted(agents, key=lambda a: (ORDER.index(a) if a in ORDER else len(ORDER), a))
+
+
+def grid_tags() -> list[str]:
+    tags = {m.group(2) for f in RESULTS.glob("zoo_*.csv")
+            if (m := re.match(r"zoo_(.+)_(quick.*|paper.*)\.csv$", f.name))}
+    return sorted(tags)
+
+
+def load(tag: str) -> pd.DataFrame:
+    frames = []
+    for f in RESULTS.glob(f"zoo_*_{tag}.csv"):
+        if f.name == f"zoo_robustness_{tag}.csv":
+            continue
+        frames.append(pd.read_csv(f))
+    df = pd.concat(frames, ignore_index=True)
+    if tag.startswith("paper"):
+        seeds = set(df["seed"].unique())
+        for f in sorted(RESULTS.glob("testbed_*_paper.csv")):  # the lead's runs (mlp, ensemble+, ...)
+            agent = f.name[len("testbed_"):-len("_paper.csv")]
+            if agent not in set(df["agent"]):
+                lead = pd.read_csv(f)
+                frames.append(lead[lead["seed"].isin(seeds)].assign(agent=agent))
+        df = pd.concat(frames, ignore_index=True)
+    keep = [c for c in df.columns if c in testbed.RESULT_COLUMNS or c in ("ess", "log_evidence", "distinct_components")]
+    return df[keep]
+
+
+def paired_diff(df: pd.DataFrame, agent: str, base: str, tau: int) -> tuple[float, float]:
+    """Mean and stderr of the per-problem d_KL difference agent − base over shared problems (groups = training sets)."""
+    keys = ["tau"] + testbed.GROUP_COLUMNS
+    a = df[(df.agent == agent) & (df.tau == tau)].set_index(keys)["kl"].clip(lower=0)
+    b = df[(df.agent == base) & (df.tau == tau)].set_index(keys)["kl"].clip(lower=0)
+    d = (a - b).dropna()
+    if len(d) < 2:
+        return np.nan, np.nan
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def common_problems(df: pd.DataFrame, agents: list[str]) -> pd.DataFrame:
+    """Rows of problems every agent in ``agents`` was scored on."""
+    keys = ["tau"] + testbed.GROUP_COLUMNS
+    counts = df[df.agent.isin(agents)].groupby(keys)["agent"].nunique()
+    full = counts[counts == len(agents)].index
+    return df[df.set_index(keys).index.isin(full)]
+
+
+# ------------------------------------------------------------------ sections
+def table2(df: pd.DataFrame, tag: str) -> str:
+    s = testbed.summarize(df)
+    s["train_s_per_problem"] = s["train_seconds"] / s["num_problems"]
+    s["eval_s_per_problem"] = s["eval_seconds"] / s["num_problems"]
+    rows = []
+    for agent in ordered(s.index):
+        r = s.loc[agent]
+        cells = {"agent": agent, "problems": int(r["num_problems"]), "accuracy": f"{r['accuracy']:.3f}",
+                 "ECE": f"{r['ece']:.3f}"}
+        for tau in (1, 10):
+            txt = f"{r[f'kl_{tau}']:.3f} ± {r[f'kl_{tau}_se']:.3f}"
+            if "mlp" in s.index and agent != "mlp":
+                d, se = paired_diff(df, agent, "mlp", tau)
+                if np.isfinite(d) and abs(d) > 2 * se:
+                    txt = f"**{txt}**"
+            cells[f"d_KL^{tau}"] = txt
+        p = PAPER.get(agent, PAPER.get(agent.split("_K")[0]))
+        cells["paper acc / ECE / d_KL^1 / d_KL^10"] = " / ".join(f"{v:.3f}" for v in p) if p else "–"
+        cells["train s/problem"] = f"{r['train_s_per_problem']:.2f}"
+        cells["eval s/problem"] = f"{r['eval_s_per_problem']:.2f}"
+        rows.append(cells)
+    return md_table(pd.DataFrame(rows), index=False)
+
+
+def fig2(df: pd.DataFrame, tag: str) -> str | None:
+    if "mlp" not in set(df.agent):
+        return None
+    s = testbed.summarize(df, baseline="mlp")
+    agents = [a for a in ordered(s.index) if a != "mlp"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=False)
+    for ax, tau in zip(axes, (1, 10)):
+        vals = s.loc[agents, f"kl_{tau}_rel"]
+        err = s.loc[agents, f"kl_{tau}_se"] / s.loc["mlp", f"kl_{tau}"]
+        ax.bar(range(len(agents)), vals, yerr=2 * err, color="C0" if tau == 1 else "C1", capsize=3)
+        ax.axhline(1.0, color="k", ls="--", lw=1)
+        ax.set_xticks(range(len(agents)), agents, rotation=45, ha="right")
+        ax.set_title(f"d_KL^{tau} / mlp ({tag})")
+    fig.tight_layout()
+    path = DOCS / f"zoo_fig2_{tag}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def time_plot(df: pd.DataFrame, tag: str) -> tuple[str, str]:
+    s = testbed.summarize(df)
+    per = (s["train_seconds"] / s["num_problems"]).rename("train s/problem")
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for agent in ordered(s.index):
+        ax.scatter(per[agent], s.loc[agent, "kl_10"], s=30)
+        ax.annotate(agent, (per[agent], s.loc[agent, "kl_10"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("training seconds per problem (2 shared CPU cores)")
+    ax.set_ylabel("d_KL^10")
+    ax.set_title(f"d_KL^10 vs training time ({tag})")
+    fig.tight_layout()
+    path = DOCS / f"zoo_time_{tag}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    t = pd.DataFrame({"train s/problem": per, "eval s/problem": s["eval_seconds"] / s["num_problems"],
+                      "d_KL^10": s["kl_10"]}).loc[ordered(s.index)]
+    return path.name, md_table(t)
+
+
+def breakdown_tables(df: pd.DataFrame) -> str:
+    b = testbed.breakdown(df)
+    out = []
+    for tau in sorted(df.tau.unique()):
+        sub = b.xs(tau, level="tau")
+        sub = sub.loc[[a for a in ordered(sub.index.get_level_values(0).unique())]]
+        sub.columns = [f"n={c}" for c in sub.columns]
+        out.append(f"**τ = {tau}** (mean d_KL per problem cell)\n\n" + md_table(sub))
+    return "\n\n".join(out)
+
+
+def ess_section(df: pd.DataFrame) -> str:
+    bo = df[df.agent == "bayes_optimal"]
+    if bo.empty or "ess" not in bo.columns:
+        return "No bayes_optimal run in this grid."
+    g = bo[bo.tau == bo.tau.min()]
+    t = g.pivot_table(index="num_train", columns="temperature", values="ess", aggfunc=["median", "min"])
+    t.columns = [f"{a} ESS, ρ={b}" for a, b in t.columns]
+    adequate = bo[bo.ess >= ESS_ADEQUATE]
+    txt = [md_table(t, "{:.0f}"),
+           f"\nESS ≥ {ESS_ADEQUATE:.0f} on {adequate[adequate.tau == 1].shape[0]} of {g.shape[0]} training sets "
+           f"(N = 16 384 prior draws each)."]
+    if adequate.empty:
+        return "\n".join(txt)
+    keys = ["tau"] + testbed.GROUP_COLUMNS
+    ok = adequate.set_index(keys).index
+    sub = df[df.set_index(keys).index.isin(ok)]
+    agents = [a for a in ordered(sub.agent.unique()) if sub[sub.agent == a].shape[0] == adequate.shape[0]]
+    sub = sub[sub.agent.isin(agents)]
+    s = testbed.summarize(sub)
+    cols = [c for c in ("kl_1", "kl_1_se", "kl_10", "kl_10_se", "accuracy", "num_problems") if c in s.columns]
+    txt.append("\nScores restricted to those problems (every agent on the same problems):\n")
+    txt.append(md_table(s.loc[agents, cols]))
+    return "\n".join(txt)
+
+
+def robustness_section() -> tuple[str, str | None]:
+    files = sorted(RESULTS.glob("zoo_robustness_*.csv"))
+    if not files:
+        return "Not run yet (`python benchmarks/agent_zoo.py --robustness --agents ...`).", None
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    settings = list(dict.fromkeys(df["setting"]))
+    scores = {}
+    for setting in settings:
+        s = testbed.summarize(df[df.setting == setting].drop(columns="setting"))
+        for tau in (1, 10):
+            scores[(tau, setting)] = s[f"kl_{tau}"]
+    out, fig_name = [], None
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for ax, tau in zip(axes, (1, 10)):
+        m = pd.DataFrame({st: scores[(tau, st)] for st in settings})
+        m = m.loc[ordered(m.index)]
+        out.append(f"**d_KL^{tau} per generative setting** (rows: agents)\n\n" + md_table(m))
+        if m.shape[0] < 3:
+            out.append(f"Only {m.shape[0]} agents were run through the study: a correlation across settings "
+                       "needs at least 3 (with 2 it is ±1 by construction), so none is reported.")
+            ax.set_axis_off()
+            continue
+        corr = m.corr()
+        out.append(f"**Pearson correlation of the agents' d_KL^{tau} across settings**: mean off-diagonal "
+                   f"{corr.values[~np.eye(len(corr), dtype=bool)].mean():.2f}, min "
+                   f"{corr.values.min():.2f} ({m.shape[0]} agents)\n\n" + md_table(corr, "{:.2f}"))
+        im = ax.imshow(corr.values, vmin=-1, vmax=1, cmap="RdBu")
+        ax.set_xticks(range(len(settings)), settings, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(settings)), settings, fontsize=7)
+        ax.set_title(f"corr. of agent d_KL^{tau} across settings")
+    if "im" not in locals():
+        plt.close(fig)
+        return "\n\n".join(out), None
+    fig.colorbar(im, ax=axes, shrink=0.7)
+    fig_name = "zoo_robustness.png"
+    fig.savefig(DOCS / fig_name, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "\n\n".join(out), fig_name
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grids", nargs="*", default=None, help="grid tags (default: all found)")
+    parser.add_argument("--out", type=Path, default=DOCS / "results.md")
+    parser.add_argument("--notes", type=Path, default=None, help="markdown file inserted after the title")
+    args = parser.parse_args(argv)
+    DOCS.mkdir(exist_ok=True)
+    tags = args.grids if args.grids else grid_tags()
+    parts = ["# Neural Testbed results: the agent zoo\n",
+             "Generated by `python benchmarks/zoo_report.py` from `benchmarks/results/zoo_*.csv` "
+             "(written by `python benchmarks/agent_zoo.py`). d_KL^τ: mean over problems with negative values "
+             "set to 0; ± standard error over training groups (`jtk.testbed.summarize`). **Bold**: the paired "
+             "difference to mlp on the same problems exceeds 2 of its standard errors. Seconds are per problem "
+             "on 2 CPU cores shared with other jobs (load average 6–11 during these runs), jit included.\n"]
+    if args.notes and args.notes.exists():
+        parts.append(args.notes.read_text())
+    for tag in tags:
+        df = load(tag)
+        parts.append(f"## Grid `{tag}` ({df.groupby('agent').size().max()} problems per agent)\n")
+        parts.append("### Table 2 analogue\n\n" + table2(df, tag) + "\n")
+        f2 = fig2(df, tag)
+        if f2:
+            parts.append(f"### Fig. 2 analogue (normalised to mlp; error bars ±2 stderr)\n\n![fig2]({f2})\n")
+        tp, tt = time_plot(df, tag)
+        parts.append(f"### d_KL^10 vs training time (Fig. 15 analogue)\n\n![time]({tp})\n\n{tt}\n")
+        parts.append("### Bayes-optimal reference: effective sample size\n\n" + ess_section(df) + "\n")
+        parts.append("### Per-setting breakdown (Fig. 13/14 analogue)\n\n" + breakdown_tables(df) + "\n")
+    rob, rob_fig = robustness_section()
+    parts.append("## §6 robustness: generative activations and widths\n\n"
+                 "Reduced grid per setting: n ∈ {10, 100}, ρ ∈ {0.1, 0.5}, τ ∈ {1, 10}, 2 seeds, 250 test "
+                 "τ-samples and 250 posterior samples per problem.\n\n" + rob + "\n")
+    if rob_fig:
+        parts.append(f"![robustness]({rob_fig})\n")
+    args.out.write_text("\n".join(parts))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
