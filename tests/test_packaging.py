@@ -17,7 +17,8 @@ def _name(requirement: str) -> str:
 
 def _conda_dependencies() -> dict[str, str]:
     deps = {}
-    for line in (ROOT / "environment.yml").read_text().splitlines():
+    text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
+    for line in text.splitlines():
         m = re.match(r"^\s+- ([A-Za-z0-9_.\-]+)(.*)$", line)
         if m and m.group(1) not in ("pip", "python", "-e"):
             deps[m.group(1).lower()] = m.group(2).strip()
