@@ -19,8 +19,7 @@ from scipy.special import log_softmax, logsumexp
 PASS = "✅"
 
 
-class _Fail(AssertionError):
-    pass
+_Fail = AssertionError  # what a check raises: students see a plain AssertionError with the hint
 
 
 def _rng(seed):
