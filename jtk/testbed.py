@@ -183,11 +183,6 @@ class _DataConfig:
     num_anchors: int = 2
 
 
-@jax.jit
-def _gumbel_labels(key, logits):
-    return sample_labels(key, logits)
-
-
 def _make_training(cfg: _DataConfig, seed, temperature, num_train):
     k_env, k_train, _ = _keys(seed, temperature, num_train)
     params = sample_prior_params(k_env, cfg.input_dim, cfg.hidden, cfg.num_classes)
