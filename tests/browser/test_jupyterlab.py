@@ -78,6 +78,19 @@ def lab(tmp_path):
         log.close()
 
 
+def _accept_kernel_dialog(page, timeout: float = 10.0) -> None:
+    """In a fresh environment JupyterLab may ask which kernel to start: accept its default (the venv's python3)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        button = page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept")
+        if button.count():
+            button.first.click()
+            return
+        if page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
+            return
+        time.sleep(0.25)
+
+
 def _figure_sources(page) -> list[str]:
     """The data URLs of every rendered image in the notebook (matplotlib figures)."""
     return page.eval_on_selector_all(".jp-NotebookPanel img", "els => els.map(e => e.src)")
@@ -120,6 +133,7 @@ def test_sliders_update_the_figure_in_a_real_browser(lab):
         try:
             page.goto(lab)
             page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+            _accept_kernel_dialog(page)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -139,5 +153,8 @@ def test_sliders_update_the_figure_in_a_real_browser(lab):
                 page.screenshot(path=str(ARTIFACTS / f"browser_{step}_after_{slug}.png"), full_page=True)
                 assert after != before, f"moving the {label} slider did not change any rendered figure"
                 assert not _errors(page), _errors(page)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "browser_failure.png"), full_page=True)
+            raise
         finally:
             browser.close()
