@@ -30,6 +30,10 @@ ARTIFACTS = pathlib.Path(os.environ.get("JTK_ARTIFACTS", ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
+# Not in the default run yet: in a fresh environment "Run All Cells" can race the kernel start
+# (seen in 1 of 3 fresh-clone runs). Run it with `pytest -m browser tests/browser`.
+pytestmark = pytest.mark.browser
+
 if CHROMIUM is None:
     if os.environ.get("JTK_REQUIRE_BROWSER"):
         raise RuntimeError("JTK_REQUIRE_BROWSER is set but no chromium is on PATH (apt-get install chromium)")
