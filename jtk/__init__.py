@@ -33,9 +33,9 @@ def _enable_compilation_cache() -> None:
 
 _enable_compilation_cache()
 
-from jtk import active, agents, coverage, envs, likelihood, nets, testbed  # noqa: E402
+from jtk import active, agents, bandit, coverage, envs, likelihood, nets, testbed  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["accuracy", "active", "agents", "coverage", "envs", "expected_calibration_error", "joint_log_likelihood",
+__all__ = ["accuracy", "active", "agents", "bandit", "coverage", "envs", "expected_calibration_error", "joint_log_likelihood",
            "likelihood", "nets", "testbed"]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jtk import _checks, train as train_lib
 
@@ -154,8 +155,58 @@ class JaxAgent:
     def hyper(self, prior: Prior) -> dict[str, float]:
         return {}
 
-    def train(self, key, data: train_lib.Dataset, hyper) -> Any:
+    # ------------------------------------------------------------ learners
+    # Gradient-trained agents implement init / loss / finalize instead of train:
+    # the generic ``train`` below runs them through the shared training loop,
+    # and the neural bandit (jtk.bandit) updates them online, a few steps per
+    # observation, with the entries of ``annealed`` in hyper decayed as 1/t.
+    annealed: tuple[str, ...] = ()
+
+    @property
+    def incremental(self) -> bool:
+        """True when the agent can be updated online (it implements ``init`` and ``loss``)."""
+        return type(self).init is not JaxAgent.init
+
+    def init(self, key, data: train_lib.Dataset, hyper) -> tuple[Any, Any]:
+        """Initial ``(trainable, fixed)`` parameters for inputs like ``data.x``.
+
+        ``fixed`` holds what is never trained (prior networks, bootstrap weights,
+        prior outputs cached at the rows of ``data``: ``batch.index`` in
+        :meth:`loss` refers to those rows).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no init/loss: it cannot be trained online")
+
+    def loss(self, trainable, fixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
+        """Scalar training loss on one minibatch, regularisers included (weights from ``hyper``)."""
         raise NotImplementedError
+
+    def finalize(self, trainable, fixed) -> Any:
+        """The posterior state (used by ``components`` / ``sample``) from trained and fixed parts."""
+        return trainable
+
+    def online_hyper(self, prior: Prior) -> dict[str, float]:
+        """Hyperparameters for online learning at t = 1; ``annealed`` entries are divided by t.
+
+        The reference bandit (REFERENCE_FACTS, App. E) replaces the dataset-size
+        regulariser by a weight decay annealed as 1/t.
+        """
+        raise NotImplementedError(f"{type(self).__name__} defines no online hyperparameters")
+
+    def optimizer(self) -> optax.GradientTransformation:
+        """Adam with the agent's ``learning_rate`` (the reference optimiser of every agent)."""
+        return optax.adam(self.learning_rate)
+
+    def train(self, key, data: train_lib.Dataset, hyper) -> Any:
+        """Trains on one problem: ``init``, then ``num_steps`` of the shared loop, then ``finalize``."""
+        k_init, k_train = jax.random.split(key)
+        trainable, fixed = self.init(k_init, data, hyper)
+
+        def loss_fn(params, batch, hyper_, k):
+            return self.loss(params, fixed, batch, hyper_, k)
+
+        trainable, _ = train_lib.train(loss_fn, trainable, data, hyper, k_train, optimizer=self.optimizer(),
+                                       num_steps=self.num_steps, batch_size=self.batch_size)
+        return self.finalize(trainable, fixed)
 
     def components(self, state, x) -> jax.Array:
         raise NotImplementedError

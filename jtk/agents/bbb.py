@@ -28,7 +28,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
@@ -118,6 +117,12 @@ class BBBAgent(JaxAgent):
         scale = float(np.sqrt(prior.temperature)) * prior.input_dim if self.kl_scale_by_temperature else 1.0
         return {"kl_weight": scale / max(prior.num_train, 1)}
 
+    annealed = ("kl_weight",)
+
+    def online_hyper(self, prior: Prior) -> dict[str, float]:
+        # Reference bandit: KL × 2 sqrt(ρ), annealed as 1/t.
+        return {"kl_weight": 2.0 * float(np.sqrt(prior.temperature))}
+
     def kl_term(self, mu: jax.Array, sigma: jax.Array, theta: jax.Array | None = None) -> jax.Array:
         """KL(q ‖ p): exact for a Gaussian prior, else the one-sample estimate log q(θ) − log p(θ)."""
         if self.analytic_kl:
@@ -128,26 +133,21 @@ class BBBAgent(JaxAgent):
     def _sizes(self, d):
         return mlp_sizes(d, self.hidden, self.num_classes)
 
-    def train(self, key, data: train_lib.Dataset, hyper) -> BBBState:
-        k_init, k_train = jax.random.split(key)
-        sizes = self._sizes(data.x.shape[1])
-        mu, unravel = flat_mlp(k_init, sizes)
-        rho = jnp.full_like(mu, np.log(np.expm1(self.init_sigma)))
+    def init(self, key, data: train_lib.Dataset, hyper) -> tuple[BBBState, None]:
+        mu, _ = flat_mlp(key, self._sizes(data.x.shape[1]))
+        return BBBState(mu, jnp.full_like(mu, np.log(np.expm1(self.init_sigma)))), None
 
-        def one_sample(state, batch, eps):
-            sigma = jax.nn.softplus(state.rho)
+    def loss(self, state: BBBState, fixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
+        unravel = mlp_unravel(self._sizes(batch.x.shape[1]))
+        sigma = jax.nn.softplus(state.rho)
+
+        def one_sample(eps):
             theta = state.mu + sigma * eps
             nll = masked_cross_entropy(nets.mlp_apply(unravel(theta), batch.x), batch)
             return nll + hyper["kl_weight"] * self.kl_term(state.mu, sigma, theta)
 
-        def loss_fn(state, batch, hyper_, k):
-            eps = jax.random.normal(k, (self.num_index_samples, mu.shape[0]))
-            return jnp.mean(jax.vmap(one_sample, (None, None, 0))(state, batch, eps))
-
-        state, _ = train_lib.train(loss_fn, BBBState(mu, rho), data, hyper, k_train,
-                                   optimizer=optax.adam(self.learning_rate), num_steps=self.num_steps,
-                                   batch_size=self.batch_size)
-        return state
+        eps = jax.random.normal(key, (self.num_index_samples, state.mu.shape[0]))
+        return jnp.mean(jax.vmap(one_sample)(eps))
 
     def sample(self, state: BBBState, x, key, num_samples: int) -> jax.Array:
         unravel = mlp_unravel(self._sizes(x.shape[1]))

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
@@ -67,8 +66,14 @@ class DropoutAgent(JaxAgent):
         _checks.integer("num_steps", self.num_steps, minimum=1)
         _checks.integer("batch_size", self.batch_size, minimum=1)
 
+    annealed = ("l2",)
+
     def hyper(self, prior: Prior) -> dict[str, float]:
         return {"l2": reference_l2(prior, self.length_scale)}
+
+    def online_hyper(self, prior: Prior) -> dict[str, float]:
+        # Reference bandit: weight decay length_scale · 2ρ, annealed as 1/t.
+        return {"l2": self.length_scale * 2.0 * prior.temperature}
 
     def masks(self, key: jax.Array, input_dim: int) -> tuple[jax.Array, ...]:
         """One dropout mask per layer input (inputs, then each hidden layer), rescaled: [d], [h1], ..."""
@@ -89,18 +94,13 @@ class DropoutAgent(JaxAgent):
         w, b = params[-1]
         return h @ w + b
 
-    def train(self, key, data: train_lib.Dataset, hyper) -> nets.Params:
-        k_init, k_train = jax.random.split(key)
+    def init(self, key, data: train_lib.Dataset, hyper) -> tuple[nets.Params, None]:
         d = data.x.shape[1]
-        params = nets.init_mlp(k_init, (d, *self.hidden, self.num_classes), first_bias_std=1.0 / np.sqrt(d))
+        return nets.init_mlp(key, (d, *self.hidden, self.num_classes), first_bias_std=1.0 / np.sqrt(d)), None
 
-        def loss_fn(params, batch, hyper, k):
-            logits = self.apply(params, batch.x, self.masks(k, d))
-            return masked_cross_entropy(logits, batch) + hyper["l2"] * nets.sum_of_squares(params)
-
-        params, _ = train_lib.train(loss_fn, params, data, hyper, k_train, optimizer=optax.adam(self.learning_rate),
-                                    num_steps=self.num_steps, batch_size=self.batch_size)
-        return params
+    def loss(self, params, fixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
+        logits = self.apply(params, batch.x, self.masks(key, batch.x.shape[1]))
+        return masked_cross_entropy(logits, batch) + hyper["l2"] * nets.sum_of_squares(params)
 
     def sample(self, state: nets.Params, x, key, num_samples: int) -> jax.Array:
         d = x.shape[1]

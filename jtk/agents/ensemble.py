@@ -30,13 +30,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.zoo_common import reference_l2
 from jtk.envs.classification import sample_prior_params
 
 BOOTSTRAPS = ("none", "exponential", "bernoulli")
+
+
+class EnsembleFixed(NamedTuple):
+    prior_params: nets.Params | None  # leaves [K, ...]: fixed prior networks (ensemble+)
+    prior_scale: jax.Array  # [] scale of the prior networks (0 without prior)
+    prior_rows: jax.Array | None  # [K, rows, C] scaled prior outputs at the rows of the training data
+    weights: jax.Array  # [K, rows] bootstrap weights of the rows
 
 
 class EnsembleState(NamedTuple):
@@ -108,40 +115,57 @@ class EnsembleAgent(JaxAgent):
         _checks.integer("num_steps", self.num_steps, minimum=1)
         _checks.integer("batch_size", self.batch_size, minimum=1)
 
+    annealed = ("l2",)
+
     def hyper(self, prior: Prior) -> dict[str, float]:
+        return {"l2": reference_l2(prior, self.l2_scale, self.num_members), "prior_scale": self._prior_scale(prior)}
+
+    def online_hyper(self, prior: Prior) -> dict[str, float]:
+        # Reference bandit: weight decay λ · 2ρ / K, annealed as 1/t.
+        return {"l2": self.l2_scale * 2.0 * prior.temperature / self.num_members,
+                "prior_scale": self._prior_scale(prior)}
+
+    def _prior_scale(self, prior: Prior) -> float:
         root_t = float(np.sqrt(prior.temperature))
-        l2 = self.l2_scale * root_t * prior.input_dim / (self.num_members * max(prior.num_train, 1))
-        scale = self.prior_scale / root_t if self.scale_prior_by_temperature else self.prior_scale
-        return {"l2": l2, "prior_scale": scale}
+        return self.prior_scale / root_t if self.scale_prior_by_temperature else self.prior_scale
 
     def _apply_members(self, params, x):
         return jax.vmap(nets.mlp_apply, (0, None))(params, x)  # [K, n, C]
 
-    def train(self, key, data: train_lib.Dataset, hyper) -> EnsembleState:
-        k_init, k_prior, k_boot, k_train = jax.random.split(key, 4)
+    def init(self, key, data: train_lib.Dataset, hyper) -> tuple[nets.Params, EnsembleFixed]:
+        k_init, k_prior, k_boot = jax.random.split(key, 3)
         d, num_classes = data.x.shape[1], self.num_classes
         params = jax.vmap(lambda k: nets.init_mlp(k, (d, *self.hidden, num_classes)))(
             jax.random.split(k_init, self.num_members))
-        prior_params, prior_train = None, 0.0
+        prior_params, prior_rows = None, None
         if self.prior_scale > 0:
             prior_params = jax.vmap(lambda k: sample_prior_params(k, d, self.prior_hidden, num_classes))(
                 jax.random.split(k_prior, self.num_members))
-            # The prior nets are fixed: evaluate them on the training set once.
-            prior_train = hyper["prior_scale"] * self._apply_members(prior_params, data.x)  # [K, cap, C]
+            # The prior nets are fixed: evaluate them at the rows of data once.
+            prior_rows = hyper["prior_scale"] * self._apply_members(prior_params, data.x)  # [K, rows, C]
         weights = bootstrap_weights(k_boot, self.bootstrap, (self.num_members, data.x.shape[0]))
-
-        def loss_fn(params, batch, hyper, _):
-            logits = self._apply_members(params, batch.x)  # [K, B, C]
-            if prior_params is not None:
-                logits = logits + prior_train[:, batch.index]
-            ce = masked_cross_entropy(logits, batch, weights[:, batch.index])  # [K]
-            return jnp.mean(ce) + hyper["l2"] * nets.sum_of_squares(params)
-
-        params, _ = train_lib.train(loss_fn, params, data, hyper, k_train,
-                                    optimizer=optax.adam(self.learning_rate),
-                                    num_steps=self.num_steps, batch_size=self.batch_size)
         scale = hyper["prior_scale"] if prior_params is not None else jnp.zeros(())
-        return EnsembleState(params, prior_params, scale)
+        return params, EnsembleFixed(prior_params, scale, prior_rows, weights)
+
+    def loss(self, params, fixed: EnsembleFixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
+        logits = self._apply_members(params, batch.x)  # [K, B, C]
+        if fixed.prior_params is not None:
+            logits = logits + fixed.prior_rows[:, batch.index]
+        ce = masked_cross_entropy(logits, batch, fixed.weights[:, batch.index])  # [K]
+        return jnp.mean(ce) + hyper["l2"] * nets.sum_of_squares(params)
+
+    def finalize(self, params, fixed: EnsembleFixed) -> EnsembleState:
+        return EnsembleState(params, fixed.prior_params, fixed.prior_scale)
+
+    def sample(self, state: EnsembleState, x, key, num_samples: int) -> jax.Array:
+        """M members drawn uniformly with replacement, only those evaluated: [M, n, C]."""
+        if num_samples >= self.num_members:
+            return super().sample(state, x, key, num_samples)
+        idx = jax.random.randint(key, (num_samples,), 0, self.num_members)
+        picked = EnsembleState(jax.tree_util.tree_map(lambda a: a[idx], state.params),
+                               None if state.prior_params is None else
+                               jax.tree_util.tree_map(lambda a: a[idx], state.prior_params), state.prior_scale)
+        return self.components(picked, x)
 
     def components(self, state: EnsembleState, x) -> jax.Array:
         logits = self._apply_members(state.params, x)

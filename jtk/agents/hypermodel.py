@@ -27,7 +27,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
@@ -95,6 +94,12 @@ class HypermodelAgent(JaxAgent):
             else self.prior_scale
         return {"l2": reference_l2(prior, self.l2_scale), "prior_scale": scale}
 
+    annealed = ("l2",)
+
+    def online_hyper(self, prior: Prior) -> dict[str, float]:
+        # Reference bandit: weight decay λ · 2ρ, annealed as 1/t; the prior scale as in hyper.
+        return {**self.hyper(prior), "l2": self.l2_scale * 2.0 * prior.temperature}
+
     def sample_index(self, key: jax.Array, shape: tuple[int, ...] = ()) -> jax.Array:
         """z ~ N(0, I/D): [..., D]."""
         return jax.random.normal(key, shape + (self.index_dim,)) / np.sqrt(self.index_dim)
@@ -106,28 +111,25 @@ class HypermodelAgent(JaxAgent):
         prior = mlp_unravel(mlp_sizes(d, self.prior_hidden, self.num_classes))(state.prior_b @ z)
         return nets.mlp_apply(base, x) + state.prior_scale * nets.mlp_apply(prior, x)
 
-    def train(self, key, data: train_lib.Dataset, hyper) -> HypermodelState:
-        k_init, k_a, k_prior, k_train = jax.random.split(key, 4)
+    def init(self, key, data: train_lib.Dataset, hyper) -> tuple[tuple[jax.Array, jax.Array], tuple]:
+        k_init, k_a, k_prior = jax.random.split(key, 3)
         d = data.x.shape[1]
         sizes = mlp_sizes(d, self.hidden, self.num_classes)
-        prior_sizes = mlp_sizes(d, self.prior_hidden, self.num_classes)
         theta0, _ = flat_mlp(k_init, sizes)
         a = jax.random.truncated_normal(k_a, -2.0, 2.0, (theta0.shape[0], self.index_dim)) \
             * (self.index_init_scale * fan_in_scales(sizes))[:, None]
-        pb = fan_in_scales(prior_sizes)
+        pb = fan_in_scales(mlp_sizes(d, self.prior_hidden, self.num_classes))
         prior_b = jax.random.normal(k_prior, (pb.shape[0], self.index_dim)) * pb[:, None]
-        fixed = (prior_b, hyper["prior_scale"])
+        return (theta0, a), (prior_b, hyper["prior_scale"])
 
-        def loss_fn(trainable, batch, hyper_, k):
-            state = HypermodelState(*trainable, *fixed)
-            z = self.sample_index(k, (self.num_index_samples,))
-            logits = jax.vmap(lambda zi: self.function(state, batch.x, zi))(z)  # [Z, B, K]
-            return jnp.mean(masked_cross_entropy(logits, batch)) + hyper_["l2"] * nets.sum_of_squares(trainable)
+    def loss(self, trainable, fixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
+        state = HypermodelState(*trainable, *fixed)
+        z = self.sample_index(key, (self.num_index_samples,))
+        logits = jax.vmap(lambda zi: self.function(state, batch.x, zi))(z)  # [Z, B, K]
+        return jnp.mean(masked_cross_entropy(logits, batch)) + hyper["l2"] * nets.sum_of_squares(trainable)
 
-        (theta0, a), _ = train_lib.train(loss_fn, (theta0, a), data, hyper, k_train,
-                                         optimizer=optax.adam(self.learning_rate), num_steps=self.num_steps,
-                                         batch_size=self.batch_size)
-        return HypermodelState(theta0, a, *fixed)
+    def finalize(self, trainable, fixed) -> HypermodelState:
+        return HypermodelState(*trainable, *fixed)
 
     def sample(self, state: HypermodelState, x, key, num_samples: int) -> jax.Array:
         z = self.sample_index(key, (num_samples,))

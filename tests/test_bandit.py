@@ -1,0 +1,132 @@
+"""The neural bandit: known limits (oracle, uniform), learning, determinism, replay and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jtk
+from jtk import bandit
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return bandit.make_problems(input_dim=2, seeds=4)
+
+
+def test_problems_follow_the_testbed_prior(problems):
+    assert problems.actions.shape == (4, 40, 2)  # N = 20 d
+    assert problems.probs.shape == (4, 40)
+    # Independent check: the same environment through MLPClassification's formula.
+    key = jax.random.split(jax.random.fold_in(jax.random.key(1), 0xBA4D17))[1]
+    params = jtk.envs.classification.sample_prior_params(key, 2)
+    logits = jtk.nets.mlp_apply(params, problems.actions[1]) / 0.1
+    p = np.exp(logits[:, 1]) / np.exp(logits).sum(axis=1)
+    np.testing.assert_allclose(problems.probs[1], p, rtol=1e-4, atol=1e-6)
+    # Low temperature: most mean rewards are close to 0 or 1.
+    assert np.mean((problems.probs < 0.1) | (problems.probs > 0.9)) > 0.5
+
+
+def test_oracle_has_zero_regret(problems):
+    res = bandit.run("oracle", problems=problems, horizon=300, progress=False)
+    assert res.regret.shape == (4, 300)
+    assert np.all(res.regret == 0.0)
+    np.testing.assert_array_equal(res.actions, np.broadcast_to(np.argmax(problems.probs, 1)[:, None], (4, 300)))
+
+
+def test_uniform_regret_matches_closed_form(problems):
+    horizon = 4000
+    res = bandit.run("uniform", problems=problems, horizon=horizon, progress=False)
+    expected = bandit.expected_uniform_regret(problems, horizon)
+    p = np.asarray(problems.probs, np.float64)
+    per_step_sd = p.std(axis=1)  # sd of max p − p_A for A uniform
+    tolerance = 5 * per_step_sd * np.sqrt(horizon)
+    assert np.all(np.abs(res.total_regret - expected) <= tolerance), (res.total_regret, expected, tolerance)
+    # Every action is pulled about equally often.
+    counts = np.stack([np.bincount(a, minlength=40) for a in res.actions])
+    assert counts.min() > 0.5 * horizon / 40
+
+
+def test_thompson_sampling_learns(problems):
+    # ensemble+ explores through its prior functions (mlp can lock onto a bad arm: that is §5's point).
+    res = bandit.run("ensemble+", problems=problems, horizon=1000, agent_kwargs={"num_members": 10},
+                     progress=False)
+    uniform = bandit.expected_uniform_regret(problems, 1)  # per step
+    late = res.regret[:, -250:].mean(axis=1)
+    assert late.mean() < 0.5 * uniform.mean(), (late, uniform)
+    assert np.all(res.regret >= 0) and np.all(res.regret <= np.asarray(problems.probs.max(1))[:, None] + 1e-6)
+
+
+@pytest.mark.parametrize("name,kw", [("ensemble+", {"num_members": 3}), ("dropout", {}), ("bbb", {}),
+                                     ("hypermodel", {}), ("ensemble", {"num_members": 3})])
+def test_every_paper_agent_runs_online(problems, name, kw):
+    res = bandit.run(name, problems=problems, horizon=250, agent_kwargs=kw, progress=False)
+    assert res.regret.shape == (4, 250)
+    assert np.all(np.isfinite(res.regret))
+    # Better than chance over the horizon.
+    assert res.total_regret.mean() < bandit.expected_uniform_regret(problems, 250).mean()
+
+
+def test_runs_are_reproducible_and_independent_of_chunking(problems):
+    a = bandit.run("mlp", problems=problems, horizon=300, progress=False)
+    b = bandit.run("mlp", problems=problems, horizon=600, progress=False)
+    c = bandit.run("mlp", problems=problems, horizon=300, agent_seed=1, progress=False)
+    np.testing.assert_array_equal(a.regret, b.regret[:, :300])
+    assert not np.array_equal(a.actions, c.actions)
+
+
+def test_replay_buffer_overwrites_the_oldest():
+    policy = bandit.make_policy("mlp", replay_capacity=3)
+    actions = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2)), jnp.float32)
+    prior = jtk.agents.Prior(2, 2, 1, 0.1)
+    hyper = {k: jnp.float32(v) for k, v in policy.agent.online_hyper(prior).items()}
+    assert hyper["l2"] == pytest.approx(2 * 0.1)  # λ · 2ρ / K with K = 1
+    state = policy.init(jax.random.key(0), actions, jnp.zeros(5), hyper)
+    for t, a in enumerate([4, 1, 2, 3], start=1):
+        state = policy.update(state, actions, jnp.int32(a), jnp.int32(t % 2), jnp.int32(t), hyper,
+                              jax.random.key(t))
+    np.testing.assert_array_equal(state.replay_actions, [3, 1, 2])
+    np.testing.assert_array_equal(state.replay_rewards, [0, 0, 1])
+
+
+@pytest.mark.parametrize("name,kw,expected", [
+    ("ensemble+", {"num_members": 10}, {"l2": 2 * 0.1 / 10, "prior_scale": 3 / np.sqrt(0.1)}),
+    ("dropout", {}, {"l2": 2 * 0.1}),
+    ("bbb", {}, {"kl_weight": 2 * np.sqrt(0.1)}),
+    ("hypermodel", {}, {"l2": 2 * 0.1, "prior_scale": 1 / np.sqrt(0.1)}),
+])
+def test_online_regularisers_follow_the_reference_bandit(name, kw, expected):
+    agent = jtk.agents.make(name, **kw)
+    hyper = agent.online_hyper(jtk.agents.Prior(2, 2, 1, 0.1))
+    assert hyper == pytest.approx(expected)
+    assert set(agent.annealed) <= set(hyper)
+
+
+def test_frame_has_cumulative_regret(problems):
+    res = bandit.run("uniform", problems=problems, horizon=100, progress=False)
+    df = res.frame(every=10)
+    assert set(df.columns) >= {"agent", "seed", "t", "cumulative_regret", "average_regret"}
+    last = df[df.t == 100].sort_values("seed")
+    np.testing.assert_allclose(last.cumulative_regret, res.total_regret, rtol=1e-5)
+
+
+def test_only_online_agents_are_offered():
+    names = bandit.online_agents()
+    assert set(bandit.PAPER_AGENTS) <= set(names)
+    assert "knn" not in names and "sgmcmc" not in names
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"num_actions": 1}, "num_actions"),
+    ({"horizon": 0}, "horizon"),
+    ({"agent": "nope"}, "agent must be one of"),
+    ({"agent": "knn"}, "agent must be one of"),
+    ({"input_dim": 0}, "input_dim"),
+    ({"temperature": -1.0}, "temperature"),
+    ({"seeds": []}, "seeds"),
+    ({"steps_per_obs": 0}, "steps_per_obs"),
+])
+def test_bad_input_is_reported(kwargs, match):
+    args = {"agent": "mlp", "horizon": 10, "seeds": 1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        bandit.run(args.pop("agent"), progress=False, **args)
