@@ -102,14 +102,19 @@ def main() -> None:
                 if proc.returncode or not line:
                     print(proc.stdout, proc.stderr, file=sys.stderr)
                     raise SystemExit(f"benchmark for {label} failed")
-                rows.append({**json.loads(line[0][7:]), "compilation_cache": cache_state})
+                rows.append({**json.loads(line[0][7:]), "compilation_cache": cache_state,
+                             "load_avg_1min_end": round(os.getloadavg()[0], 2)})
                 print(json.dumps(rows[-1]), flush=True)
     import pandas as pd
 
     table = pd.DataFrame(rows)
     table.index = table.agent + " (" + table.compilation_cache + " cache)"
     RESULTS.mkdir(exist_ok=True)
-    table.to_csv(RESULTS / f"testbed_speed_{args.grid}.csv")
+    out = RESULTS / f"testbed_speed_{args.grid}.csv"
+    if out.exists():  # keep the rows of agents not rerun this time
+        old = pd.read_csv(out, index_col=0)
+        table = pd.concat([old[~old.index.isin(table.index)], table])
+    table.to_csv(out)
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(table.T.to_string())
 

@@ -391,10 +391,10 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
                   unit="chunk"):
         states, (r, a) = _run_chunk(policy, states, step_keys, problems.actions, problems.probs, hyper,
                                     jnp.asarray(c * CHUNK, jnp.int32))
-        regrets.append(r)
-        pulled.append(a)
-    regret = np.concatenate([np.asarray(r) for r in regrets], axis=1)[:, :horizon]
-    actions = np.concatenate([np.asarray(a) for a in pulled], axis=1)[:, :horizon]
+        regrets.append(np.asarray(r))  # waits for the chunk, so the progress bar is honest
+        pulled.append(np.asarray(a))
+    regret = np.concatenate(regrets, axis=1)[:, :horizon]
+    actions = np.concatenate(pulled, axis=1)[:, :horizon]
     assert regret.shape == (num_problems, horizon)
     return BanditResult(name, regret, actions, problems, time.perf_counter() - start)
 
@@ -404,3 +404,49 @@ def expected_uniform_regret(problems: BanditProblems, horizon: int) -> np.ndarra
     horizon = _checks.integer("horizon", horizon, minimum=1)
     p = np.asarray(problems.probs, np.float64)
     return horizon * (p.max(axis=1) - p.mean(axis=1))
+
+
+def regret_correlation(points: pd.DataFrame, metric: str = "kl_10", regret: str = "total_regret", *,
+                       log: bool = True, num_bootstrap: int = 2000, seed: int = 0) -> dict[str, float]:
+    """Pearson correlation of a testbed score with bandit regret, with a bootstrap 5–95 % interval.
+
+    As in §5 (Fig. 8/9, 16/17): one point per agent and initialisation seed,
+    correlation on a log scale, interval from resampling the points.
+
+    Args:
+      points: DataFrame with one row per (agent, seed) and columns ``metric`` and ``regret``.
+      metric: testbed column, e.g. "kl_1" or "kl_10".
+      regret: regret column.
+      log: correlate log(metric) with log(regret) (the paper's scale).
+      num_bootstrap: bootstrap resamples (≥ 100).
+      seed: bootstrap seed.
+
+    Returns:
+      dict with r, lo (5th percentile), hi (95th percentile), num_points.
+    """
+    if not isinstance(points, pd.DataFrame):
+        raise TypeError(f"points must be a pandas DataFrame, got {type(points).__name__}")
+    for col in (metric, regret):
+        if col not in points.columns:
+            raise ValueError(f"points has no column {col!r} (columns: {list(points.columns)})")
+    num_bootstrap = _checks.integer("num_bootstrap", num_bootstrap, minimum=100)
+    x = points[metric].to_numpy(np.float64)
+    y = points[regret].to_numpy(np.float64)
+    if len(x) < 3:
+        raise ValueError(f"points must have at least 3 rows to correlate, got {len(x)}")
+    if log:
+        if np.any(x <= 0) or np.any(y <= 0):
+            raise ValueError(f"log=True needs positive {metric} and {regret}; clip or use log=False")
+        x, y = np.log(x), np.log(y)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError(f"{metric} and {regret} must be finite")
+
+    def corr(a, b):
+        a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean(axis=-1, keepdims=True)
+        den = np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+        return np.where(den > 0, (a * b).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
+
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(num_bootstrap, len(x)))
+    boot = corr(x[idx], y[idx])
+    lo, hi = np.nanpercentile(boot, [5, 95])
+    return {"r": float(corr(x, y)), "lo": float(lo), "hi": float(hi), "num_points": int(len(x))}

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 import jtk
@@ -130,3 +131,19 @@ def test_bad_input_is_reported(kwargs, match):
     args = {"agent": "mlp", "horizon": 10, "seeds": 1, **kwargs}
     with pytest.raises(ValueError, match=match):
         bandit.run(args.pop("agent"), progress=False, **args)
+
+
+def test_regret_correlation_matches_numpy_and_brackets_it():
+    rng = np.random.default_rng(0)
+    kl = np.exp(rng.normal(size=40))
+    regret = np.exp(0.8 * np.log(kl) + 0.3 * rng.normal(size=40))
+    points = pd.DataFrame({"kl_10": kl, "total_regret": regret})
+    out = bandit.regret_correlation(points)
+    assert out["r"] == pytest.approx(np.corrcoef(np.log(kl), np.log(regret))[0, 1])
+    assert out["lo"] < out["r"] < out["hi"] and out["num_points"] == 40
+    unrelated = bandit.regret_correlation(pd.DataFrame({"kl_10": kl, "total_regret": rng.permutation(regret)}))
+    assert unrelated["lo"] < 0.3 < out["lo"]
+    with pytest.raises(ValueError, match="kl_1"):
+        bandit.regret_correlation(points, metric="kl_1")
+    with pytest.raises(ValueError, match="positive"):
+        bandit.regret_correlation(points.assign(kl_10=-kl))

@@ -30,3 +30,17 @@ def test_bad_arguments_give_clear_errors(capsys):
     assert "positive integer" in capsys.readouterr().err
     assert cli.main(["testbed", "--agent", "mlp", "--set", "num_memberz=3", "--no-progress"]) == 2
     assert "unknown hyperparameter" in capsys.readouterr().err
+
+
+def test_bandit_command_reports_regret_and_writes_curves(tmp_path, capsys):
+    out = tmp_path / "curves.csv"
+    assert cli.main(["bandit", "--agent", "oracle", "--horizon", "300", "--seeds", "2", "--out", str(out),
+                     "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "oracle: total regret 0.00" in printed and "uniform random" in printed
+    curves = pd.read_csv(out)
+    assert set(curves.seed) == {0, 1} and curves.t.max() == 300 and (curves.cumulative_regret == 0).all()
+    assert cli.main(["bandit", "--agent", "knn", "--no-progress"]) == 2
+    assert "updated online" in capsys.readouterr().err
+    assert cli.main(["bandit", "--agent", "mlp", "--set", "num_memberz=2", "--no-progress"]) == 2
+    assert "unknown hyperparameter" in capsys.readouterr().err

@@ -9,6 +9,9 @@ jtk's own agents subclass :class:`JaxAgent`, which splits an agent into two
 pure functions of one problem, ``train(key, data, hyper) -> state`` and
 ``components(state, x) / sample(state, x, key, M)``. ``fit`` jits them for one
 problem; the testbed ``vmap``s the same functions over many problems at once.
+Gradient-trained agents build ``train`` from ``init`` / ``loss`` /
+``finalize`` and the shared loop of :mod:`jtk.train`; the neural bandit
+(:mod:`jtk.bandit`) runs the same pieces online.
 """
 
 from __future__ import annotations
@@ -143,7 +146,12 @@ class JaxAgent:
 
     * ``hyper(prior) -> dict`` of traced scalars (L2 scale, prior scale, ...),
       so a new temperature or num_train never recompiles;
-    * ``train(key, data, hyper) -> state``: one problem, pure;
+    * either ``init(key, data, hyper) -> (trainable, fixed)``,
+      ``loss(trainable, fixed, batch, hyper, key)`` and optionally
+      ``finalize(trainable, fixed) -> state`` (gradient-trained agents: the
+      generic ``train`` runs the shared loop, and ``jtk.bandit`` can update
+      them online with ``online_hyper``), or their own
+      ``train(key, data, hyper) -> state``: one problem, pure;
     * either ``components(state, x) -> [C, n, K]`` for a posterior that is a
       mixture of C functions (``mixture = True``: exact enumeration; uniform
       unless ``log_weights(state) -> [C]`` says otherwise),

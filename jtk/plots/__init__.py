@@ -1,4 +1,4 @@
 """Matplotlib / seaborn figures, one module a topic; every figure is titled and labelled."""
 
-from jtk.plots import active, coins, regression, testbed  # noqa: F401
+from jtk.plots import active, bandit, coins, regression, testbed  # noqa: F401
 from jtk.plots.active import plot_ppc_study, plot_tal_criteria, plot_toy_view

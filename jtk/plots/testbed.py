@@ -34,6 +34,11 @@ AGENT_STYLES = {  # colour, line style, marker
     "ensemble": (PALETTE[0], "--", "o"),
     "ensemble+": (PALETTE[1], "-", "^"),
     "uniform": (PALETTE[5], "-.", "x"),
+    "dropout": (PALETTE[4], "--", "D"),
+    "bbb": (PALETTE[3], "-.", "v"),
+    "hypermodel": (PALETTE[9], "-", "P"),
+    "sgmcmc": (PALETTE[6], ":", "*"),
+    "oracle": ("black", "-", "*"),
 }
 CLASS_MARKERS = ((0, "o", "white", "black"), (1, "^", "black", "white"))  # class, marker, face, edge
 
