@@ -115,3 +115,15 @@ def as_key(seed: Any, name: str = "seed") -> jax.Array:
     if int(seed) < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {seed}")
     return jax.random.key(int(seed))
+
+
+def widths(name: str, value: Any, allow_empty: bool = True) -> tuple[int, ...]:
+    """Hidden-layer widths as a tuple of positive ints; names the bad entry, e.g. ``hidden[1]``."""
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of positive ints, got {_describe(value)}") from None
+    out = tuple(integer(f"{name}[{i}]", h, minimum=1) for i, h in enumerate(items))
+    if not out and not allow_empty:
+        raise ValueError(f"{name} must list at least one hidden width, got ()")
+    return out

@@ -94,7 +94,7 @@ class Problem:
         _checks.integer("seed", self.seed, minimum=0)
         _checks.integer("input_dim", self.input_dim, minimum=1)
         _checks.integer("num_classes", self.num_classes, minimum=2)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         nets.activation_fn(self.activation)
         _checks.integer("num_test", self.num_test, minimum=1)
         _checks.integer("num_samples", self.num_samples, minimum=1)

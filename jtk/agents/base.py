@@ -200,6 +200,12 @@ class JaxAgent:
         """
         raise NotImplementedError(f"{type(self).__name__} defines no online hyperparameters")
 
+    def check_training_settings(self) -> None:
+        """Validates the shared training fields: learning_rate > 0, num_steps ≥ 1, batch_size ≥ 1."""
+        _checks.positive("learning_rate", self.learning_rate)
+        _checks.integer("num_steps", self.num_steps, minimum=1)
+        _checks.integer("batch_size", self.batch_size, minimum=1)
+
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with the agent's ``learning_rate`` (the reference optimiser of every agent)."""
         return optax.adam(self.learning_rate)

@@ -95,7 +95,7 @@ class BayesOptimalAgent(JaxAgent):
         _checks.integer("num_particles", self.num_particles, minimum=1)
         _checks.integer("num_components", self.num_components, minimum=1)
         _checks.integer("chunk_elements", self.chunk_elements, minimum=1)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         nets.activation_fn(self.activation)
         if (self.env_sampler is None) != (self.env_apply is None):
             raise ValueError("env_sampler and env_apply must be given together, got only "

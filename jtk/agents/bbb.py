@@ -96,7 +96,7 @@ class BBBAgent(JaxAgent):
     mixture = False
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         _checks.positive("sigma1", self.sigma1)
         _checks.positive("sigma2", self.sigma2)
         w = _checks.positive("mixture_weight", self.mixture_weight, allow_zero=True)
@@ -104,9 +104,7 @@ class BBBAgent(JaxAgent):
             raise ValueError(f"mixture_weight must be in [0, 1], got {self.mixture_weight!r}")
         _checks.integer("num_index_samples", self.num_index_samples, minimum=1)
         _checks.positive("init_sigma", self.init_sigma)
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
+        self.check_training_settings()
 
     @property
     def analytic_kl(self) -> bool:

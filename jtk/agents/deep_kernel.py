@@ -93,15 +93,13 @@ class DeepKernelAgent(JaxAgent):
     mixture = False
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         if not self.hidden:
             raise ValueError("hidden must list at least one hidden width, got ()")
         _checks.positive("weight_decay", self.weight_decay, allow_zero=True)
         _checks.positive("sigma_squared_factor", self.sigma_squared_factor)
         _checks.positive("scale_factor", self.scale_factor, allow_zero=True)
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
+        self.check_training_settings()
 
     def _mlp(self) -> EnsembleAgent:
         return EnsembleAgent(num_members=1, hidden=self.hidden, l2_scale=self.weight_decay,

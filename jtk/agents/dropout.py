@@ -59,12 +59,10 @@ class DropoutAgent(JaxAgent):
         if rate >= 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate!r}")
         _checks.positive("length_scale", self.length_scale, allow_zero=True)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         if not self.hidden:
             raise ValueError("hidden must list at least one hidden width, got ()")
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
+        self.check_training_settings()
 
     annealed = ("l2",)
 

@@ -105,15 +105,12 @@ class EnsembleAgent(JaxAgent):
 
     def __post_init__(self):
         _checks.integer("num_members", self.num_members, minimum=1)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
-        object.__setattr__(self, "prior_hidden",
-                           tuple(_checks.integer("prior_hidden", h, minimum=1) for h in self.prior_hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
+        object.__setattr__(self, "prior_hidden", _checks.widths("prior_hidden", self.prior_hidden))
         _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         _checks.positive("prior_scale", self.prior_scale, allow_zero=True)
         _checks.one_of("bootstrap", self.bootstrap, BOOTSTRAPS)
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
+        self.check_training_settings()
 
     annealed = ("l2",)
 

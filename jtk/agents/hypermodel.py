@@ -79,15 +79,12 @@ class HypermodelAgent(JaxAgent):
     def __post_init__(self):
         _checks.integer("index_dim", self.index_dim, minimum=1)
         _checks.integer("num_index_samples", self.num_index_samples, minimum=1)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
-        object.__setattr__(self, "prior_hidden",
-                           tuple(_checks.integer("prior_hidden", h, minimum=1) for h in self.prior_hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
+        object.__setattr__(self, "prior_hidden", _checks.widths("prior_hidden", self.prior_hidden))
         _checks.positive("prior_scale", self.prior_scale, allow_zero=True)
         _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         _checks.positive("index_init_scale", self.index_init_scale, allow_zero=True)
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
+        self.check_training_settings()
 
     def hyper(self, prior: Prior) -> dict[str, float]:
         scale = self.prior_scale / float(np.sqrt(prior.temperature)) if self.scale_prior_by_temperature \

@@ -141,7 +141,7 @@ class SGMCMCAgent(JaxAgent):
                              f"got num_steps={self.num_steps}, burn_in={self.burn_in}, thin={self.thin}")
         _checks.integer("warm_start_steps", self.warm_start_steps, minimum=0)
         _checks.positive("warm_start_lr", self.warm_start_lr)
-        object.__setattr__(self, "hidden", tuple(_checks.integer("hidden", h, minimum=1) for h in self.hidden))
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         _checks.integer("batch_size", self.batch_size, minimum=1)
 
     @property
