@@ -286,12 +286,21 @@ def at_inputs(per_input: pd.DataFrame, coordinates: Sequence[float]) -> pd.DataF
 def lemma1_check(results: Mapping[Any, CoverageResult], by: str | None = None) -> pd.DataFrame:
     """Lemma 1 at in-distribution inputs: deep uncertainties against the anchor's.
 
-    For each deep method (and ``by`` value) reports the fraction of in-distribution
-    inputs where the mean uncertainty is ≥ BLR's (``frac_unc_ge_blr``), the median
-    ratio uncertainty / BLR uncertainty, and — where it is smaller — the fraction
-    of those inputs where it is also smaller than the method's RMSE over the k
-    repetitions (``frac_below_rmse_when_smaller``; Lemma 1: an uncertainty below
-    the anchor's is either attached to a biased estimator or below its RMSE).
+    Lemma 1 (a Cramér–Rao argument) says: an estimator T with uncertainty u
+    either is biased, or wherever u is below the anchor's uncertainty, u is also
+    below T's root mean squared error — so no *unbiased* method can report less
+    uncertainty than the anchor and still be right as often. It does not say that
+    every method's uncertainty is ≥ the anchor's; that is only the paper's §3.1
+    observation for its Fig. 3 scenario.
+
+    For each deep method (and ``by`` value) the columns are:
+
+    * ``frac_below_rmse_when_smaller``: among inputs where u < u_BLR, the fraction
+      where u < RMSE of T over the k repetitions — Lemma 1 predicts 1 (or a biased T);
+    * ``frac_violations``: fraction of in-distribution inputs where u < u_BLR but
+      u ≥ RMSE — what Lemma 1 forbids for an unbiased estimator (predicts 0);
+    * ``frac_unc_ge_blr``: fraction of inputs with u ≥ u_BLR (the §3.1 observation);
+    * ``median_ratio``: median of u / u_BLR.
     """
     table = per_input_table(results)
     by_cols = [by] if by else []
@@ -310,5 +319,6 @@ def lemma1_check(results: Mapping[Any, CoverageResult], by: str | None = None) -
                      "frac_unc_ge_blr": float((~smaller).mean()),
                      "median_ratio": float((g["uncertainty"] / g["blr_uncertainty"]).median()),
                      "frac_below_rmse_when_smaller": float(below.mean()) if len(below) else np.nan,
+                     "frac_violations": float((smaller & (g["uncertainty"] >= g["rmse"])).mean()),
                      "num_inputs": int(len(g))})
     return pd.DataFrame(rows)

@@ -50,6 +50,13 @@ def test_anchor_study_and_lemma1():
     assert lem.loc["Half", "frac_unc_ge_blr"] == 0.0
     assert lem.loc["Half", "median_ratio"] == pytest.approx(0.5)
     assert lem.loc["Half", "frac_below_rmse_when_smaller"] == 1.0
+    assert lem.loc["Half", "frac_violations"] == 0.0
+    # Predictions equal to the truth (RMSE 0, unbiased) with u < u_BLR: what the Cramér–Rao bound forbids.
+    overconfident_but_unbiased = cv.CoverageResult("Bad", res.coordinate, res.x_test, res.truth,
+                                                   np.broadcast_to(res.truth, res.mean.shape), res.std * 0.9,
+                                                   res.in_distribution, res.info)
+    lem = cv.lemma1_check({"BLR": res, "Bad": overconfident_but_unbiased}).set_index("method")
+    assert lem.loc["Bad", "frac_violations"] == 1.0
 
 
 def test_deep_study_and_sweep_tables():

@@ -81,11 +81,18 @@ def test_deterministic_and_independent_of_chunking(env, linear_study):
 
 
 def test_bootstrap_weights_are_resample_counts():
-    hyper = {"bootstrap": jnp.asarray(True)}
+    hyper = {"bootstrap": jnp.asarray(True), "bootstrap_draws": jnp.asarray(50)}
     w = np.asarray(dr._example_weights(jax.random.key(0), 50, hyper))
     assert w.sum() == 50 and np.all(w == np.round(w)) and (w == 0).any()
-    w1 = np.asarray(dr._example_weights(jax.random.key(0), 50, {"bootstrap": jnp.asarray(False)}))
-    np.testing.assert_array_equal(w1, np.ones(50))
+    off = {"bootstrap": jnp.asarray(False), "bootstrap_draws": jnp.asarray(50)}
+    np.testing.assert_array_equal(np.asarray(dr._example_weights(jax.random.key(0), 50, off)), np.ones(50))
+    # Half-size resample ("train set/2, pull with back"): 25 draws, counts doubled, mean weight 1.
+    half = np.asarray(dr._example_weights(jax.random.key(0), 50, {**hyper, "bootstrap_draws": jnp.asarray(25)}))
+    assert half.sum() == pytest.approx(50) and np.all(half % 2 == 0) and (half > 0).sum() <= 25
+    assert dr.make_regression("EnsBS", preset="lab", bootstrap_size=0.5)._hyper(np.zeros((50, 1)))[
+        "bootstrap_draws"] == 25
+    with pytest.raises(ValueError, match="bootstrap_size"):
+        dr.make_regression("EnsBS", bootstrap_size=1.5)
 
 
 def test_freeze_after_stops_updates():

@@ -127,7 +127,12 @@ class DeepRegression:
         in the paper).
       concrete_temperature: temperature of CD's relaxed Bernoulli mask, 0.1 (Gal et al. 2017).
       adversarial_eps: EnsAdvA's FGSM step as a fraction of the training-input
-        range, 0.01 (Lakshminarayanan et al. 2017).
+        range, 0.01 (Lakshminarayanan et al. 2017; the paper gives none, and
+        larger steps measured *lower* uncertainty: 0.020 at 0.05, 0.009 at 0.2).
+      bootstrap_size: EnsBS resample size as a fraction of n, in (0, 1] (1: the
+        classical bootstrap). The paper's "train set/2 … pull with back" can be
+        read as 0.5; at f_main = 1 it raised EnsBS's coverage from 0.60 to 0.76
+        (k = 20), closer to the paper. Counts are divided by it, so weights have mean 1.
       num_samples: Monte-Carlo draws for the dropout methods' mean and std, 120.
       negative_slope: leaky-ReLU slope, 0.01 (§3).
       max_epochs: length of the compiled training scan, None = num_epochs. Updates
@@ -147,6 +152,7 @@ class DeepRegression:
     dropout_rate: float = 0.1
     concrete_temperature: float = 0.1
     adversarial_eps: float = 0.01
+    bootstrap_size: float = 1.0
     num_samples: int = 120
     negative_slope: float = 0.01
     max_epochs: int | None = None
@@ -169,6 +175,8 @@ class DeepRegression:
             raise ValueError(f"dropout_rate must be in (0, 1), got {self.dropout_rate!r}")
         _checks.positive("concrete_temperature", self.concrete_temperature)
         _checks.positive("adversarial_eps", self.adversarial_eps, allow_zero=True)
+        if not 0.0 < _checks.positive("bootstrap_size", self.bootstrap_size) <= 1.0:
+            raise ValueError(f"bootstrap_size must be in (0, 1], got {self.bootstrap_size!r}")
         _checks.integer("num_samples", self.num_samples, minimum=2)
         _checks.positive("negative_slope", self.negative_slope, allow_zero=True)
         if self.max_epochs is not None:
@@ -221,6 +229,7 @@ class DeepRegression:
             "l2": jnp.asarray(self.l2_scale / n, jnp.float32),
             "n": jnp.asarray(n, jnp.float32),
             "adv_step": jnp.asarray(self.adversarial_eps * (x.max(0) - x.min(0)), jnp.float32),  # [d]
+            "bootstrap_draws": jnp.asarray(max(1, round(self.bootstrap_size * n)), jnp.int32),
             "num_epochs": jnp.asarray(self.num_epochs, jnp.int32),
             "learning_rate": jnp.asarray(self.learning_rate, jnp.float32),
             "init_logit": jnp.asarray(np.log(p / (1 - p)), jnp.float32),
@@ -394,10 +403,11 @@ def _loss(member: Member, batch: train_lib.Batch, hyper, key: jax.Array) -> jax.
 
 
 def _example_weights(key: jax.Array, n: int, hyper) -> jax.Array:
-    """Per-example weights [n]: ones, or bootstrap counts (a resample of n with replacement) for EnsBS."""
+    """Per-example weights [n]: ones, or for EnsBS bootstrap counts of m draws with replacement, times n / m."""
     draws = jax.random.randint(key, (n,), 0, n)
-    counts = jax.ops.segment_sum(jnp.ones((n,)), draws, num_segments=n)
-    return jnp.where(hyper["bootstrap"], counts, 1.0)
+    m = hyper["bootstrap_draws"]
+    counts = jax.ops.segment_sum((jnp.arange(n) < m).astype(jnp.float32), draws, num_segments=n)
+    return jnp.where(hyper["bootstrap"], counts * (n / m), 1.0)
 
 
 def _freeze_after(limit: jax.Array) -> optax.GradientTransformation:

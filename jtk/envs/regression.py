@@ -155,6 +155,14 @@ class SinusoidRegression(LinearFeatureRegression):
     G(x) = (sin(2π f_1 x + ρ_1), …, sin(2π f_4 x + ρ_4)), f = linspace(0.9, 1.1, 4)·f_main,
     ρ = linspace(0, 2π, 4), γ ~ U[0, 1]^4.
 
+    Read literally (as here), eq. 9 puts 8·f_main periods on the training range
+    [−4, 4]: 50 points give ≈ 6 points per unit, so for f_main ≥ 3 (top
+    frequency 3.3) the training set is below the Nyquist rate and only a model
+    that knows G (the BLR anchor) can recover the function. Measured: the deep
+    methods' in-distribution RMSE is 0.57–0.63 already at f_main = 1 against a
+    truth RMS of 0.56, with 300 or 3000 epochs, with or without L2 — they fit
+    the noise level, not the sinusoids — while BLR's deviation is 0.22.
+
     Args:
       f_main: main frequency > 0; the paper sweeps 1, 2, 3, … (§3 E.1).
       noise_std: σ, 0.75 (§3 E.1).
