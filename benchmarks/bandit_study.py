@@ -29,13 +29,26 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
 
 def speed(horizon: int = 2000, num_problems: int = 8) -> None:
-    problems = bandit.make_problems(2, seeds=num_problems)
-    for name, kw in (("ensemble+", {"num_members": 10}), ("mlp", {})):
-        bandit.run(name, problems=problems, horizon=bandit.CHUNK, agent_kwargs=kw, progress=False)  # compile
-        res = bandit.run(name, problems=problems, horizon=horizon, agent_kwargs=kw, progress=False, agent_seed=1)
-        steps = horizon * num_problems
-        print(f"{name} {kw}: {steps} agent-steps ({num_problems} problems × T = {horizon}) in {res.seconds:.2f} s "
-              f"= {steps / res.seconds:.0f} steps/s ({horizon / res.seconds:.0f} time steps/s for all problems)")
+    """Steps per second after compilation, d = 2 and 10; writes bandit_speed.csv."""
+    import os
+
+    rows = []
+    for d in (2, 10):
+        problems = bandit.make_problems(d, seeds=num_problems)
+        for name, kw in (("ensemble+", {"num_members": 10}), ("mlp", {}), ("ensemble+", {"num_members": 100})):
+            t0 = time.perf_counter()
+            bandit.run(name, problems=problems, horizon=bandit.CHUNK, agent_kwargs=kw, progress=False)
+            compile_s = time.perf_counter() - t0
+            res = bandit.run(name, problems=problems, horizon=horizon, agent_kwargs=kw, progress=False,
+                             agent_seed=1)
+            steps = horizon * num_problems
+            rows.append({"agent": name, **kw, "input_dim": d, "problems": num_problems, "horizon": horizon,
+                         "seconds": round(res.seconds, 2), "agent_steps_per_s": round(steps / res.seconds),
+                         "first_chunk_with_compile_s": round(compile_s, 1),
+                         "load_avg_1min": round(os.getloadavg()[0], 2)})
+            print(rows[-1], flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    pd.DataFrame(rows).to_csv(RESULTS / "bandit_speed.csv", index=False)
 
 
 def main() -> None:
@@ -46,6 +59,11 @@ def main() -> None:
     parser.add_argument("--horizon", type=int)
     parser.add_argument("--problems", type=int, help="bandit problems J per run")
     parser.add_argument("--seeds", type=int, default=5, help="initialisation seeds (points per agent)")
+    parser.add_argument("--test-inputs", choices=["auto", "iid", "polyadic"], default="auto",
+                        help="testbed test inputs: auto = iid for d = 2 (the paper grid), polyadic for d > 2 "
+                             "(REFERENCE_FACTS: iid inputs in high dimension make τ = 10 nearly marginal)")
+    parser.add_argument("--reuse-regret", action="store_true",
+                        help="keep the bandit runs already in the regret CSV and rerun only the testbed")
     parser.add_argument("--speed", action="store_true")
     args = parser.parse_args()
     if args.speed:
@@ -58,12 +76,20 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     tag = f"bandit_{args.preset}"
     regret_rows, curve_frames, testbed_frames = [], [], []
+    done = set()
+    if args.reuse_regret and (RESULTS / f"{tag}_regret.csv").exists():
+        old = pd.read_csv(RESULTS / f"{tag}_regret.csv")
+        regret_rows = old.to_dict("records")
+        done = set(zip(old.agent, old.input_dim, old.agent_seed))
     for d in dims:
         problems = bandit.make_problems(d, seeds=num_problems)
+        test_inputs = args.test_inputs if args.test_inputs != "auto" else ("iid" if d == 2 else "polyadic")
         for name in args.agents:
             kw = preset["agent_kwargs"].get(name, {})
             agent = jtk.agents.make(name, **kw)
             for s in range(args.seeds):
+                if (name, d, s) in done:
+                    continue
                 res = bandit.run(agent, problems=problems, horizon=horizon, agent_seed=s, name=name)
                 for seed, total in zip(problems.seeds, res.total_regret):
                     regret_rows.append({"agent": name, "input_dim": d, "agent_seed": s, "seed": seed,
@@ -71,15 +97,15 @@ def main() -> None:
                 curves = res.frame(every=max(1, horizon // 100))
                 curve_frames.append(curves.assign(agent_seed=s))
             grid = testbed.grid(temperatures=(bandit.TEMPERATURE,), num_train=(10, 100, 1000),
-                                seeds=range(args.seeds), input_dim=d)
-            testbed_frames.append(testbed.evaluate(agent, grid, name=name).assign(input_dim=d))
+                                seeds=range(args.seeds), input_dim=d, test_inputs=test_inputs)
+            testbed_frames.append(testbed.evaluate(agent, grid, name=name).assign(test_inputs=test_inputs))
             pd.DataFrame(regret_rows).to_csv(RESULTS / f"{tag}_regret.csv", index=False)
             pd.concat(testbed_frames).to_csv(RESULTS / f"{tag}_testbed.csv", index=False)
     regret = pd.DataFrame(regret_rows)
     tb = pd.concat(testbed_frames)
-    curves = pd.concat(curve_frames)
-    curves.groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"]).reset_index() \
-        .to_csv(RESULTS / f"{tag}_curves.csv", index=False)
+    if curve_frames:  # mean ± s.e. of the cumulative regret over problems and seeds (kept as is with --reuse-regret)
+        pd.concat(curve_frames).groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"]) \
+            .reset_index().to_csv(RESULTS / f"{tag}_curves.csv", index=False)
 
     # One point per (agent, d, s): mean regret over the J problems, mean d_KL over the testbed problems of seed s.
     per_run = regret.groupby(["agent", "input_dim", "agent_seed"])["total_regret"].mean()

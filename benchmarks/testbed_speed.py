@@ -86,6 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
     parser.add_argument("--grid", default="paper", choices=["paper", "quick"])
+    parser.add_argument("--cold-only", action="store_true", help="skip the warm-cache rerun")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -94,7 +95,7 @@ def main() -> None:
     rows = []
     for label in args.agents:
         with tempfile.TemporaryDirectory() as cache:  # cold: empty compilation cache; warm: filled by cold
-            for cache_state in ("cold", "warm"):
+            for cache_state in ("cold",) if args.cold_only else ("cold", "warm"):
                 env = {**os.environ, "JAX_PLATFORMS": "cpu", "JTK_CACHE_DIR": cache}
                 proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid],
                                       capture_output=True, text=True, env=env)

@@ -87,7 +87,7 @@ def load(tag: str) -> pd.DataFrame:
         seeds = set(df["seed"].unique())
         for f in sorted(RESULTS.glob("testbed_*_paper.csv")):  # the lead's runs (mlp, ensemble+, ...)
             agent = f.name[len("testbed_"):-len("_paper.csv")]
-            if agent not in set(df["agent"]):
+            if agent != "speed" and agent not in set(df["agent"]):
                 lead = pd.read_csv(f)
                 frames.append(lead[lead["seed"].isin(seeds)].assign(agent=agent))
         df = pd.concat(frames, ignore_index=True)

@@ -13,40 +13,19 @@ from jtk.agents import Prior
 CHECK_GRID = testbed.grid(num_train=(1, 30, 1000), seeds=2)
 
 
-class _Oracle:
-    """Knows the true environment of every problem (found from its training inputs)."""
-
-    def __init__(self, problems, exact=True):
-        self.envs = {}
-        for p in problems:
-            params, data, _ = testbed.load_problem(p)
-            self.envs[np.asarray(data.x[:p.num_train]).tobytes()] = (params, p.temperature)
-        self.exact = exact
-
-    def fit(self, x, y, seed=0, prior=None):
-        params, temperature = self.envs[np.asarray(x, np.float32).tobytes()]
-        return _OraclePosterior(params, temperature, self.exact)
-
-
-class _OraclePosterior:
-    def __init__(self, params, temperature, exact):
-        self.params, self.temperature = params, temperature
-        self.num_components = 1 if exact else None
-
-    def components(self, x):
-        return (jtk.nets.mlp_apply(self.params, x) / self.temperature)[None]
-
-    def sample_logits(self, x, num_samples, seed=0):
-        return np.repeat(np.asarray(self.components(x)), num_samples, axis=0)
-
-
 @pytest.mark.parametrize("exact", [True, False])
 def test_agent_that_knows_the_environment_has_zero_kl(exact):
     problems = CHECK_GRID if exact else CHECK_GRID[::6]
-    df = testbed.evaluate(_Oracle(problems, exact), problems, name="oracle", progress=False)
+    df = testbed.evaluate(testbed.OracleAgent(problems, exact), problems, name="oracle", progress=False)
     assert len(df) == len(problems)
     assert np.abs(df["kl"]).max() < 1e-5
     assert set(df["likelihood"]) == {"exact" if exact else "mc1000"}
+
+
+def test_oracle_agent_refuses_unknown_data():
+    oracle = testbed.OracleAgent(CHECK_GRID[:1])
+    with pytest.raises(ValueError, match="only knows the problems"):
+        oracle.fit(np.zeros((3, 2)), np.zeros(3, int))
 
 
 def test_uniform_agent_matches_closed_form():

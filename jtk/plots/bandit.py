@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib import ticker
 
 from jtk.plots.testbed import agent_style
 
@@ -73,6 +74,11 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
         ax.scatter(g[metric], g["total_regret"], color=color, marker=marker, label=agent, alpha=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    # Scores of one dimension often span less than a decade: label a few minor ticks, plainly.
+    fmt = ticker.FuncFormatter(lambda v, _: f"{v:.2g}")
+    ax.xaxis.set_minor_locator(ticker.LogLocator(base=10, subs=(2.0, 3.0, 5.0)))
+    ax.xaxis.set_major_formatter(fmt)
+    ax.xaxis.set_minor_formatter(fmt)
     tau = metric.split("_")[-1]
     ax.set_xlabel(f"testbed d_KL^{tau} (ρ = 0.1)")
     ax.set_ylabel("bandit total regret")
