@@ -235,7 +235,6 @@ def make_policy(agent, *, steps_per_obs: int = 1, batch_size: int = 128, replay_
     steps_per_obs = _checks.integer("steps_per_obs", steps_per_obs, minimum=1)
     batch_size = _checks.integer("batch_size", batch_size, minimum=1)
     replay_capacity = _checks.integer("replay_capacity", replay_capacity, minimum=1)
-    online = online_agents()
     if isinstance(agent, Policy):
         return agent
     if isinstance(agent, str):
@@ -243,6 +242,7 @@ def make_policy(agent, *, steps_per_obs: int = 1, batch_size: int = 128, replay_
             return Oracle()
         if agent == "uniform":
             return UniformPolicy()
+        online = online_agents()
         if agent not in online:
             raise ValueError(f"agent must be one of {list(BUILTIN) + online} (agents that can be updated "
                              f"online), got {agent!r}")
@@ -250,7 +250,7 @@ def make_policy(agent, *, steps_per_obs: int = 1, batch_size: int = 128, replay_
     elif agent_kwargs:
         raise TypeError("agent_kwargs only apply when agent is given by name")
     if not isinstance(agent, agents_base.JaxAgent) or not agent.incremental:
-        raise ValueError(f"agent must be a jtk agent that can be updated online ({online}), "
+        raise ValueError(f"agent must be a jtk agent that can be updated online ({online_agents()}), "
                          f"got {type(agent).__name__}")
     return ThompsonSampling(dataclasses.replace(agent, num_classes=2), steps_per_obs, batch_size, replay_capacity)
 

@@ -25,7 +25,7 @@ import numpy as np
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
 from jtk.agents.ensemble import masked_cross_entropy
-from jtk.agents.zoo_common import chunked_map, reference_l2, sample_keys
+from jtk.agents.zoo_common import chunked_map, reference_bandit_l2, reference_l2, sample_keys
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,7 @@ class DropoutAgent(JaxAgent):
         return {"l2": reference_l2(prior, self.length_scale)}
 
     def online_hyper(self, prior: Prior) -> dict[str, float]:
-        # Reference bandit: weight decay length_scale · 2ρ, annealed as 1/t.
-        return {"l2": self.length_scale * 2.0 * prior.temperature}
+        return {"l2": reference_bandit_l2(prior, self.length_scale)}
 
     def masks(self, key: jax.Array, input_dim: int) -> tuple[jax.Array, ...]:
         """One dropout mask per layer input (inputs, then each hidden layer), rescaled: [d], [h1], ..."""

@@ -33,7 +33,7 @@ import numpy as np
 
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
-from jtk.agents.zoo_common import reference_l2
+from jtk.agents.zoo_common import reference_bandit_l2, reference_l2
 from jtk.envs.classification import sample_prior_params
 
 BOOTSTRAPS = ("none", "exponential", "bernoulli")
@@ -118,8 +118,7 @@ class EnsembleAgent(JaxAgent):
         return {"l2": reference_l2(prior, self.l2_scale, self.num_members), "prior_scale": self._prior_scale(prior)}
 
     def online_hyper(self, prior: Prior) -> dict[str, float]:
-        # Reference bandit: weight decay λ · 2ρ / K, annealed as 1/t.
-        return {"l2": self.l2_scale * 2.0 * prior.temperature / self.num_members,
+        return {"l2": reference_bandit_l2(prior, self.l2_scale, self.num_members),
                 "prior_scale": self._prior_scale(prior)}
 
     def _prior_scale(self, prior: Prior) -> float:
@@ -159,10 +158,8 @@ class EnsembleAgent(JaxAgent):
         if num_samples >= self.num_members:
             return super().sample(state, x, key, num_samples)
         idx = jax.random.randint(key, (num_samples,), 0, self.num_members)
-        picked = EnsembleState(jax.tree_util.tree_map(lambda a: a[idx], state.params),
-                               None if state.prior_params is None else
-                               jax.tree_util.tree_map(lambda a: a[idx], state.prior_params), state.prior_scale)
-        return self.components(picked, x)
+        params, prior_params = jax.tree_util.tree_map(lambda a: a[idx], (state.params, state.prior_params))
+        return self.components(EnsembleState(params, prior_params, state.prior_scale), x)
 
     def components(self, state: EnsembleState, x) -> jax.Array:
         logits = self._apply_members(state.params, x)

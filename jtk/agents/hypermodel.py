@@ -31,7 +31,7 @@ import numpy as np
 from jtk import _checks, nets, train as train_lib
 from jtk.agents.base import JaxAgent, Prior, register
 from jtk.agents.ensemble import masked_cross_entropy
-from jtk.agents.zoo_common import (chunked_map, fan_in_scales, flat_mlp, mlp_sizes,
+from jtk.agents.zoo_common import (chunked_map, fan_in_scales, flat_mlp, mlp_sizes, reference_bandit_l2,
                                     mlp_unravel, reference_l2)
 
 
@@ -94,8 +94,7 @@ class HypermodelAgent(JaxAgent):
     annealed = ("l2",)
 
     def online_hyper(self, prior: Prior) -> dict[str, float]:
-        # Reference bandit: weight decay λ · 2ρ, annealed as 1/t; the prior scale as in hyper.
-        return {**self.hyper(prior), "l2": self.l2_scale * 2.0 * prior.temperature}
+        return {**self.hyper(prior), "l2": reference_bandit_l2(prior, self.l2_scale)}
 
     def sample_index(self, key: jax.Array, shape: tuple[int, ...] = ()) -> jax.Array:
         """z ~ N(0, I/D): [..., D]."""

@@ -27,6 +27,11 @@ def reference_l2(prior: Prior, scale: float, num_members: int = 1) -> float:
     return scale * float(np.sqrt(prior.temperature)) * prior.input_dim / (num_members * max(prior.num_train, 1))
 
 
+def reference_bandit_l2(prior: Prior, scale: float, num_members: int = 1) -> float:
+    """The reference bandit's weight decay ``scale · 2ρ / num_members`` at t = 1 (annealed as 1/t; App. E)."""
+    return scale * 2.0 * prior.temperature / num_members
+
+
 def chunked_map(fn: Callable[[jax.Array], jax.Array], xs, chunk: int = SAMPLE_CHUNK) -> jax.Array:
     """``jnp.stack([fn(x) for x in xs])`` evaluated ``chunk`` elements at a time (``vmap`` inside, ``lax.map`` outside).
 

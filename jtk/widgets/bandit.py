@@ -136,12 +136,12 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
 
     def redraw(*_):
         values = {name: c.value for name, c in controls.items()}
-        new = (values["agent"], values["input_dim"], float(values["temperature"])) not in explorer.results
+        key = (values["agent"], values["input_dim"], float(values["temperature"]))
+        new = key not in explorer.results
         if new:
             status.value = f"running {values['agent']} (d = {values['input_dim']}, ρ = {values['temperature']}) ..."
         draw(fig, explorer, **values)
-        status.value = "" if not new else \
-            f"ran {values['agent']} in {explorer.results[(values['agent'], values['input_dim'], float(values['temperature']))].seconds:.1f} s"
+        status.value = f"ran {values['agent']} in {explorer.results[key].seconds:.1f} s" if new else ""
         out.clear_output(wait=True)
         with out:
             from IPython.display import display
