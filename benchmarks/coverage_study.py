@@ -14,10 +14,26 @@ and summary tables to ``benchmarks/results/coverage_*.csv``:
   ensembles (120 networks per training set) with k = ``--paper-ens-k`` (default 2);
   their k = 50 time is extrapolated linearly (training sets are independent and
   processed one compiled call per set) and marked as such in the output;
+* ``coverage_e2_lab_per_input.csv`` / ``_summary.csv`` / ``_lemma1.csv`` — E.2 (Fig. 6),
+  d = 1, 2 (``--dims``), k = 50, all methods, lab preset; prints the rows at the
+  paper's diagonal inputs λ = 0.6 (in distribution) and λ = 0.07 (out of distribution);
 * ``coverage_timings.csv`` — seconds per (preset, method): cold (including XLA
   compilation) and warm (the compiled program reused with new training sets).
 
-Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_study.py [--k 50] [--skip paper ...]``.
+Two options change the E.1 problem or add a method:
+
+* ``--input-scale s`` builds E.1 with features sin(2π f_i x / s + ρ_i)
+  (:class:`jtk.envs.regression.SinusoidRegression`): 1 (default) is eq. 9 read
+  literally, 8 puts f_main periods on the training range [−4, 4]. Every E.1
+  output then carries ``_scale{s}`` in its name (``coverage_e1_lab_scale8_summary.csv``,
+  ``coverage_timings_scale8.csv``), so the literal-reading files are kept.
+* ``--bootstrap-size b`` (≠ 1) runs EnsBS with resample size b·n as an extra
+  method labelled ``EnsBS(b)`` beside the classical EnsBS (b = 1).
+
+Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_study.py [--k 50] [--skip paper ...]``;
+e.g. only the E.1 sweep at input_scale 8 and E.2:
+``python benchmarks/coverage_study.py --skip timing paper e3 --input-scale 8 --bootstrap-size 0.5
+--f-mains 1 2 3 4 5``.
 """
 
 from __future__ import annotations
@@ -33,7 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 from jtk import coverage as cv  # noqa: E402
+from jtk.agents.deep_regression import make_regression  # noqa: E402
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -45,77 +64,146 @@ def timed_study(env, methods, k, preset, seed=0):
     return res, time.perf_counter() - t0
 
 
-def time_method(env, m, k, preset, timings, note_k50=True):
-    """Times a study twice: cold (includes XLA compilation) and warm (compiled program reused)."""
+def time_method(env, m, k, preset, timings, warm_run=True):
+    """Times a study twice: cold (includes XLA compilation) and warm (compiled program reused).
+
+    With ``warm_run=False`` only the cold study runs; the k = 50 extrapolation then uses the cold time.
+    """
     res, cold = timed_study(env, [m], k, preset)
-    _, warm = timed_study(env, [m], k, preset, seed=1)
+    warm = timed_study(env, [m], k, preset, seed=1)[1] if warm_run else float("nan")
     extra = 50 / k
+    base = warm if warm_run else cold
     note = "measured" if k == 50 else f"measured with k={k}; k=50 extrapolated linearly (independent sets)"
+    if not warm_run:
+        note += "; cold only (k=50 figure from the cold time)"
     timings.append({"preset": preset, "method": m, "k": k, "cold_seconds": cold, "warm_seconds": warm,
-                    "warm_seconds_k50": warm * extra, "note": note})
+                    "warm_seconds_k50": base * extra, "note": note})
     print(f"{preset:5s} E.1 f_main=1 k={k:3d} {m:8s} cold {cold:8.2f} s  warm {warm:8.2f} s"
-          + ("" if k == 50 else f"  (k=50 warm ≈ {warm * extra:8.1f} s, extrapolated)"), flush=True)
+          + ("" if k == 50 else f"  (k=50 ≈ {base * extra:8.1f} s, extrapolated)"), flush=True)
     return res
+
+
+def scale_tag(input_scale: float) -> str:
+    """File-name tag of the E.1 reading: "" for the literal eq. 9, "_scale8" for input_scale 8."""
+    return "" if input_scale == 1.0 else f"_scale{input_scale:g}"
+
+
+def lab_methods(bootstrap_size: float) -> list:
+    """All seven methods, plus EnsBS with resample size ``bootstrap_size`` · n when it is not 1."""
+    methods = list(cv.ALL_METHODS)
+    if bootstrap_size != 1.0:
+        methods.append((f"EnsBS({bootstrap_size:g})",
+                        make_regression("EnsBS", preset="lab", bootstrap_size=bootstrap_size)))
+    return methods
+
+
+def write_csv(df: pd.DataFrame, name: str) -> None:
+    df.to_csv(OUT / name, index=False, float_format="%.6g")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--f-mains", type=float, nargs="+", default=[1.0, 2.0, 3.0])
+    ap.add_argument("--input-scale", type=float, default=1.0,
+                    help="E.1 features sin(2π f x / s + ρ): 1 = eq. 9 literally, 8 = f_main periods on [−4, 4]")
+    ap.add_argument("--bootstrap-size", type=float, default=1.0,
+                    help="if not 1, also run EnsBS with this resample fraction, labelled EnsBS(b)")
+    ap.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="E.2 input dimensions")
     ap.add_argument("--e3-k", type=int, default=20)
     ap.add_argument("--e3-methods", nargs="+", default=["BLR", "BD", "VD", "EnsBS"])
     ap.add_argument("--paper-ens-k", type=int, default=2)
-    ap.add_argument("--skip", nargs="*", default=[], choices=["timing", "sweep", "e3", "paper"])
+    ap.add_argument("--paper-methods", nargs="+", default=list(cv.ALL_METHODS), choices=list(cv.ALL_METHODS))
+    ap.add_argument("--cold-only", action="store_true",
+                    help="time each study once (cold, with compilation) instead of cold and warm")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["timing", "sweep", "e2", "e3", "paper"])
     args = ap.parse_args(argv)
     k = args.k
+    scale = args.input_scale
+    if not (np.isfinite(scale) and scale > 0):
+        ap.error(f"--input-scale must be a finite number > 0, got {scale}")
+    if not 0.0 < args.bootstrap_size <= 1.0:
+        ap.error(f"--bootstrap-size must be in (0, 1], got {args.bootstrap_size}")
+    tag = scale_tag(scale)
+    methods = lab_methods(args.bootstrap_size)
     OUT.mkdir(parents=True, exist_ok=True)
     timings = []
-    env = SinusoidRegression(1.0, seed=0)
+    env = SinusoidRegression(1.0, seed=0, input_scale=scale)
+    reading = f"input_scale={scale:g}"
 
     # 1. One study (E.1, f_main = 1, k = 50) per method, lab preset: cold (with compilation) and warm.
     if "timing" not in args.skip:
         for m in cv.ALL_METHODS:
-            time_method(env, m, k, "lab", timings)
+            time_method(env, m, k, "lab", timings, warm_run=not args.cold_only)
 
-    # 2. Lab sweep over f_main (Fig. 3) and E.3 (Fig. 7).
+    # 2. Lab sweep over f_main (Fig. 3).
     if "sweep" not in args.skip:
         t0 = time.perf_counter()
-        sweep = cv.sweep_f_main(args.f_mains, cv.ALL_METHODS, k=k, seed=0, preset="lab", progress=False)
-        print(f"lab   E.1 sweep f_main={args.f_mains} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
-        cv.per_input_table(sweep).to_csv(OUT / "coverage_e1_lab_per_input.csv", index=False, float_format="%.6g")
+        f_mains = [float(f) for f in args.f_mains]
+        sweep = cv.sweep_f_main(f_mains, methods, k=k, seed=0, preset="lab", input_scale=scale, progress=False)
+        print(f"lab   E.1 ({reading}) sweep f_main={f_mains} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
+        table = cv.per_input_table(sweep).assign(input_scale=scale)
+        write_csv(table, f"coverage_e1_lab{tag}_per_input.csv")
         summ = cv.summary_table(sweep, by=("f_main",))
-        summ.to_csv(OUT / "coverage_e1_lab_summary.csv", index=False, float_format="%.6g")
+        write_csv(summ, f"coverage_e1_lab{tag}_summary.csv")
         print(summ.round(3).to_string(index=False), flush=True)
         lem = cv.lemma1_check(sweep, by="f_main")
-        lem.to_csv(OUT / "coverage_e1_lab_lemma1.csv", index=False, float_format="%.6g")
+        write_csv(lem, f"coverage_e1_lab{tag}_lemma1.csv")
         print(lem.round(3).to_string(index=False), flush=True)
-        at = cv.at_inputs(cv.per_input_table(sweep), [-2.38, 1.2, -5.11])
-        print(at[["f_main", "method", "coordinate", "coverage", "coverage_se", "deviation", "uncertainty"]]
-              .round(3).to_string(index=False), flush=True)
+        at = cv.at_inputs(table, [-2.38, 1.2, -5.11])
+        cols = ["f_main", "method", "requested", "coordinate", "coverage", "coverage_se", "deviation",
+                "uncertainty"]
+        write_csv(at[cols], f"coverage_e1_lab{tag}_at_inputs.csv")
+        print(at[cols].round(3).to_string(index=False), flush=True)
 
+    # 3. Lab sweep over the input dimension of E.2 (Fig. 6): the diagonal inputs λ = 0.6 (in) and 0.07 (out).
+    if "e2" not in args.skip:
+        t0 = time.perf_counter()
+        e2 = cv.sweep_dim(args.dims, methods, k=k, seed=0, preset="lab", progress=False)
+        print(f"lab   E.2 sweep dim={args.dims} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
+        for d in args.dims:
+            secs = {m: r.info["seconds"] for (dd, m), r in e2.items() if dd == d}
+            print(f"      d={d}: " + ", ".join(f"{m} {t:.1f} s" for m, t in secs.items()), flush=True)
+        table = cv.per_input_table(e2)
+        write_csv(table, "coverage_e2_lab_per_input.csv")
+        summ = cv.summary_table(e2, by=("dim",))
+        write_csv(summ, "coverage_e2_lab_summary.csv")
+        print(summ.round(3).to_string(index=False), flush=True)
+        lem = cv.lemma1_check(e2, by="dim")
+        write_csv(lem, "coverage_e2_lab_lemma1.csv")
+        print(lem.round(3).to_string(index=False), flush=True)
+        at = cv.at_inputs(table, [0.6, 0.07])
+        cols = ["dim", "method", "requested", "coordinate", "coverage", "coverage_se", "deviation", "rmse",
+                "uncertainty"]
+        write_csv(at[cols], "coverage_e2_lab_at_inputs.csv")
+        print(at[cols].round(3).to_string(index=False), flush=True)
+
+    # 4. E.3 (Fig. 7).
     if "e3" not in args.skip:
         t0 = time.perf_counter()
         e3 = cv.coverage_study(PolynomialRegression(seed=0), args.e3_methods, k=args.e3_k, seed=0, preset="lab",
                                progress=False)
         print(f"lab   E.3 k={args.e3_k} {args.e3_methods}: {time.perf_counter() - t0:.1f} s", flush=True)
-        cv.per_input_table(e3).to_csv(OUT / "coverage_e3_lab_per_input.csv", index=False, float_format="%.6g")
-        cv.summary_table(e3).to_csv(OUT / "coverage_e3_lab_summary.csv", index=False, float_format="%.6g")
+        write_csv(cv.per_input_table(e3), "coverage_e3_lab_per_input.csv")
+        write_csv(cv.summary_table(e3), "coverage_e3_lab_summary.csv")
         print(cv.summary_table(e3).round(3).to_string(index=False), flush=True)
 
-    # 3. Paper preset, E.1 f_main = 1 (subset: the ensembles on fewer sets, extrapolated to k = 50).
+    # 5. Paper preset, E.1 f_main = 1 (subset: the ensembles on fewer sets, extrapolated to k = 50).
     if "paper" not in args.skip:
         res_all = {}
-        for m in cv.ALL_METHODS:
+        for m in args.paper_methods:
             kk = k if m in ("BLR", "BD", "CD", "VD") else min(k, args.paper_ens_k)
-            res_all.update(time_method(env, m, kk, "paper", timings))
-        cv.per_input_table(res_all).to_csv(OUT / "coverage_e1_paper_per_input.csv", index=False,
-                                           float_format="%.6g")
+            res_all.update(time_method(env, m, kk, "paper", timings, warm_run=not args.cold_only))
+        write_csv(cv.per_input_table(res_all).assign(input_scale=scale), f"coverage_e1_paper{tag}_per_input.csv")
         ps = cv.summary_table(res_all)
-        ps.to_csv(OUT / "coverage_e1_paper_summary.csv", index=False, float_format="%.6g")
+        write_csv(ps, f"coverage_e1_paper{tag}_summary.csv")
         print(ps.round(3).to_string(index=False), flush=True)
     if timings:
-        pd.DataFrame(timings).to_csv(OUT / "coverage_timings.csv", index=False, float_format="%.4g")
-        print(pd.DataFrame(timings).round(2).to_string(index=False))
+        tim = pd.DataFrame(timings)
+        if scale != 1.0:
+            tim = tim.assign(input_scale=scale)
+        tim.to_csv(OUT / f"coverage_timings{tag}.csv", index=False, float_format="%.4g")
+        print(tim.round(2).to_string(index=False))
 
 
 if __name__ == "__main__":

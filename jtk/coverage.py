@@ -144,6 +144,13 @@ def summarise(per_input: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 
 
 def _as_model(method: Any, env, preset: str, max_epochs: int | None):
+    if isinstance(method, tuple):  # (label, model or name): a configured variant under its own name
+        if len(method) != 2 or not isinstance(method[0], str) or not method[0]:
+            raise TypeError(f"a labelled method must be a pair (label: str, model), got {method!r}")
+        label, inner = method
+        if isinstance(inner, tuple):
+            raise TypeError(f"a labelled method's model must be a name or a model, got {inner!r}")
+        return label, _as_model(inner, env, preset, max_epochs)[1]
     if isinstance(method, str):
         _checks.one_of("methods", method, ALL_METHODS)
         if method == "BLR":
@@ -154,7 +161,8 @@ def _as_model(method: Any, env, preset: str, max_epochs: int | None):
     elif isinstance(method, BayesianLinearRegression):
         return "BLR", method
     else:
-        raise TypeError(f"methods must hold names from {list(ALL_METHODS)} or models, got {type(method).__name__}")
+        raise TypeError(f"methods must hold names from {list(ALL_METHODS)}, models or (label, model) pairs, "
+                        f"got {type(method).__name__}")
     model = model.for_problem(env)
     if max_epochs is not None:
         model = dataclasses.replace(model, max_epochs=max(max_epochs, model.num_epochs))
@@ -169,7 +177,10 @@ def coverage_study(env, methods: Iterable[Any] = ALL_METHODS, k: int = 50, seed:
     Args:
       env: a regression problem from :mod:`jtk.envs.regression`.
       methods: names from ``ALL_METHODS`` ("BLR", "BD", "CD", "VD", "Ens", "EnsAdvA",
-        "EnsBS") or model objects; deep models get σ and c from ``env``.
+        "EnsBS"), model objects, or (label, model) pairs to run a configured variant
+        beside the default under its own name, e.g. ``("EnsBS(0.5)",
+        make_regression("EnsBS", preset="lab", bootstrap_size=0.5))``; deep models
+        get σ and c from ``env``. Names must be distinct.
       k: number of training sets, ≥ 2 (§3: 50).
       seed: int or PRNG key; the training sets are ``env.sample_targets(seed, k)``.
       preset: deep-model preset for names, "lab" or "paper".
@@ -186,6 +197,9 @@ def coverage_study(env, methods: Iterable[Any] = ALL_METHODS, k: int = 50, seed:
     models = [_as_model(m, env, preset, max_epochs) for m in methods]
     if not models:
         raise ValueError("methods must name at least one method, got an empty list")
+    names = [name for name, _ in models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"methods must have distinct names (label a variant as (label, model)), got {names}")
     ys = env.sample_targets(jax.random.fold_in(key, 0), k)  # [k, n]
     x, x_test = env.x_train, env.test_inputs()
     truth, mask, coord = env.mean(x_test), env.in_distribution(x_test), env.test_coordinate()
@@ -199,7 +213,7 @@ def coverage_study(env, methods: Iterable[Any] = ALL_METHODS, k: int = 50, seed:
         iterator = tqdm(models, desc=f"{type(env).__name__}: k={k}", leave=False)
     for name, model in iterator:
         t0 = time.perf_counter()
-        if name == "BLR":
+        if isinstance(model, BayesianLinearRegression):
             mean, std = model.fit_predict_many(x, ys, x_test)
         else:
             mean, std = model.fit_predict_many(x, ys, x_test, seed=jax.random.fold_in(key, 1),
@@ -228,8 +242,8 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
         raise ValueError(f"values must list at least one {param}, got an empty list")
     envs = [make_env(v) for v in values]
     methods = list(methods)
-    epochs = [_as_model(m, e, preset, None)[1].num_epochs for e in envs for m in methods
-              if not (isinstance(m, str) and m == "BLR") and not isinstance(m, BayesianLinearRegression)]
+    built = [_as_model(m, e, preset, None)[1] for e in envs for m in methods]
+    epochs = [model.num_epochs for model in built if isinstance(model, DeepRegression)]
     max_epochs = max(epochs) if epochs else None
     out = {}
     iterator = list(zip(values, envs))
@@ -245,11 +259,17 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
 
 
 def sweep_f_main(f_mains: Iterable[float] = (1, 2, 3, 4, 5), methods: Iterable[Any] = ALL_METHODS, k: int = 50,
-                 seed: Any = 0, preset: str = "lab", env_seed: Any = 0, **kw) -> dict:
-    """E.1 over f_main (Fig. 3): ``sweep(lambda f: SinusoidRegression(f, seed=env_seed), ...)``."""
+                 seed: Any = 0, preset: str = "lab", env_seed: Any = 0, input_scale: float = 1.0, **kw) -> dict:
+    """E.1 over f_main (Fig. 3): ``sweep(lambda f: SinusoidRegression(f, seed=env_seed, input_scale=...), ...)``.
+
+    ``input_scale`` picks the reading of eq. 9 (1: literal, 8: f_main periods on the
+    training range; see :class:`jtk.envs.regression.SinusoidRegression`).
+    """
     from jtk.envs.regression import SinusoidRegression
     f_mains = [_checks.positive("f_mains", f) for f in f_mains]
-    return sweep(lambda f: SinusoidRegression(f, seed=env_seed), f_mains, "f_main", methods, k, seed, preset, **kw)
+    input_scale = _checks.positive("input_scale", input_scale)
+    return sweep(lambda f: SinusoidRegression(f, seed=env_seed, input_scale=input_scale), f_mains, "f_main",
+                 methods, k, seed, preset, **kw)
 
 
 def sweep_dim(dims: Iterable[int] = (1, 2, 3), methods: Iterable[Any] = ALL_METHODS, k: int = 50, seed: Any = 0,

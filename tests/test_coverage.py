@@ -79,6 +79,24 @@ def test_deep_study_and_sweep_tables():
     assert isinstance(table, pd.DataFrame)
 
 
+def test_labelled_variants():
+    """(label, model) pairs run a configured variant beside the default under its own name."""
+    env = SinusoidRegression(1.0, seed=0)
+    half = dr.make_regression("EnsBS", preset="paper", **{**TINY, "bootstrap_size": 0.5})
+    res = cv.coverage_study(env, ["BLR", ("anchor", "BLR"), ("EnsBS(0.5)", half)], k=3, seed=0, progress=False)
+    assert list(res) == ["BLR", "anchor", "EnsBS(0.5)"]
+    np.testing.assert_allclose(res["anchor"].mean, res["BLR"].mean)
+    assert res["EnsBS(0.5)"].method == "EnsBS(0.5)" and res["EnsBS(0.5)"].std.shape == (3, 1000)
+    lem = cv.lemma1_check(res)
+    assert list(lem["method"]) == ["anchor", "EnsBS(0.5)"]
+    with pytest.raises(ValueError, match="distinct names"):
+        cv.coverage_study(env, ["BLR", ("BLR", "BLR")], k=2, progress=False)
+    with pytest.raises(TypeError, match="labelled method"):
+        cv.coverage_study(env, [("x", "BLR", 1)], k=2, progress=False)
+    with pytest.raises(TypeError, match="labelled method"):
+        cv.coverage_study(env, [(1, "BLR")], k=2, progress=False)
+
+
 def test_bad_input():
     env = SinusoidRegression(1.0)
     with pytest.raises(ValueError, match="k must be >= 2"):

@@ -26,6 +26,41 @@ def test_sinusoid_paper_setup():
     assert ind.sum() == np.sum(np.abs(xt[:, 0]) <= 4) and np.all(env.out_of_distribution() == ~ind)
 
 
+def test_sinusoid_input_scale():
+    """input_scale = 8: f_main periods across the training range [−4, 4] instead of 8·f_main."""
+    env = SinusoidRegression(f_main=3.0, input_scale=8.0, seed=0)
+    assert env.input_scale == 8.0 and env.complexity == 3.0  # the epoch rule 300·f_main is unchanged
+    assert "input_scale=8.0" in repr(env) and SinusoidRegression(1.0).input_scale == 1.0
+    x = np.linspace(-6.0, 6.0, 37)[:, None]
+    f = np.array([0.9, 0.9 + 0.2 / 3, 1.1 - 0.2 / 3, 1.1]) * 3.0
+    rho = np.array([0.0, 2 * np.pi / 3, 4 * np.pi / 3, 2 * np.pi])
+    g = np.sin(2 * np.pi * f[None, :] * x / 8.0 + rho[None, :])
+    np.testing.assert_allclose(env.features(x), g, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(env.mean(x), g @ env.gamma, rtol=0, atol=1e-12)
+    # Same draws of γ and of the training inputs as the literal reading; only the features change.
+    lit = SinusoidRegression(f_main=3.0, seed=0)
+    np.testing.assert_array_equal(env.gamma, lit.gamma)
+    np.testing.assert_array_equal(env.x_train, lit.x_train)
+    # One period of the slowest sinusoid spans 8 / (0.9 f_main) input units, i.e. ≈ 1/f_main of [−4, 4].
+    np.testing.assert_allclose(env.features(x), SinusoidRegression(3.0 / 8.0, seed=0).features(x), atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [0, -8.0, float("nan"), float("inf")])
+def test_bad_input_scale(bad):
+    with pytest.raises(ValueError, match="input_scale"):
+        SinusoidRegression(1.0, input_scale=bad)
+
+
+def test_anchor_covers_95_under_input_scale():
+    from jtk import coverage as cv
+
+    env = SinusoidRegression(2.0, input_scale=8.0, seed=0)
+    res = cv.coverage_study(env, ["BLR"], k=400, seed=0, progress=False)["BLR"]
+    s = res.summary().set_index("region")
+    assert abs(s.loc["in", "coverage"] - 0.95) < 0.015 and abs(s.loc["out", "coverage"] - 0.95) < 0.015
+    assert np.all(np.abs(res.coverage() - 0.95) < 0.06)
+
+
 def test_targets_are_fresh_noise_on_fixed_inputs():
     env = SinusoidRegression(1.0, seed=3)
     x1, y1 = env.sample_train(1)
