@@ -91,6 +91,16 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
     return v
 
 
+def seeds(name: str, value: Any, allow_empty: bool = False) -> tuple[int, ...]:
+    """An int n means seeds 0..n-1 (n >= 1); otherwise an iterable of non-negative ints. Returns a tuple."""
+    if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool):
+        value = range(integer(name, value, minimum=1))
+    out = tuple(integer(f"{name} entries", s, minimum=0) for s in value)
+    if not out and not allow_empty:
+        raise ValueError(f"{name} must hold at least one seed, got none")
+    return out
+
+
 def one_of(name: str, value: Any, options: tuple[str, ...] | list[str]) -> str:
     """Checks ``value`` is one of the allowed strings."""
     if value not in options:

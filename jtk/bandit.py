@@ -80,15 +80,6 @@ class BanditProblems(NamedTuple):
         return int(self.actions.shape[1])
 
 
-def _seeds(seeds) -> tuple[int, ...]:
-    if isinstance(seeds, (int, np.integer)):
-        seeds = range(_checks.integer("seeds", seeds, minimum=1))
-    seeds = tuple(_checks.integer("seeds", s, minimum=0) for s in seeds)
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed, got none")
-    return seeds
-
-
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _make_problem(seed, input_dim: int, num_actions: int, temperature):
     k_actions, k_env = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0xBA4D17))
@@ -115,7 +106,7 @@ def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_action
     num_actions = ACTIONS_PER_DIM * input_dim if num_actions is None else num_actions
     num_actions = _checks.integer("num_actions", num_actions, minimum=2)
     temperature = _checks.positive("temperature", temperature)
-    seeds = _seeds(seeds)
+    seeds = _checks.seeds("seeds", seeds)
     made = [_make_problem(s, input_dim, num_actions, jnp.float32(temperature)) for s in seeds]
     return BanditProblems(jnp.stack([m[0] for m in made]), jnp.stack([m[1] for m in made]), seeds, temperature)
 

@@ -114,7 +114,7 @@ class Problem:
 def grid(temperatures: Iterable[float] = PAPER_TEMPERATURES, num_train: Iterable[int] = PAPER_NUM_TRAIN,
          taus: Iterable[int] = PAPER_TAUS, seeds: Iterable[int] | int = 10, **problem_kwargs) -> list[Problem]:
     """All combinations τ × num_train × temperature × seed (seeds: an int n means 0..n-1)."""
-    seeds = range(_checks.integer("seeds", seeds, minimum=1)) if isinstance(seeds, (int, np.integer)) else seeds
+    seeds = _checks.seeds("seeds", seeds, allow_empty=True)
     return [Problem(temperature=t, num_train=n, tau=tau, seed=s, **problem_kwargs)
             for tau, n, t, s in itertools.product(taus, num_train, temperatures, seeds)]
 
