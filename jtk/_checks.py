@@ -95,6 +95,8 @@ def seeds(name: str, value: Any, allow_empty: bool = False) -> tuple[int, ...]:
     """An int n means seeds 0..n-1 (n >= 1); otherwise an iterable of non-negative ints. Returns a tuple."""
     if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool):
         value = range(integer(name, value, minimum=1))
+    elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be an int n (seeds 0..n-1) or an iterable of ints, got {_describe(value)}")
     out = tuple(integer(f"{name} entries", s, minimum=0) for s in value)
     if not out and not allow_empty:
         raise ValueError(f"{name} must hold at least one seed, got none")

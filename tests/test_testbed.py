@@ -122,6 +122,21 @@ def test_bad_problems_are_rejected(kwargs, match):
         testbed.Problem(**kwargs)
 
 
+def test_grid_seeds():
+    """An int n means seeds 0..n-1; an iterable is taken as given; bad seeds name the argument."""
+    assert sorted({p.seed for p in testbed.grid(seeds=3)}) == [0, 1, 2]
+    assert sorted({p.seed for p in testbed.grid(seeds=[4, 7])}) == [4, 7]
+    assert testbed.grid(seeds=[]) == []
+    with pytest.raises(ValueError, match="seeds must be >= 1"):
+        testbed.grid(seeds=0)
+    with pytest.raises(ValueError, match="seeds entries must be >= 0"):
+        testbed.grid(seeds=[1, -2])
+    with pytest.raises(TypeError, match="seeds must be an int n"):
+        testbed.grid(seeds=2.5)
+    with pytest.raises(TypeError, match="seeds must be an int n"):
+        testbed.grid(seeds="12")
+
+
 def test_bad_evaluate_arguments():
     with pytest.raises(ValueError, match="name must be one of"):
         testbed.evaluate("mpl", "quick", progress=False)
