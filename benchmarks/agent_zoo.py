@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import jtk  # noqa: E402
+from jtk.cli import _hyperparameter  # noqa: E402
 from jtk import testbed  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -109,19 +110,31 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per grid cell (default: the grid's)")
     parser.add_argument("--robustness", action="store_true", help="run the §6 study instead of a grid")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
+    parser.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+                        metavar="KEY=VALUE", help="hyperparameter for the agent, e.g. learning_rate=1e-3")
+    parser.add_argument("--label", help="name of the configured agent in the results (one agent only), "
+                                        "e.g. sgmcmc_tuned")
     args = parser.parse_args(argv)
     bad = [a for a in args.agents if split_label(a)[0] not in jtk.agents.names()]
     if bad:
         parser.error(f"--agents must be among {sorted(jtk.agents.names())}, sgmcmc_reference or "
                      f"<agent>_K<size>; got {bad}")
+    if args.label and len(args.agents) != 1:
+        parser.error(f"--label names one configured agent, got --agents {args.agents}")
+    if args.hyperparameters and args.robustness:
+        parser.error("--set applies to grid runs, not to --robustness")
+    if args.hyperparameters and not args.label:
+        parser.error("--set changes the agent: give its results a name with --label")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for name in args.agents:
+        agent = make_agent(name, **dict(args.hyperparameters)) if args.hyperparameters else None
+        name = args.label or name
         if args.robustness:
             df, path = robustness(name), args.out_dir / f"zoo_robustness_{name}.csv"
         else:
             problems = testbed.problems(args.grid, seeds=args.seeds)
             tag = args.grid if args.seeds is None else f"{args.grid}_seeds{args.seeds}"
-            df, path = run(name, problems), args.out_dir / f"zoo_{name}_{tag}.csv"
+            df, path = run(name, problems, agent), args.out_dir / f"zoo_{name}_{tag}.csv"
         df.to_csv(path, index=False)
         print(f"wrote {path}", flush=True)
     return 0

@@ -50,8 +50,8 @@ PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 
          "dropout": (0.793, 0.080, 0.128, 1.347), "bbb": (0.792, 0.079, 0.129, 1.375),
          "hypermodel": (0.793, 0.081, 0.130, 1.107), "ensemble+": (0.790, 0.085, 0.129, 1.015),
          "sgmcmc": (0.796, 0.082, 0.122, 0.947)}
-ORDER = ["mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "sgmcmc", "sgmcmc_reference", "sgld",
-         "deep_kernel", "knn", "random_forest", "bayes_optimal", "uniform"]
+ORDER = ["mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "sgmcmc", "sgmcmc_tuned", "sgmcmc_reference",
+         "sgld", "deep_kernel", "knn", "random_forest", "bayes_optimal", "uniform"]
 
 
 # ------------------------------------------------------------------ helpers
@@ -135,7 +135,7 @@ def table2(df: pd.DataFrame, tag: str) -> str:
                 if np.isfinite(d) and abs(d) > 2 * se:
                     txt = f"**{txt}**"
             cells[f"d_KL^{tau}"] = txt
-        p = PAPER.get(agent, PAPER.get(agent.split("_K")[0]))
+        p = PAPER.get(agent, PAPER.get(agent.split("_")[0]))  # ensemble+_K10, sgmcmc_tuned: the paper's row
         cells["paper acc / ECE / d_KL^1 / d_KL^10"] = " / ".join(f"{v:.3f}" for v in p) if p else "–"
         cells["train s/problem"] = f"{r['train_s_per_problem']:.2f}"
         cells["eval s/problem"] = f"{r['eval_s_per_problem']:.2f}"

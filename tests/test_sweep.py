@@ -49,8 +49,10 @@ def test_best_config_minimises_aggregate_kl():
 
 
 def test_sweep_grids_have_at_least_three_values_per_agent():
-    for name in ("mlp", "ensemble", "ensemble+"):
+    for name in ("mlp", "ensemble", "ensemble+", "sgmcmc"):
         assert len(sweep.configs(sweep.SMALL_SWEEPS, [name])) >= 3
     assert len(sweep.configs(sweep.PAPER_SWEEPS, ["ensemble"])) == 35
+    assert len(sweep.configs(sweep.PAPER_SWEEPS, ["sgmcmc"])) == 12  # the reference's lr × prior-variance sweep
+    assert all(c.make().momentum == 0.9 for c in sweep.configs(sweep.PAPER_SWEEPS, ["sgmcmc"]))
     with pytest.raises(ValueError, match="agents must be among"):
         sweep.configs(sweep.SMALL_SWEEPS, ["bbb"])
