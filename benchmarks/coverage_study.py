@@ -101,6 +101,21 @@ def write_csv(df: pd.DataFrame, name: str) -> None:
     df.to_csv(OUT / name, index=False, float_format="%.6g")
 
 
+def write_sweep(results, by: str, prefix: str, coordinates, with_rmse: bool = False, **columns) -> None:
+    """Writes and prints a sweep's per-input table (plus ``columns``), summary, Lemma 1 check and the rows at
+    ``coordinates``: ``{prefix}_per_input.csv``, ``_summary.csv``, ``_lemma1.csv``, ``_at_inputs.csv``."""
+    table = cv.per_input_table(results).assign(**columns)
+    write_csv(table, f"{prefix}_per_input.csv")
+    for name, df in (("summary", cv.summary_table(results, by=(by,))), ("lemma1", cv.lemma1_check(results, by=by))):
+        write_csv(df, f"{prefix}_{name}.csv")
+        print(df.round(3).to_string(index=False), flush=True)
+    cols = [by, "method", "requested", "coordinate", "coverage", "coverage_se", "deviation",
+            *(["rmse"] if with_rmse else []), "uncertainty"]
+    at = cv.at_inputs(table, coordinates)[cols]
+    write_csv(at, f"{prefix}_at_inputs.csv")
+    print(at.round(3).to_string(index=False), flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
@@ -142,19 +157,7 @@ def main(argv=None):
         f_mains = [float(f) for f in args.f_mains]
         sweep = cv.sweep_f_main(f_mains, methods, k=k, seed=0, preset="lab", input_scale=scale, progress=False)
         print(f"lab   E.1 ({reading}) sweep f_main={f_mains} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
-        table = cv.per_input_table(sweep).assign(input_scale=scale)
-        write_csv(table, f"coverage_e1_lab{tag}_per_input.csv")
-        summ = cv.summary_table(sweep, by=("f_main",))
-        write_csv(summ, f"coverage_e1_lab{tag}_summary.csv")
-        print(summ.round(3).to_string(index=False), flush=True)
-        lem = cv.lemma1_check(sweep, by="f_main")
-        write_csv(lem, f"coverage_e1_lab{tag}_lemma1.csv")
-        print(lem.round(3).to_string(index=False), flush=True)
-        at = cv.at_inputs(table, [-2.38, 1.2, -5.11])
-        cols = ["f_main", "method", "requested", "coordinate", "coverage", "coverage_se", "deviation",
-                "uncertainty"]
-        write_csv(at[cols], f"coverage_e1_lab{tag}_at_inputs.csv")
-        print(at[cols].round(3).to_string(index=False), flush=True)
+        write_sweep(sweep, "f_main", f"coverage_e1_lab{tag}", [-2.38, 1.2, -5.11], input_scale=scale)
 
     # 3. Lab sweep over the input dimension of E.2 (Fig. 6): the diagonal inputs λ = 0.6 (in) and 0.07 (out).
     if "e2" not in args.skip:
@@ -164,19 +167,7 @@ def main(argv=None):
         for d in args.dims:
             secs = {m: r.info["seconds"] for (dd, m), r in e2.items() if dd == d}
             print(f"      d={d}: " + ", ".join(f"{m} {t:.1f} s" for m, t in secs.items()), flush=True)
-        table = cv.per_input_table(e2)
-        write_csv(table, "coverage_e2_lab_per_input.csv")
-        summ = cv.summary_table(e2, by=("dim",))
-        write_csv(summ, "coverage_e2_lab_summary.csv")
-        print(summ.round(3).to_string(index=False), flush=True)
-        lem = cv.lemma1_check(e2, by="dim")
-        write_csv(lem, "coverage_e2_lab_lemma1.csv")
-        print(lem.round(3).to_string(index=False), flush=True)
-        at = cv.at_inputs(table, [0.6, 0.07])
-        cols = ["dim", "method", "requested", "coordinate", "coverage", "coverage_se", "deviation", "rmse",
-                "uncertainty"]
-        write_csv(at[cols], "coverage_e2_lab_at_inputs.csv")
-        print(at[cols].round(3).to_string(index=False), flush=True)
+        write_sweep(e2, "dim", "coverage_e2_lab", [0.6, 0.07], with_rmse=True)
 
     # 4. E.3 (Fig. 7).
     if "e3" not in args.skip:

@@ -66,10 +66,16 @@ def md_table(df: pd.DataFrame, floatfmt: str = "{:.3f}", index: bool = True) -> 
     return "\n".join(lines)
 
 
+def base_agent(label: str, names) -> str:
+    """The longest of ``names`` that ``label`` is or extends with "_…" (``ensemble+_K10`` → ``ensemble+``)."""
+    matches = [n for n in names if label == n or label.startswith(n + "_")]
+    return max(matches, key=len) if matches else label
+
+
 def ordered(agents) -> list[str]:
-    """Paper order; sized variants (``ensemble+_K10``) sit with their base agent."""
+    """Paper order; variants (``ensemble+_K10``) sit with their base agent."""
     def key(a):
-        base = a.split("_K")[0]
+        base = base_agent(a, ORDER)
         return (ORDER.index(base) if base in ORDER else len(ORDER), a)
     return sorted(agents, key=key)
 
@@ -135,7 +141,7 @@ def table2(df: pd.DataFrame, tag: str) -> str:
                 if np.isfinite(d) and abs(d) > 2 * se:
                     txt = f"**{txt}**"
             cells[f"d_KL^{tau}"] = txt
-        p = PAPER.get(agent, PAPER.get(agent.split("_")[0]))  # ensemble+_K10, sgmcmc_tuned: the paper's row
+        p = PAPER.get(base_agent(agent, PAPER))  # ensemble+_K10, sgmcmc_tuned: the paper's row
         cells["paper acc / ECE / d_KL^1 / d_KL^10"] = " / ".join(f"{v:.3f}" for v in p) if p else "–"
         cells["train s/problem"] = f"{r['train_s_per_problem']:.2f}"
         cells["eval s/problem"] = f"{r['eval_s_per_problem']:.2f}"

@@ -267,7 +267,6 @@ def sweep_f_main(f_mains: Iterable[float] = (1, 2, 3, 4, 5), methods: Iterable[A
     """
     from jtk.envs.regression import SinusoidRegression
     f_mains = [_checks.positive("f_mains", f) for f in f_mains]
-    input_scale = _checks.positive("input_scale", input_scale)
     return sweep(lambda f: SinusoidRegression(f, seed=env_seed, input_scale=input_scale), f_mains, "f_main",
                  methods, k, seed, preset, **kw)
 

@@ -29,8 +29,8 @@ from jtk.agents import base as agents_base
 LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 #: The paper's sweeps: App. C.1, C.2, C.6 for the ensemble family; C.5 (the reference's momentum-SGLD sweep,
-#: learning rate × prior variance) for sgmcmc, with jtk's fast chain (``make("sgmcmc")``; pass
-#: ``preset="reference"`` through ``fixed`` for the 500 000-step schedule).
+#: learning rate × prior variance) for sgmcmc, with jtk's fast chain (``make("sgmcmc")``;
+#: ``jtk sweep --set preset=reference`` runs the 500 000-step schedule).
 PAPER_SWEEPS: dict[str, dict[str, Sequence[Any]]] = {
     "mlp": {"l2_scale": LAMBDAS},
     "ensemble": {"num_members": (1, 3, 10, 30, 100), "l2_scale": LAMBDAS},
