@@ -2,7 +2,8 @@
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
     jtk exercises build|check
-    jtk grade NOTEBOOK.ipynb [...] [--json]
+    jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S]
+              [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv]
 
     jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv]
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
+import pathlib
 import sys
 import time
 
@@ -43,6 +46,28 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {value}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    try:
+        value = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except (ValueError, IndexError):
+        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 4G, 512M or 2000000000, got {text!r}") from None
+    if value < 256 * 2 ** 20:
+        raise argparse.ArgumentTypeError(f"expected at least 256M (a kernel with jtk needs more), got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jtk import agents, testbed
 
@@ -65,10 +90,23 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--solutions", default="solutions", help="directory of solution notebooks")
     ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
 
-    gr = sub.add_parser("grade", help="run students' notebooks in a fresh kernel and score each exercise")
-    gr.add_argument("notebooks", nargs="+", help="notebooks to grade")
-    gr.add_argument("--timeout", type=_positive_int, default=120, help="seconds allowed per cell (default 120)")
-    gr.add_argument("--json", action="store_true", help="print the scores as JSON")
+    gr = sub.add_parser("grade", help="grade students' notebooks against the source notebooks (checks, points, "
+                                      "hidden cases), each in a fresh contained kernel")
+    gr.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                    help="notebooks, or directories: DIR/<student>/<notebook>.ipynb (nbgrader) or DIR/<student>.ipynb")
+    gr.add_argument("--source", default="solutions", help="directory of source (solution) notebooks (default solutions/)")
+    gr.add_argument("--json", action="store_true", help="print one JSON object per (student, notebook)")
+    gr.add_argument("--csv", default=None, help="write grades to this CSV (and the misconception summary beside it)")
+    gr.add_argument("--feedback", default=None, help="write one HTML feedback page per student and notebook here")
+    gr.add_argument("--workers", type=_positive_int, default=None, help="notebooks graded at once (default: cores)")
+    gr.add_argument("--timeout", type=_positive_int, default=30, help="seconds allowed per cell (default 30)")
+    gr.add_argument("--memory", type=_bytes, default=4 * 2 ** 30, help="memory per kernel, e.g. 4G (default 4 GiB)")
+    gr.add_argument("--sandbox", default="auto", choices=["auto", "none", "user", "bwrap"],
+                    help="containment of student code (default auto: bwrap if it works, else user if root, else none)")
+    gr.add_argument("--seed", type=_nonnegative_int, default=None, help="one seed of the cases for everybody")
+    gr.add_argument("--salt", default="", help="secret mixed into each student's seeds")
+    gr.add_argument("--force", action="store_true", help="overwrite an existing --csv file")
+    gr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     sw = sub.add_parser("sweep", help="resumable hyperparameter sweep; prints each agent's best configuration")
     sw.add_argument("--agents", nargs="+", default=["mlp", "ensemble", "ensemble+"], help="agents to sweep")
@@ -188,27 +226,68 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     import json
 
-    from jtk import exercises
+    from jtk import exercises, sandbox
 
-    rows, failed_files = [], 0
-    for nb in args.notebooks:
-        try:
-            scores = exercises.grade(nb, timeout=args.timeout)
-        except ValueError as err:
-            print(f"jtk grade: {err}", file=sys.stderr)
-            failed_files += 1
-            continue
-        rows += [{"notebook": nb, **vars(s)} for s in scores]
+    def fail(message: str) -> int:
+        print(f"jtk grade: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        sources = exercises.load_sources(args.source)
+        subs = exercises.collect(args.submissions, sources)
+        mode = sandbox.resolve(args.sandbox)
+    except ValueError as err:
+        return fail(str(err))
+    if not subs:
+        return fail(f"no .ipynb submissions found in {' '.join(args.submissions)}")
+    if args.csv:
+        csv = pathlib.Path(args.csv)
+        if not csv.parent.is_dir() or not os.access(csv.parent, os.W_OK):
+            return fail(f"--csv: directory {str(csv.parent)!r} does not exist or is not writable")
+        if csv.exists() and not args.force:
+            return fail(f"--csv: {str(csv)!r} exists; pass --force to overwrite it or choose another name")
+    if args.feedback:
+        fb = pathlib.Path(args.feedback)
+        if fb.exists() and not fb.is_dir():
+            return fail(f"--feedback: {str(fb)!r} exists and is not a directory")
+    if mode == "none":
+        print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.sandbox)", file=sys.stderr)
+    rows = exercises.grade_class(subs, sources, workers=args.workers, timeout=args.timeout, memory=args.memory,
+                                 sandbox=mode, seed=args.seed, salt=args.salt,
+                                 hide=_hidden_paths([args.source, *args.submissions]),
+                                 progress=not args.no_progress)
+    out = sys.stderr if args.json else sys.stdout
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
-    elif rows:
-        table = pd.DataFrame(rows)
-        with pd.option_context("display.width", 200, "display.max_colwidth", 70):
-            print(table[["notebook", "exercise", "points", "max_points", "status", "message"]].to_string(index=False))
-        total = table.groupby("notebook")[["points", "max_points"]].sum()
-        for nb, row in total.iterrows():
-            print(f"{nb}: {row.points:g} / {row.max_points:g} ({100 * row.points / row.max_points:.0f} %)")
-    return 2 if failed_files else 0
+    table = exercises.grades_frame(rows)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table.to_string(index=False), file=out)
+    summary = exercises.misconception_summary(rows)
+    if len(summary):
+        print("\nMisconceptions (students per check and code):", file=out)
+        print(summary.to_string(index=False), file=out)
+    if args.csv:
+        exercises.write_csv(rows, args.csv)
+        print(f"grades written to {args.csv}", file=out)
+    if args.feedback:
+        written = exercises.write_feedback(rows, args.feedback)
+        print(f"{len(written)} feedback pages written to {args.feedback}", file=out)
+    return 0
+
+
+def _hidden_paths(paths) -> list[str]:
+    """Paths a bwrap kernel must not see: directories unless they hold the Python installation or jtk."""
+    import jtk
+
+    keep = [os.path.realpath(p) for p in (sys.prefix, os.path.dirname(jtk.__file__), sys.executable)]
+    out = []
+    for raw in paths:
+        path = os.path.realpath(raw)
+        if os.path.isdir(path) and any(k == path or k.startswith(path + os.sep) for k in keep):
+            out += [str(p) for p in pathlib.Path(path).rglob("*.ipynb")]
+        elif os.path.exists(path):
+            out.append(path)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,136 @@
+"""A class of generated submissions graded by `jtk grade`: wall time, the CSV, and two regrades compared.
+
+    python benchmarks/grading_class.py [--students 30] [--workers 2] [--timeout 30] [--out benchmarks/results/grading]
+
+Each student hands in all six exercises; student k's notebooks are, in turn, correct (the solution), wrong
+(a typical misconception), tampered (check cell edited to print a pass line, and its points set to 100),
+looping (an infinite loop in the answer) or crashing (os._exit in the answer), so every kind appears in every
+exercise. The class is graded once with --feedback, then twice more; the script prints the wall times, the
+score distribution per kind, the misconception summary, and whether the regrades' CSVs are byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import pathlib
+import subprocess
+import sys
+import time
+
+import nbformat
+import pandas as pd
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
+KINDS = ("correct", "wrong", "tampered", "looping", "crashing")
+WRONG = {  # answer-cell bodies with a typical misconception, by exercise
+    "01_coin_joint.ipynb": {"ex1a-answer": "def coin_joint(biases, prior, flips):\n"
+                                           "    m = float(np.dot(prior, biases))\n"
+                                           "    out = np.ones((2,) * flips)\n"
+                                           "    for idx in np.ndindex(*out.shape):\n"
+                                           "        out[idx] = np.prod([m if o else 1 - m for o in idx])\n"
+                                           "    return out",
+                            "ex1b-answer": "def try_then_commit_value(biases, prior, horizon):\n"
+                                           "    return horizon * max(float(np.dot(prior, biases)), 0.5)"},
+    "02_joint_log_likelihood.ipynb": {"ex2-answer": "def joint_log_likelihood(logits, y):\n"
+                                                    "    lp = log_softmax(logits, -1)\n"
+                                                    "    return np.take_along_axis(lp, y[None, :, None], -1)[..., 0]"
+                                                    ".sum(-1).mean()"},
+    "03_randomized_prior.ipynb": {"ex3-answer": "def member_logits(params, prior_params, x, prior_scale):\n"
+                                                "    return nets.mlp_apply(params, x) + nets.mlp_apply(prior_params, x)"},
+    "04_blr_anchor.ipynb": {"ex4-answer": "def blr_posterior(phi, y, noise_std):\n"
+                                          "    g = np.linalg.inv(phi.T @ phi)\n"
+                                          "    return g @ phi.T @ y, noise_std * g"},
+    "05_batchmig_step.ipynb": {"ex5-answer": "def next_pick(cov, chosen, pool, test, noise_var):\n"
+                                             "    rest = [p for p in pool if p not in chosen]\n"
+                                             "    return rest[int(np.argmax(np.diag(cov)[rest]))]"},
+    "06_thompson_step.ipynb": {"ex6-answer": "def thompson_action(member_logits, seed):\n"
+                                             "    return int(np.argmax(member_logits.mean(0)[:, 1]))"},
+}
+
+
+def _cells(nb, key, value):
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get(key) == value]
+
+
+def make_submission(name: str, kind: str):
+    if kind == "correct":
+        return nbformat.read(SOLUTIONS / name, as_version=4)
+    nb = nbformat.read(EXERCISES / name, as_version=4)
+    solution = nbformat.read(SOLUTIONS / name, as_version=4)
+    for cell in _cells(nb, "solution", True):
+        gid = cell.metadata["nbgrader"]["grade_id"]
+        right = next(c for c in solution.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid).source
+        header = right.split("\n", 1)[0]  # def f(...):
+        if kind == "wrong":
+            cell.source = WRONG[name][gid]
+        elif kind == "looping":
+            cell.source = f"{header}\n    while True:\n        pass"
+        elif kind == "crashing":
+            cell.source = f"import os\n{header}\n    os._exit(1)"
+        else:  # tampered: a wrong answer behind a check cell that prints a pass line
+            cell.source = WRONG[name][gid]
+    if kind == "tampered":
+        for cell in _cells(nb, "grade", True):
+            cell.source = 'print("✅ passed")'
+            cell.metadata["nbgrader"]["points"] = 100
+    return nb
+
+
+def make_class(root: pathlib.Path, students: int) -> None:
+    names = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
+    for k in range(students):
+        folder = root / f"student{k:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for j, name in enumerate(names):
+            nbformat.write(make_submission(name, KINDS[(k + j) % len(KINDS)]), folder / name)
+
+
+def grade(root, csv, workers, timeout, feedback=None) -> float:
+    command = [sys.executable, "-m", "jtk.cli", "grade", str(root), "--csv", str(csv), "--force", "--workers",
+               str(workers), "--timeout", str(timeout), "--salt", "benchmark", "--source", str(SOLUTIONS)]
+    if feedback:
+        command += ["--feedback", str(feedback)]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"jtk grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=int, default=30)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grading"))
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    root = out / "class"
+    make_class(root, args.students)
+    first = grade(root, out / "grades.csv", args.workers, args.timeout, feedback=out / "feedback")
+    second = grade(root, out / "regrade1.csv", args.workers, args.timeout)
+    third = grade(root, out / "regrade2.csv", args.workers, args.timeout)
+    grades = pd.read_csv(out / "grades.csv")
+    kinds = {f"student{k:02d}": k for k in range(args.students)}
+    names = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
+    grades["kind"] = [KINDS[(kinds[s] + names.index(n)) % len(KINDS)] for s, n in zip(grades.student, grades.notebook)]
+    print(f"{len(grades)} notebooks ({args.students} students x {len(names)} exercises), {args.workers} workers, "
+          f"timeout {args.timeout} s")
+    print(f"wall time: first grade {first:.0f} s (with feedback pages), regrades {second:.0f} s and {third:.0f} s")
+    print("score / max_score by kind:")
+    print((grades.groupby("kind").score.sum() / grades.groupby("kind").max_score.sum()).round(3).to_string())
+    identical = filecmp.cmp(out / "regrade1.csv", out / "regrade2.csv", shallow=False) and filecmp.cmp(
+        out / "grades.csv", out / "regrade1.csv", shallow=False)
+    print(f"three grades byte-identical: {identical}")
+    print(pd.read_csv(out / "grades.misconceptions.csv").to_string(index=False))
+    (out / "timings.csv").write_text(pd.DataFrame(
+        [{"notebooks": len(grades), "workers": args.workers, "timeout_s": args.timeout, "first_s": round(first, 1),
+          "regrade1_s": round(second, 1), "regrade2_s": round(third, 1), "identical": identical}]).to_csv(index=False))
+
+
+if __name__ == "__main__":
+    main()
