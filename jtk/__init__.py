@@ -12,7 +12,8 @@ a cache directory already configured for JAX is left alone.
 
 import os as _os
 
-_os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# jtk sets no platform: JAX picks its default backend (a GPU where jax[cuda] is installed). Tests, benchmarks, CI and
+# Dask workers set JAX_PLATFORMS=cpu themselves where they need the CPU.
 
 
 def _enable_compilation_cache() -> None:
@@ -34,8 +35,9 @@ def _enable_compilation_cache() -> None:
 _enable_compilation_cache()
 
 from jtk import active, agents, bandit, coverage, envs, likelihood, nets, testbed  # noqa: E402
+from jtk._info import info  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["accuracy", "active", "agents", "bandit", "coverage", "envs", "expected_calibration_error", "joint_log_likelihood",
+__all__ = ["accuracy", "active", "info", "agents", "bandit", "coverage", "envs", "expected_calibration_error", "joint_log_likelihood",
            "likelihood", "nets", "testbed"]

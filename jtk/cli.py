@@ -4,6 +4,7 @@
     jtk exercises build|check
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
+    jtk info
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv]
 
     jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv]
@@ -36,24 +37,23 @@ def _hyperparameter(text: str) -> tuple[str, object]:
     return key.strip(), parsed
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _int_at_least(minimum: int):
+    """An argparse type: an integer ≥ minimum, with a message that says so."""
+    want = "a positive integer" if minimum == 1 else f"an integer ≥ {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {value}")
+        return value
+
+    return parse
 
 
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer ≥ 0, got {value}")
-    return value
+_positive_int, _nonnegative_int = _int_at_least(1), _int_at_least(0)
 
 
 def _bytes(text: str) -> int:
@@ -118,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                     metavar="KEY=VALUE", help="fixed hyperparameter for every configuration, e.g. num_steps=200")
     sw.add_argument("--scheduler", default="local", help="local, dask or tcp://HOST:PORT")
     sw.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    sub.add_parser("info", help="versions, JAX backend and devices, compilation cache, optional extras")
 
     bd = sub.add_parser("bandit", help="Thompson sampling with an agent on the neural bandit (§5)")
     bd.add_argument("--agent", required=True, help="oracle, uniform or an agent that can be updated online")
@@ -302,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         return _grade(args)
     if args.command == "bandit":
         return _bandit(args)
+    if args.command == "info":
+        from jtk._info import format_info, info
+
+        print(format_info(info()))
+        return 0
     return 2  # pragma: no cover - argparse enforces the choices
 
 

@@ -63,3 +63,24 @@ def test_public_api_names_exist():
     for name in ("paper_problems", "quick_problems", "evaluate", "summarize", "breakdown"):
         assert callable(getattr(jtk.testbed, name))
     assert callable(jtk.agents.make) and callable(jtk.agents.names)
+
+
+def test_import_sets_no_jax_platform_and_info_reports_the_backend():
+    import json
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    code = ("import json, os, jtk; d = jtk.info(); "
+            "print(json.dumps({'env': os.environ.get('JAX_PLATFORMS'), 'backend': d['backend'], "
+            "'devices': d['devices'], 'jax': d['jax'], 'extras': d['extras']}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["env"] is None  # import jtk left the platform choice to JAX
+    import jax
+
+    assert report["backend"] in ("cpu", "gpu", "cuda", "rocm", "tpu") and report["devices"]
+    assert report["jax"] == jax.__version__ and "dask" in report["extras"]
+    from jtk import cli
+
+    assert cli.main(["info"]) == 0

@@ -1,5 +1,6 @@
 import dataclasses
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +12,9 @@ from jtk.agents import Prior
 
 # every temperature and τ, the smallest / a middle / the largest training set, 2 seeds
 CHECK_GRID = testbed.grid(num_train=(1, 30, 1000), seeds=2)
+# |d_KL| of the true environment is float32 rounding: ≤ 1e-7 on the CPU, up to 1.04e-5 measured on an H100 (other
+# reduction orders); the bound keeps a margin over each.
+ZERO_KL = 1e-5 if jax.default_backend() == "cpu" else 5e-5
 
 
 @pytest.mark.parametrize("exact", [True, False])
@@ -18,7 +22,7 @@ def test_agent_that_knows_the_environment_has_zero_kl(exact):
     problems = CHECK_GRID if exact else CHECK_GRID[::6]
     df = testbed.evaluate(testbed.OracleAgent(problems, exact), problems, name="oracle", progress=False)
     assert len(df) == len(problems)
-    assert np.abs(df["kl"]).max() < 1e-5
+    assert np.abs(df["kl"]).max() < ZERO_KL
     assert set(df["likelihood"]) == {"exact" if exact else "mc1000"}
 
 
