@@ -51,10 +51,50 @@ def test_bad_controls_are_reported(explorer):
 
 
 def test_app_redraws_when_the_agent_changes(explorer):
-    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp")
+    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
     before = [line.get_xdata().max() for line in app.figure.axes[0].lines]
     app.controls["horizon"].value = 250
     after = [line.get_xdata().max() for line in app.figure.axes[0].lines]
     assert before == [500, 500] and after == [250, 250]
     app.controls["agent"].value = "uniform"
     assert "uniform: pulls" in app.figure.axes[1].get_title()
+
+
+
+def test_regret_table_is_rounded_for_people(explorer):
+    table = wb.regret_table(explorer, 2, 0.1)
+    assert list(table.columns) == ["problem 0", "problem 1", "mean"] and table.index.name == "agent"
+    assert set(table.index) >= {"uniform", "mlp"}
+    assert all(dtype == np.float64 for dtype in table.dtypes)
+    np.testing.assert_array_equal(table.to_numpy(), np.round(table.to_numpy(), 1))
+    text = table.to_string()
+    assert "99999" not in text and "00000" not in text  # no float32 noise such as 190.699997
+    raw = explorer.result("mlp", 2, 0.1).regret.astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(table.loc["mlp", ["problem 0", "problem 1"]].to_numpy(), raw, atol=0.05)
+    with pytest.raises(ValueError, match="no agent has run"):
+        wb.regret_table(explorer, 10, 0.1)
+
+
+def test_run_times_and_status_lines(explorer):
+    times = wb.run_times(explorer)
+    assert {"agent", "input_dim", "temperature", "seconds"} <= set(times.columns) and (times.seconds >= 0).all()
+    assert wb.expected_seconds(explorer, 2) == pytest.approx(explorer.result("mlp", 2, 0.1).seconds)
+    assert wb.expected_seconds(explorer, 10) is None
+    running = wb.run_status("ensemble+", 10, 0.1, elapsed=12.3, expected=None)
+    assert running.startswith("<b>running ensemble+ at d = 10, ρ = 0.1 …</b> 12 s so far")
+    assert "took about 20 s" in wb.run_status("mlp", 2, 0.1, elapsed=1.0, expected=20.0)
+    assert wb.run_status("mlp", 2, 0.1, seconds=21.4) == "ran mlp at d = 2, ρ = 0.1 in 21 s"
+    assert "failed" in wb.run_status("mlp", 2, 0.1, error="boom")
+
+
+def test_a_new_run_goes_to_the_background_with_a_status_line(explorer):
+    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp")
+    assert app.controls["temperature"].continuous_update is False
+    assert "bandit explorer" in app._repr_mimebundle_()["text/plain"]
+    before = bytes(app.image.value)
+    app.controls["temperature"].value = 0.2  # mlp at ρ = 0.2 has not run: the observer returns at once
+    assert app.status.value.startswith("<b>running mlp at d = 2, ρ = 0.2 …</b>")
+    assert app.wait(300) and app.runner.errors == []
+    assert app.status.value.startswith("ran mlp at d = 2, ρ = 0.2 in ")
+    assert bytes(app.image.value) != before and app.progress.layout.visibility == "hidden"
+    assert ("mlp", 2, 0.2) in explorer.results

@@ -46,7 +46,9 @@ def test_k_slider_changes_coverage_data():
     a = wc.sweep_panel_data(RESULTS, "BD", 2, 1.2)
     b = wc.sweep_panel_data(RESULTS, "BD", 10, 1.2)
     assert set(a["method"]) == {"BD", "BLR"} and len(a) == 6
-    assert not np.allclose(a["coverage_se"], b["coverage_se"]) or not np.allclose(a["coverage"], b["coverage"])
+    assert (not np.allclose(a["coverage_hi"] - a["coverage_lo"], b["coverage_hi"] - b["coverage_lo"])
+            or not np.allclose(a["coverage"], b["coverage"]))
+    assert np.all(a["coverage_lo"] <= a["coverage"]) and np.all(a["coverage"] <= a["coverage_hi"])
     assert len(wc.fit_panel_data(RESULTS, 2.0, "BD", 3, 1.2)["covered_at"]) == 3
     c = wc.sweep_panel_data(RESULTS, "BD", 10, -5.5)
     assert not np.allclose(b["deviation"], c["deviation"])
@@ -85,3 +87,42 @@ def test_draw_runs():
     wc.draw(fig, RESULTS, 2.0, "EnsBS", 5, -2.38)
     assert len(fig.axes) == 2 and "x = -2.40" in fig.axes[0].get_title()
     plt.close(fig)
+
+
+def test_coverage_interval_is_wilson_and_never_zero_width_at_k_2():
+    """2 of 2 sets covered is not "1.00 ± 0.00": the widget shows the Wilson interval, as scipy computes it."""
+    import scipy.stats
+
+    from jtk.plots.intervals import wilson_interval
+
+    assert wc.coverage_text(2, 2) == "coverage 2/2 = 1.00, 95 % Wilson interval [0.34, 1.00]"
+    for covered, k in ((0, 2), (1, 2), (2, 2), (0, 8), (3, 8), (8, 8), (47, 50), (50, 50)):
+        ci = scipy.stats.binomtest(covered, k).proportion_ci(method="wilson")
+        lo, hi = wilson_interval(covered / k, k)
+        assert (float(lo), float(hi)) == pytest.approx((ci.low, ci.high), abs=1e-12), (covered, k)
+        assert hi - lo > 0.05
+    d = wc.fit_panel_data(RESULTS, 1.0, "BLR", 2, 1.2)
+    assert d["coverage_lo_at"] < d["coverage_at"] or d["coverage_at"] == 0
+    assert "±" not in d["coverage_text"] and "Wilson" in d["coverage_text"]
+    with pytest.raises(ValueError, match="covered"):
+        wc.coverage_text(3, 2)
+
+
+def test_draw_keeps_legends_off_the_data_and_titles_the_interval():
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(10, 3.4))
+    wc.draw(fig, RESULTS, 1.0, "BD", 2, 1.2)
+    fig.canvas.draw()
+    assert "Wilson interval" in fig.axes[0].get_title() and "±" not in fig.axes[0].get_title()
+    assert all(ax.get_legend() is None for ax in fig.axes)  # one figure legend, beside the panels
+    legend = fig.legends[0].get_window_extent()
+    for ax in fig.axes:
+        assert not legend.overlaps(ax.get_window_extent())
+    plt.close(fig)
+
+
+def test_app_is_an_app_with_readable_labels():
+    app = wc.build_coverage_app(RESULTS)
+    assert "coverage explorer" in app._repr_mimebundle_()["text/plain"]
+    assert all(c.style.description_width == "initial" for c in app.controls.values())

@@ -126,3 +126,18 @@ def test_kl_vs_num_train_reuses_the_comparison_fits(comp):
     pd.testing.assert_frame_equal(fresh, reused, rtol=1e-3, atol=1e-3)
     fig = we.kl_vs_num_train_figure(fresh)
     assert len(fig.axes) == 2
+
+
+def test_kl_summary_and_wins():
+    rows = [{"agent": a, "num_train": n, "seed": s, "tau": t, "kl": (0.5 if a == "ensemble" else 0.4 + 0.2 * s) * t / n}
+            for a in ("ensemble", "ensemble+") for n in (1, 10) for s in (0, 1) for t in (1, 10)]
+    results = pd.DataFrame(rows)
+    table = we.kl_summary(results)
+    assert table.loc[(1, "ensemble"), 1] == pytest.approx(0.5)
+    assert table.loc[(10, "ensemble+"), 10] == pytest.approx(0.5)
+    text = we.kl_summary(results, digits=2)
+    assert text.loc[(1, "ensemble"), 10] == "0.050"
+    wins = we.kl_wins(results, 10)
+    assert wins.to_dict() == {1: 1, 10: 1} and "of 2" in wins.name
+    with pytest.raises(ValueError, match="tau = 100"):
+        we.kl_wins(results, 100)

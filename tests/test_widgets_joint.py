@@ -69,7 +69,8 @@ def test_bad_control_values_raise(model, call, err):
 
 
 def test_app_every_control_redraws_and_nothing_recompiles(model):
-    app = wj.joint_predictions_app(model, temperature=0.1, seed=0, num_train=3, agent="ensemble+", tau=10)
+    app = wj.joint_predictions_app(model, temperature=0.1, seed=0, num_train=3, agent="ensemble+", tau=10,
+                                   background=False)
     imgs = {k: im.value for k, im in app.images.items()}
     assert all(v[:4] == b"\x89PNG" for v in imgs.values())
     COMPILES.clear()
@@ -84,6 +85,67 @@ def test_app_every_control_redraws_and_nothing_recompiles(model):
     assert changed("agent", "mlp", ["agent"])
     assert changed("num_train", 1, ["environment", "agent", "kl"])
     assert changed("temperature", 0.01, ["environment", "agent", "kl"])  # a new environment: refit
-    assert "fitted" in app.status.value
+    assert app.status.value.startswith("fitting 3 agents for ρ = 0.01, seed 0 … done in ")
     assert changed("seed", 5, ["environment", "agent", "kl"])
     assert COMPILES == []  # temperature and seed are traced, shapes fixed: refits reuse the compiled code
+
+
+def test_fit_status_says_what_is_fitted_and_how_long_it_took():
+    assert wj.fit_status(0.3, 2).startswith("<b>fitting 3 agents for ρ = 0.3, seed 2 …</b>")
+    assert wj.fit_status(0.3, 2, seconds=4.06) == "fitting 3 agents for ρ = 0.3, seed 2 … done in 4.1 s"
+    assert "cached" in wj.fit_status(0.3, 2, cached=True)
+    assert "failed" in wj.fit_status(0.3, 2, error="boom <x>") and "&lt;x&gt;" in wj.fit_status(0.3, 2, error="<x>")
+
+
+def test_background_refit_keeps_only_the_newest_of_a_burst_of_steps(model):
+    """Arrow-key steps each set a value: the app fits the last one, not every one, and the kernel is not blocked."""
+    app = wj.joint_predictions_app(model, temperature=0.1, seed=0, num_train=3, tau=10)
+    assert app.wait(120)
+    env_before = bytes(app.images["environment"].value)
+    for t in (0.2, 0.25, 0.3, 0.35):  # a burst: each move returns at once
+        app.controls["temperature"].value = t
+        assert "fitting 3 agents" in app.status.value
+    assert bytes(app.images["environment"].value) != env_before  # the map redrew at once
+    assert app.wait(120)
+    assert app.runner.errors == [] and app.runner.jobs_run <= 2
+    # the job that started first (after its short delay) and the newest value: at most two of the four are fitted
+    assert model.is_fitted(0.35, 0) and sum(model.is_fitted(t, 0) for t in (0.2, 0.25, 0.3, 0.35)) <= 2
+    assert "0.35" in app.status.value and "done in" in app.status.value
+    kl_before = bytes(app.images["kl"].value)
+    app.controls["tau"].value = 50
+    assert bytes(app.images["kl"].value) != kl_before
+
+
+def test_a_failing_fit_is_shown_not_swallowed(model, monkeypatch):
+    app = wj.joint_predictions_app(model, temperature=0.1, seed=0, num_train=3, background=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(model, "fits", broken)
+    monkeypatch.setattr(model, "is_fitted", lambda *a: False)
+    app.controls["seed"].value = 9
+    assert "failed" in app.status.value and "out of memory" in app.status.value
+
+
+def test_kl_table_for_prose_is_rounded_for_people(model):
+    table = wj.kl_table(model, 0.1, 0, taus=(1, 100), digits=2)
+    floats = wj.kl_table(model, 0.1, 0, taus=(1, 100))
+    assert table.shape == floats.shape
+    for text, value in zip(table.to_numpy().ravel(), floats.to_numpy().ravel()):
+        assert float(text) == pytest.approx(value, rel=0.05)
+        assert len(text.replace("0.", "").replace(".", "").lstrip("0")) <= 2
+
+
+def test_app_images_keep_their_size_and_the_app_names_itself(model):
+    from jtk.widgets._app import png_size
+
+    app = wj.joint_predictions_app(model, temperature=0.1, seed=0, num_train=3, background=False)
+    for image in app.images.values():  # an <img> in a flex column would otherwise stretch to the cell width
+        assert image.layout.width == f"{png_size(image.value)[0]}px"
+    width, height = png_size(app.images["environment"].value)
+    assert width < 300 and height < 250  # the map and the slider above it fit a 768-px-high screen
+    text = app._repr_mimebundle_()["text/plain"]
+    assert "VBox" not in text and "joint-predictions app" in text
+    assert app.controls["temperature"].continuous_update is False
+    assert all(c.style.description_width == "initial" for c in app.controls.values())

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from jtk.plots.layout import legend_outside
+
 CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
 CRITERION_COLORS = {"batchmig": "tab:red", "mig": "tab:orange", "tig": "tab:purple", "random": "tab:gray"}
 
@@ -49,6 +51,25 @@ def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
     return ax
 
 
+def plot_toy_views(views: Mapping[str, Mapping], figsize: tuple[float, float] = (15, 3.6)):
+    """Fig. 2 side by side: one :func:`plot_toy_view` panel per view (shared y axis), one legend right of them.
+
+    Args:
+      views: title or criterion → output of :func:`jtk.widgets.active.toy_view`.
+
+    Returns:
+      the figure.
+    """
+    if not views:
+        raise ValueError("views must hold at least one toy view")
+    fig, axes = plt.subplots(1, len(views), figsize=figsize, sharey=True, squeeze=False)
+    for ax, view in zip(axes[0], views.values()):
+        plot_toy_view(view, ax)
+    fig.tight_layout(rect=(0, 0, 0.89, 1))
+    legend_outside(fig, *axes[0, 0].get_legend_handles_labels(), fontsize=8)
+    return fig
+
+
 def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likelihood"):
     """Fig. 3: mean ± stderr of the test log-likelihood against the training-set size, one line a criterion.
 
@@ -68,7 +89,7 @@ def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likeliho
     ax.set_xlabel("number of training points")
     ax.set_ylabel("mean test log-likelihood" if value == "test_log_likelihood" else value)
     ax.set_title("TAL with the oracle's covariances")
-    ax.legend(frameon=False)
+    legend_outside(ax, fontsize=8)
     return ax
 
 

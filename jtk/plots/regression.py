@@ -15,11 +15,11 @@ import pandas as pd
 
 from jtk import _checks
 from jtk.coverage import Z95, CoverageResult
+from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
+from jtk.plots.layout import legend_outside
 
 METHOD_COLORS = {"BLR": "tab:red", "BD": "tab:blue", "CD": "tab:cyan", "VD": "tab:purple", "Ens": "tab:olive",
                  "EnsAdvA": "tab:orange", "EnsBS": "tab:green"}
-
-
 def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
     """The data of one Fig. 1/2 panel: coordinate, prediction, ±1.96·uncertainty band, truth, training data.
 
@@ -78,10 +78,10 @@ def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | No
         plot_fit(ax, results[m], rep)
     for ax in axes.ravel()[len(methods):]:
         ax.axis("off")
-    axes[0, 0].legend(fontsize=7, loc="lower left")
     if suptitle:
         fig.suptitle(suptitle)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.88, 1))
+    legend_outside(fig, *axes[0, 0].get_legend_handles_labels())
     return fig
 
 
@@ -95,10 +95,10 @@ def sweep_curves(table: pd.DataFrame, coordinate: float, method: str, param: str
 
 def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "f_main",
                methods: Sequence[str] | None = None):
-    """Fig. 3 / 6 analogue: deviation, uncertainty and coverage (± binomial error bar) vs ``param``.
+    """Fig. 3 / 6 analogue: deviation, uncertainty and coverage (95 % Wilson interval) vs ``param``.
 
     Args:
-      table: per-input table of a sweep (:func:`jtk.coverage.per_input_table`).
+      table: per-input table of a sweep (:func:`jtk.coverage.per_input_table`; columns coverage and k).
       coordinates: test inputs, one row of panels each (e.g. −2.38, 1.2, −5.11).
       param: the swept column ("f_main" or "dim").
       methods: which methods to draw (default: all in the table).
@@ -111,7 +111,8 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
             kw = dict(color=METHOD_COLORS.get(m), marker="o", ms=3, label=m)
             row[0].plot(d[param], d["deviation"], **kw)
             row[1].plot(d[param], d["uncertainty"], **kw)
-            row[2].errorbar(d[param], d["coverage"], yerr=d["coverage_se"], capsize=2, **kw)
+            yerr = coverage_yerr(d["coverage"], d["k"]) if "k" in d else d["coverage_se"]  # old CSVs: no k
+            row[2].errorbar(d[param], d["coverage"], yerr=yerr, capsize=2, **kw)
         region = "in" if bool(d["in_distribution"].iloc[0]) else "out of"
         x_at = float(d["coordinate"].iloc[0])
         for ax, what in zip(row, ("deviation |pred − truth|", "uncertainty σ", "coverage of ±1.96 σ")):
@@ -122,8 +123,8 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
         row[1].set_yscale("log")
         row[2].axhline(0.95, color="k", ls=":", lw=1)
         row[2].set_ylim(-0.02, 1.02)
-    axes[0, 2].legend(fontsize=7, loc="lower left", ncol=2)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 0.9, 1))
+    legend_outside(fig, *axes[0, 2].get_legend_handles_labels())
     return fig
 
 
@@ -180,19 +181,22 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
 
 
 def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None):
-    """Coverage (± binomial error bar) at every test input, one line per method (the anchor sits at 0.95)."""
+    """Coverage (band: 95 % Wilson interval) at every test input, one line per method (the anchor sits at 0.95)."""
     methods = list(results) if methods is None else list(methods)
     fig, ax = plt.subplots(figsize=(8, 3))
     for m in methods:
         r = results[m]
         order = np.argsort(r.coordinate)
-        c, se = r.coverage()[order], r.coverage_se()[order]
+        c = r.coverage()[order]
+        lo, hi = wilson_interval(c, r.k)
         ax.plot(r.coordinate[order], c, color=METHOD_COLORS.get(m), lw=1, label=m)
-        ax.fill_between(r.coordinate[order], c - se, c + se, color=METHOD_COLORS.get(m), alpha=0.2)
-    ax.axhline(0.95, color="k", ls=":", lw=1)
+        ax.fill_between(r.coordinate[order], lo, hi, color=METHOD_COLORS.get(m), alpha=0.2,
+                        label=f"{m}: 95 % Wilson interval")
+    ax.axhline(0.95, color="k", ls=":", lw=1, label="nominal 0.95")
     ax.set_xlabel("test input x")
     ax.set_ylabel(f"coverage over k = {results[methods[0]].k}")
     ax.set_title("Coverage of ±1.96 σ at every test input")
-    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    legend_outside(ax)
     fig.tight_layout()
     return fig

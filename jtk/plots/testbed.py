@@ -131,10 +131,11 @@ class EnvironmentFigure(LiveFigure):
     Args:
       view: dict with axis, probs [R, R], x_train, y_train, temperature, seed
         (as from :func:`jtk.widgets.joint.environment_update`).
+      figsize: (width, height) in inches (default 4.6 × 4.0).
     """
 
-    def __init__(self, view: Mapping):
-        self.fig = Figure(figsize=(4.6, 4.0), layout="constrained")
+    def __init__(self, view: Mapping, figsize: tuple[float, float] | None = None):
+        self.fig = Figure(figsize=figsize or (4.6, 4.0), layout="constrained")
         ax = self.fig.add_subplot()
         self.map = ProbabilityMap(ax, view["axis"], view["probs"], view["x_train"], view["y_train"],
                                   _env_title(view))
@@ -157,11 +158,12 @@ class AgentFigure(LiveFigure):
     Args:
       view: dict with axis, agent, mean [R, R], samples [M, R, R], x_train,
         y_train, num_train (as from :func:`jtk.widgets.joint.agent_update`).
+      figsize: (width, height) in inches (default: 2.5 per panel plus the colour bar, 3.0 tall).
     """
 
-    def __init__(self, view: Mapping):
+    def __init__(self, view: Mapping, figsize: tuple[float, float] | None = None):
         m = np.asarray(view["samples"]).shape[0]
-        self.fig = Figure(figsize=(2.5 * (m + 1) + 0.9, 3.0), layout="constrained")
+        self.fig = Figure(figsize=figsize or (2.5 * (m + 1) + 0.9, 3.0), layout="constrained")
         axes = self.fig.subplots(1, m + 1)
         self.maps = [ProbabilityMap(ax, view["axis"], view["mean"], labels=False) for ax in axes]
         self.fig.colorbar(self.maps[0].image, ax=list(axes), label="P(y = 1 | x)", shrink=0.85)
@@ -195,13 +197,15 @@ class KLTauFigure(LiveFigure):
       curves: agent name → [T] d_KL^τ for τ = 1 … T.
       tau: the current τ (vertical line; bars show the values there).
       title: figure title.
+      figsize: (width, height) in inches (default 10 × 3.8).
     """
 
-    def __init__(self, curves: Mapping[str, np.ndarray], tau: int, title: str | None = None):
+    def __init__(self, curves: Mapping[str, np.ndarray], tau: int, title: str | None = None,
+                 figsize: tuple[float, float] | None = None):
         self.names = list(curves)
         if not self.names:
             raise ValueError("curves must hold at least one agent")
-        self.fig = Figure(figsize=(10, 3.8), layout="constrained")
+        self.fig = Figure(figsize=figsize or (10, 3.8), layout="constrained")
         ax, bx = self.fig.subplots(1, 2, width_ratios=[2, 1])
         self.ax, self.bx = ax, bx
         self.lines = {}

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from jtk import _checks, active
+from jtk.widgets._app import LABEL_STYLE, App
 from jtk.agents.gp import GPRegression, MonteCarloGP
 from jtk.envs.gp import NOISE_VAR, GPSplit, ReLUKernelGP, toy_split_1d
 
@@ -118,27 +119,31 @@ def build_toy_app(state: ToyState | None = None):
     import matplotlib.pyplot as plt
 
     from jtk.plots.active import plot_toy_view
+    from jtk.plots.layout import legend_outside
 
     state = make_toy_state() if state is None else state
     criterion = w.Dropdown(options=[("BatchMIG", "batchmig"), ("MIG", "mig"), ("TIG", "tig"),
-                                    ("random", "random")], value="batchmig", description="criterion")
-    batch = w.IntSlider(value=4, min=1, max=10, description="batch size", continuous_update=False)
-    model = w.Dropdown(options=list(state.model_names), value=state.model_names[0], description="selection")
+                                    ("random", "random")], value="batchmig", description="criterion",
+                           style=LABEL_STYLE)
+    batch = w.IntSlider(value=4, min=1, max=10, description="batch size", continuous_update=False, style=LABEL_STYLE)
+    model = w.Dropdown(options=list(state.model_names), value=state.model_names[0], description="selection model",
+                       style=LABEL_STYLE)
     out = w.Output()
 
     def redraw(*_):
         view = toy_view(state, criterion.value, batch.value, model.value)
         with out:
             out.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=(7, 3.5))
+            fig, ax = plt.subplots(figsize=(8.5, 3.5))
             plot_toy_view(view, ax)
-            ax.legend(fontsize=7, loc="lower left", frameon=False)
+            legend_outside(ax, fontsize=8)
+            fig.tight_layout()
             plt.show()
             plt.close(fig)
 
     for c in (criterion, batch, model):
         c.observe(redraw, names="value")
     redraw()
-    app = w.VBox([w.HBox([criterion, batch, model]), out])
+    app = App([w.HBox([criterion, batch, model]), out], title="query explorer")
     app.controls = {"criterion": criterion, "batch_size": batch, "model": model}
     return app

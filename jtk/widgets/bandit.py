@@ -3,19 +3,27 @@
 :class:`BanditExplorer` runs each (agent, d, ρ) once, at the longest horizon
 the slider allows, and caches the result: moving the horizon slider only
 truncates the cached regret (no run), and a new agent, dimension or
-temperature costs one vectorised bandit run (a few seconds; a new dimension
-also compiles once). :func:`curves_view` is the pure function the figure is
-drawn from.
+temperature costs one vectorised bandit run (tens of seconds on a laptop CPU
+for the learning agents; a new dimension also compiles once; :func:`run_times`
+lists what each run took). In the app such a run goes to a background thread
+(:class:`jtk.widgets._app.LatestOnly`) with a status line that counts the
+seconds and a progress bar estimated from the earlier runs at the same d.
+:func:`curves_view`, :func:`pulls_view`, :func:`regret_table` and
+:func:`run_status` are the pure functions the app and the notebook show.
 """
 
 from __future__ import annotations
 
+import io
+import threading
+import time
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from jtk import _checks, bandit
+from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
 
 LAB_AGENT_KWARGS = bandit.PRESETS["lab"]["agent_kwargs"]
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5)
@@ -63,7 +71,7 @@ def curves_view(explorer: BanditExplorer, input_dim: int, horizon: int, temperat
     """Cumulative regret up to ``horizon`` of every agent already run at (d, ρ): a long DataFrame."""
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=explorer.max_horizon)
     frames = []
-    for (agent, d, t), res in explorer.results.items():
+    for (agent, d, t), res in list(explorer.results.items()):  # a snapshot: a background run may add one
         if d == int(input_dim) and t == float(temperature):
             cum = np.cumsum(res.regret[:, :horizon], axis=1)
             every = max(1, explorer.max_horizon // 200)  # the same t grid for every horizon
@@ -76,6 +84,63 @@ def curves_view(explorer: BanditExplorer, input_dim: int, horizon: int, temperat
     df = pd.concat(frames, ignore_index=True)
     df["average_regret"] = df["cumulative_regret"] / df["t"]
     return df
+
+
+def regret_table(explorer: BanditExplorer, input_dim: int = 2, temperature: float = bandit.TEMPERATURE,
+                 decimals: int = 1) -> pd.DataFrame:
+    """Total regret of every agent run at (d, ρ): one row per agent, one column per problem, and their mean.
+
+    Computed in float64 and rounded to ``decimals``, so the table reads 190.7, not float32's 190.699997.
+    """
+    decimals = _checks.integer("decimals", decimals, minimum=0)
+    rows = {agent: np.asarray(res.regret, np.float64).sum(axis=1)
+            for (agent, d, t), res in list(explorer.results.items())
+            if d == int(input_dim) and t == float(temperature)}
+    if not rows:
+        raise ValueError(f"no agent has run at input_dim={input_dim}, temperature={temperature}; "
+                         "call explorer.run_all(...) first")
+    seeds = explorer.problems(input_dim, temperature).seeds
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=[f"problem {s}" for s in seeds])
+    table["mean"] = table.mean(axis=1)
+    table.index.name = "agent"
+    return table.round(decimals)
+
+
+def run_times(explorer: BanditExplorer) -> pd.DataFrame:
+    """Wall time of every cached run (compilation included): columns agent, input_dim, temperature, seconds."""
+    return pd.DataFrame([{"agent": a, "input_dim": d, "temperature": t, "seconds": round(float(r.seconds), 1)}
+                         for (a, d, t), r in list(explorer.results.items())],
+                        columns=["agent", "input_dim", "temperature", "seconds"])
+
+
+def expected_seconds(explorer: BanditExplorer, input_dim: int) -> float | None:
+    """Median wall time of the learning agents' runs so far at this d (None before the first): the estimate the
+    app's progress bar is drawn against."""
+    times = [r.seconds for (a, d, _t), r in list(explorer.results.items())
+             if d == int(input_dim) and a not in bandit.BUILTIN]
+    return float(np.median(times)) if times else None
+
+
+def run_status(agent: str, input_dim: int, temperature: float, *, elapsed: float | None = None,
+               seconds: float | None = None, expected: float | None = None, error: str | None = None) -> str:
+    """The app's status line (HTML): a run in progress (``elapsed``), a finished run (``seconds``) or a failure.
+
+    >>> run_status("mlp", 2, 0.1, elapsed=3.0, expected=20.0)
+    '<b>running mlp at d = 2, ρ = 0.1 …</b> 3.0 s so far (earlier runs at d = 2 took about 20 s)'
+    >>> run_status("mlp", 2, 0.1, seconds=21.4)
+    'ran mlp at d = 2, ρ = 0.1 in 21 s'
+    """
+    what = f"{agent} at d = {int(input_dim)}, ρ = {float(temperature):g}"
+    if error is not None:
+        import html
+
+        return f"<span style='color:#b00020'><b>running {what} failed:</b> {html.escape(error)}</span>"
+    if seconds is not None:
+        return f"ran {what} in {elapsed_text(seconds)}"
+    text = f"<b>running {what} …</b> {elapsed_text(elapsed or 0.0)} so far"
+    if expected is not None:
+        text += f" (earlier runs at d = {int(input_dim)} took about {elapsed_text(expected)})"
+    return text
 
 
 def pulls_view(explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float,
@@ -110,49 +175,107 @@ def draw(fig, explorer: BanditExplorer, agent: str, input_dim: int, horizon: int
 
 
 def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, agent: str = "ensemble+",
-                     input_dims: Sequence[int] = (2, 10)):
+                     input_dims: Sequence[int] = (2, 10), background: bool = True):
     """The explorer: agent dropdown, input-dimension buttons, horizon and temperature sliders, the figure.
 
+    A setting already run redraws at once. A new (agent, d, ρ) runs in a background thread when ``background``
+    (newest request only), with a status line that counts the seconds and a progress bar estimated from the
+    earlier runs at the same d; the figure updates when it is done.
+
     Returns:
-      an ``ipywidgets.VBox``; ``app.controls`` holds the controls by name, ``app.redraw()`` redraws.
+      :class:`~jtk.widgets._app.App` (a VBox); ``app.controls`` holds the controls by name, ``app.redraw()``
+      redraws, ``app.figure`` is the figure, ``app.status`` / ``app.progress`` the status line and bar, and
+      ``app.wait(timeout)`` waits for a run in flight.
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     agents = list(agents or [*bandit.PAPER_AGENTS, "uniform"])
     _checks.one_of("agent", agent, agents)
     controls = {
-        "agent": widgets.Dropdown(options=agents, value=agent, description="agent"),
-        "input_dim": widgets.ToggleButtons(options=list(input_dims), value=input_dims[0], description="d"),
+        "agent": widgets.Dropdown(options=agents, value=agent, description="agent", style=LABEL_STYLE),
+        "input_dim": widgets.ToggleButtons(options=list(input_dims), value=input_dims[0], description="d",
+                                           style=LABEL_STYLE),
         "horizon": widgets.IntSlider(value=explorer.max_horizon, min=bandit.CHUNK, max=explorer.max_horizon,
-                                     step=bandit.CHUNK, description="horizon T"),
+                                     step=bandit.CHUNK, description="horizon T", continuous_update=False,
+                                     style=LABEL_STYLE),
         "temperature": widgets.SelectionSlider(options=list(TEMPERATURES), value=bandit.TEMPERATURE,
-                                               description="temperature ρ"),
+                                               description="temperature ρ", continuous_update=False,
+                                               style=LABEL_STYLE),
     }
-    status = widgets.Label()
-    out = widgets.Output()
-    with plt.ioff():
-        fig = plt.figure(figsize=(10, 3.6), layout="constrained")
+    status = widgets.HTML()
+    progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="≈ progress", style=LABEL_STYLE,
+                                     layout=widgets.Layout(visibility="hidden"))
+    image = image_widget()
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    drawing = threading.RLock()
+
+    def values():
+        return {name: c.value for name, c in controls.items()}
+
+    def key_of(v):
+        return v["agent"], int(v["input_dim"]), float(v["temperature"])
+
+    def render(v):
+        with drawing:
+            draw(fig, explorer, **v)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=80)
+            show_png(image, buf.getvalue())
+
+    def job():
+        v = values()  # the newest setting when the job starts
+        key = key_of(v)
+        if key not in explorer.results:
+            expected = expected_seconds(explorer, key[1])
+            start, stop = time.perf_counter(), threading.Event()
+
+            def tick():
+                while not stop.wait(1.0):
+                    elapsed = time.perf_counter() - start
+                    status.value = run_status(*key, elapsed=elapsed, expected=expected)
+                    if expected:
+                        progress.value = min(elapsed / expected, 0.95)
+
+            progress.value = 0.0
+            progress.layout.visibility = "visible" if expected else "hidden"
+            ticker = threading.Thread(target=tick, name="jtk-bandit-status", daemon=True)
+            ticker.start()
+            try:
+                explorer.result(*key)
+            finally:
+                stop.set()
+                ticker.join()
+                progress.layout.visibility = "hidden"
+            status.value = run_status(*key, seconds=explorer.results[key].seconds)
+        if values() == v:  # else a newer request waits and draws instead
+            render(v)
+
+    def report_error(err, _trace):
+        progress.layout.visibility = "hidden"
+        status.value = run_status(*key_of(values()), error=f"{type(err).__name__}: {err}")
+
+    runner = LatestOnly(background=background, on_error=report_error)
 
     def redraw(*_):
-        values = {name: c.value for name, c in controls.items()}
-        key = (values["agent"], values["input_dim"], float(values["temperature"]))
-        new = key not in explorer.results
-        if new:
-            status.value = f"running {values['agent']} (d = {values['input_dim']}, ρ = {values['temperature']}) ..."
-        draw(fig, explorer, **values)
-        status.value = f"ran {values['agent']} in {explorer.results[key].seconds:.1f} s" if new else ""
-        out.clear_output(wait=True)
-        with out:
-            from IPython.display import display
-            display(fig)
+        v = values()
+        key = key_of(v)
+        if key in explorer.results:
+            render(v)
+            return
+        status.value = run_status(*key, elapsed=0.0, expected=expected_seconds(explorer, key[1]))
+        runner.submit(job)
 
     for c in controls.values():
         c.observe(redraw, names="value")
-    app = widgets.VBox([widgets.HBox([controls["agent"], controls["input_dim"]]),
-                        widgets.HBox([controls["horizon"], controls["temperature"]]), status, out])
+    app = App([widgets.HBox([controls["agent"], controls["input_dim"]]),
+               widgets.HBox([controls["horizon"], controls["temperature"]]),
+               widgets.HBox([status, progress]), image], title="bandit explorer")
     app.controls = controls
     app.redraw = redraw
     app.figure = fig
+    app.image = image
+    app.status, app.progress = status, progress
+    app.runner, app.wait = runner, runner.wait
     redraw()
     return app

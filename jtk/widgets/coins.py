@@ -38,6 +38,7 @@ import pandas as pd
 from jtk import _checks
 from jtk.envs.coin import Coin
 from jtk.plots import coins as coin_plots
+from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png
 
 MAX_FLIPS = 6  # largest n shown as an n-flip joint grid (2^3 × 2^3 cells)
 MAX_HORIZON = 100
@@ -294,7 +295,7 @@ def decision_figure(horizon: int, coins: Mapping[str, Coin] | None = None):
 
 # ------------------------------------------------------------------ builders
 def _image() -> widgets.Image:
-    return widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+    return image_widget()
 
 
 def joint_grid_app(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> widgets.VBox:
@@ -307,15 +308,15 @@ def joint_grid_app(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> w
     coins = _check_coins(coins)
     flips = _checks.integer("flips", flips, minimum=1, maximum=MAX_FLIPS)
     slider = widgets.IntSlider(value=flips, min=1, max=MAX_FLIPS, description="flips n",
-                               continuous_update=False)
+                               continuous_update=False, style=LABEL_STYLE)
     image = _image()
 
     def refresh(_=None):
-        image.value = coin_plots.figure_to_png(joint_grid_figure(slider.value, coins))
+        show_png(image, coin_plots.figure_to_png(joint_grid_figure(slider.value, coins)))
 
     slider.observe(refresh, "value")
     refresh()
-    box = widgets.VBox([slider, image])
+    box = App([slider, image], title="n-flip joint app")
     box.controls, box.image = {"flips": slider}, image
     return box
 
@@ -341,7 +342,7 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
     buttons["reset"] = widgets.Button(description="new coins", button_style="warning")
 
     def refresh(_=None):
-        image.value = coin_plots.figure_to_png(flip_figure(state["history"], coins))
+        show_png(image, coin_plots.figure_to_png(flip_figure(state["history"], coins)))
         truth = ", ".join(f"{n}: {b:g}" for n, b in zip(names, state["biases"])) if reveal.value else "hidden"
         label.value = f"<b>true biases</b>: {truth} &nbsp; <b>flips</b>: {len(state['history'])}"
 
@@ -363,7 +364,7 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
     buttons["reset"].on_click(reset)
     reveal.observe(refresh, "value")
     refresh()
-    box = widgets.VBox([widgets.HBox(list(buttons.values()) + [reveal]), label, image])
+    box = App([widgets.HBox(list(buttons.values()) + [reveal]), label, image], title="coin-flipping app")
     box.buttons, box.image, box.history, box.reveal, box.state = buttons, image, state["history"], reveal, state
     return box
 
@@ -380,17 +381,17 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
     max_horizon = _checks.integer("max_horizon", max_horizon, minimum=1, maximum=MAX_HORIZON)
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=max_horizon)
     slider = widgets.IntSlider(value=horizon, min=1, max=max_horizon, description="horizon H",
-                               continuous_update=False)
+                               continuous_update=False, style=LABEL_STYLE)
     image, table = _image(), widgets.HTML()
 
     def refresh(_=None):
         data = decision_table(slider.value, coins)
         totals = data[data["t"] == slider.value].set_index("policy")["expected_heads"]
         table.value = totals.to_frame(f"expected heads after {slider.value} flips").to_html(float_format="%.2f")
-        image.value = coin_plots.figure_to_png(coin_plots.plot_decision(data, slider.value))
+        show_png(image, coin_plots.figure_to_png(coin_plots.plot_decision(data, slider.value)))
 
     slider.observe(refresh, "value")
     refresh()
-    box = widgets.VBox([slider, table, image])
+    box = App([slider, table, image], title="decision app")
     box.controls, box.image, box.table = {"horizon": slider}, image, table
     return box

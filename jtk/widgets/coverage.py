@@ -15,6 +15,8 @@ import pandas as pd
 
 from jtk import _checks
 from jtk.coverage import Z95, CoverageResult
+from jtk.plots.intervals import coverage_yerr, wilson_interval
+from jtk.widgets._app import LABEL_STYLE, App
 
 
 def _check_results(results: Mapping[tuple[Any, str], CoverageResult]):
@@ -33,6 +35,20 @@ def _pick(results, f_main, method) -> CoverageResult:
     return results[(f_main, method)]
 
 
+def coverage_text(covered: int, k: int) -> str:
+    """The coverage at one input in words, with its 95 % Wilson interval (never "1.00 ± 0.00").
+
+    >>> coverage_text(2, 2)
+    'coverage 2/2 = 1.00, 95 % Wilson interval [0.34, 1.00]'
+    """
+    covered = _checks.integer("covered", covered, minimum=0)
+    k = _checks.integer("k", k, minimum=1)
+    if covered > k:
+        raise ValueError(f"covered must be ≤ k = {k}, got {covered}")
+    lo, hi = wilson_interval(covered / k, k)
+    return f"coverage {covered}/{k} = {covered / k:.2f}, 95 % Wilson interval [{float(lo):.2f}, {float(hi):.2f}]"
+
+
 def fit_panel_data(results, f_main, method: str, k: int, x: float) -> dict[str, Any]:
     """Data of the left panel: first training set's fit ±1.96 σ and the coverage at x over k sets.
 
@@ -46,7 +62,9 @@ def fit_panel_data(results, f_main, method: str, k: int, x: float) -> dict[str, 
     Returns:
       dict with coordinate, mean, lower, upper, truth [n*], x_train, y_train [n],
       x_at (the nearest test input), covered_at [k] (bool per repetition),
-      coverage_at, coverage_se_at, deviation_at [k], uncertainty_at [k].
+      coverage_at, coverage_lo_at / coverage_hi_at (95 % Wilson interval: never zero-width, unlike
+      p ± sqrt(p(1 − p)/k) at p = 0 or 1), coverage_text (the title's wording), deviation_at [k],
+      uncertainty_at [k].
     """
     r = _pick(results, f_main, method)
     k = _checks.integer("k", k, minimum=2, maximum=r.k)
@@ -56,21 +74,23 @@ def fit_panel_data(results, f_main, method: str, k: int, x: float) -> dict[str, 
     m, s = r.mean[0, order], r.std[0, order]
     cov = r.covered[:, i]
     p = float(cov.mean())
+    lo, hi = (float(v) for v in wilson_interval(p, k))
     return {
         "coordinate": r.coordinate[order], "mean": m, "lower": m - Z95 * s, "upper": m + Z95 * s,
         "truth": r.truth[order], "x_train": r.x_train[:, 0] if r.x_train is not None else None,
         "y_train": r.y_train[0] if r.y_train is not None else None,
         "x_at": float(r.coordinate[i]), "in_distribution_at": bool(r.in_distribution[i]),
-        "covered_at": cov, "coverage_at": p, "coverage_se_at": float(np.sqrt(p * (1 - p) / k)),
+        "covered_at": cov, "coverage_at": p, "coverage_lo_at": lo, "coverage_hi_at": hi,
+        "coverage_text": coverage_text(int(cov.sum()), k),
         "deviation_at": r.deviation[:, i], "uncertainty_at": r.std[:, i],
     }
 
 
 def sweep_panel_data(results, method: str, k: int, x: float, reference: str | None = "BLR") -> pd.DataFrame:
-    """Data of the right panel: coverage ± se, deviation, uncertainty vs f_main at x, from k sets.
+    """Data of the right panel: coverage (95 % Wilson interval), deviation, uncertainty vs f_main at x, from k sets.
 
     Returns:
-      DataFrame with columns method, f_main, x_at, coverage, coverage_se, deviation, uncertainty
+      DataFrame with columns method, f_main, x_at, k, coverage, coverage_lo, coverage_hi, deviation, uncertainty
       (one row per f_main, for ``method`` and, if present, the ``reference`` method).
     """
     values, methods = _check_results(results)
@@ -84,14 +104,16 @@ def sweep_panel_data(results, method: str, k: int, x: float, reference: str | No
             r = r.first(kk)
             i = r.index_of(x)
             p = float(r.covered[:, i].mean())
-            rows.append({"method": m, "f_main": f, "x_at": float(r.coordinate[i]), "coverage": p,
-                         "coverage_se": float(np.sqrt(p * (1 - p) / kk)),
+            lo, hi = (float(v) for v in wilson_interval(p, kk))
+            rows.append({"method": m, "f_main": f, "x_at": float(r.coordinate[i]), "k": kk, "coverage": p,
+                         "coverage_lo": lo, "coverage_hi": hi,
                          "deviation": float(r.deviation[:, i].mean()), "uncertainty": float(r.std[:, i].mean())})
     return pd.DataFrame(rows)
 
 
 def draw(fig, results, f_main, method: str, k: int, x: float):
     """Redraws the two panels of the explorer on ``fig`` (cleared first)."""
+    from jtk.plots.layout import legend_outside
     from jtk.plots.regression import METHOD_COLORS
 
     fig.clear()
@@ -104,22 +126,22 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     if d["x_train"] is not None:
         ax1.plot(d["x_train"], d["y_train"], "k.", ms=3, label="training set 1")
     ax1.axvline(d["x_at"], color="k", lw=0.8)
-    ax1.set_title(f"f_main = {f_main}: coverage at x = {d['x_at']:.2f} is "
-                  f"{d['coverage_at']:.2f} ± {d['coverage_se_at']:.2f} (k = {k})", fontsize=9)
+    ax1.set_title(f"f_main = {f_main}, x = {d['x_at']:.2f}: {d['coverage_text']}", fontsize=9)
     ax1.set_xlabel("x")
     ax1.set_ylabel("y")
-    ax1.legend(fontsize=7, loc="lower left")
     s = sweep_panel_data(results, method, k, x)
     for m, g in s.groupby("method", sort=False):
-        ax2.errorbar(g["f_main"], g["coverage"], yerr=g["coverage_se"], marker="o", capsize=2,
+        ax2.errorbar(g["f_main"], g["coverage"], yerr=coverage_yerr(g["coverage"], g["k"]), marker="o", capsize=2,
                      color=METHOD_COLORS.get(m), label=m)
     ax2.axhline(0.95, color="k", ls=":", lw=1)
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("f_main")
     ax2.set_ylabel("coverage of ±1.96 σ")
-    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main", fontsize=9)
-    ax2.legend(fontsize=7)
-    fig.tight_layout()
+    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main (95 % Wilson)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    handles, labels = ax1.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    legend_outside(fig, handles + h2, labels + l2)
 
 
 def build_coverage_app(results, x: float = 1.2):
@@ -141,12 +163,12 @@ def build_coverage_app(results, x: float = 1.2):
     k_max = min(r.k for r in results.values())
     lo, hi = float(first.coordinate.min()), float(first.coordinate.max())
     controls = {
-        "f_main": widgets.SelectionSlider(options=values, value=values[0], description="f_main"),
+        "f_main": widgets.SelectionSlider(options=values, value=values[0], description="f_main", style=LABEL_STYLE),
         "method": widgets.Dropdown(options=methods, value=[m for m in methods if m != "BLR"][0]
-                                   if len(methods) > 1 else methods[0], description="method"),
-        "k": widgets.IntSlider(value=k_max, min=2, max=k_max, description="repetitions k"),
+                                   if len(methods) > 1 else methods[0], description="method", style=LABEL_STYLE),
+        "k": widgets.IntSlider(value=k_max, min=2, max=k_max, description="repetitions k", style=LABEL_STYLE),
         "x": widgets.FloatSlider(value=float(np.clip(x, lo, hi)), min=lo, max=hi, step=(hi - lo) / 200,
-                                 description="test input x"),
+                                 description="test input x", style=LABEL_STYLE),
     }
     out = widgets.Output()
     with plt.ioff():
@@ -161,7 +183,8 @@ def build_coverage_app(results, x: float = 1.2):
 
     for c in controls.values():
         c.observe(redraw, names="value")
-    app = widgets.VBox([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out])
+    app = App([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out],
+              title="coverage explorer")
     app.controls = controls
     app.redraw = redraw
     app.figure = fig

@@ -40,6 +40,7 @@ from jtk.agents.base import train_many
 from jtk.agents.ensemble import EnsembleAgent
 from jtk.envs.classification import sample_prior_params
 from jtk.plots import testbed as tb_plots
+from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png, significant_frame
 
 CHUNK = 10  # problems trained per vmapped call (fixed, so the compiled shape never changes)
 NUM_MEMBERS, NUM_STEPS, BATCH_SIZE = 10, 500, 32
@@ -365,11 +366,12 @@ def comparison_figure(comp: EnsembleComparison, prior_scale: float, num_members:
 
 
 def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num_members: int | None = None,
-                 num_train: int | None = None) -> widgets.VBox:
+                 num_train: int | None = None) -> App:
     """Sliders for prior scale, ensemble size and num_train → the Fig. 12 figure (precomputed; no training).
 
     Returns:
-      VBox; ``.controls`` (dict: prior_scale, num_members, num_train) and ``.image`` for tests.
+      :class:`~jtk.widgets._app.App` (a VBox); ``.controls`` (dict: prior_scale, num_members, num_train) and
+      ``.image`` for tests.
     """
     if not isinstance(comp, EnsembleComparison):
         raise TypeError(f"comp must be an EnsembleComparison from build_comparison, got {type(comp).__name__}")
@@ -377,14 +379,15 @@ def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num
     default_scale = 3.0 if 3.0 in scales else max(scales)
     controls = {
         "prior_scale": widgets.SelectionSlider(options=scales, value=default_scale if prior_scale is None
-                                               else prior_scale, description="prior scale"),
+                                               else prior_scale, description="prior scale λ", style=LABEL_STYLE),
         "num_members": widgets.IntSlider(value=comp.num_members if num_members is None else num_members, min=1,
-                                         max=comp.num_members, description="ensemble size"),
+                                         max=comp.num_members, description="ensemble size", style=LABEL_STYLE),
         "num_train": widgets.SelectionSlider(options=list(comp.num_train_values),
                                              value=(10 if 10 in comp.num_train_values else comp.num_train_values[0])
-                                             if num_train is None else num_train, description="num_train"),
+                                             if num_train is None else num_train, description="num_train",
+                                             style=LABEL_STYLE),
     }
-    image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+    image = image_widget()
     live: list[tb_plots.ComparisonFigure] = []
 
     def refresh(_=None):
@@ -394,12 +397,12 @@ def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num
             live.append(tb_plots.ComparisonFigure(view))
         else:
             live[0].update(view)
-        image.value = live[0].png()
+        show_png(image, live[0].png())
 
     for c in controls.values():
         c.observe(refresh, "value")
     refresh()
-    box = widgets.VBox([widgets.HBox(list(controls.values())), image])
+    box = App([widgets.HBox(list(controls.values())), image], title="ensemble vs ensemble+ app")
     box.controls, box.image, box.comparison = controls, image, comp
     return box
 
@@ -479,3 +482,32 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
 def kl_vs_num_train_figure(results: pd.DataFrame):
     """Fig. 5 analogue: mean d_KL^τ (± standard error over seeds) vs num_train, one panel per τ."""
     return tb_plots.plot_kl_vs_num_train(results)
+
+
+def kl_summary(results: pd.DataFrame, digits: int | None = None) -> pd.DataFrame:
+    """Mean d_KL^τ over seeds: rows (tau, agent), columns num_train (the Fig. 5 numbers).
+
+    Args:
+      results: from :func:`kl_vs_num_train`.
+      digits: None for floats; else strings with this many significant digits (what a notebook prints under a
+        ``nbval-check-output`` tag and quotes in its prose: stable across CPUs, unlike float32's last digits).
+    """
+    if not isinstance(results, pd.DataFrame):
+        raise TypeError(f"results must be a pandas DataFrame, got {type(results).__name__}")
+    table = results.pivot_table(index=["tau", "agent"], columns="num_train", values="kl", aggfunc="mean")
+    if digits is None:
+        return table
+    return significant_frame(table, _checks.integer("digits", digits, minimum=1))
+
+
+def kl_wins(results: pd.DataFrame, tau: int = 10) -> pd.Series:
+    """For each num_train, in how many seeds ensemble+ has a lower d_KL^τ than the ensemble (same environment,
+    data and initialisations)."""
+    tau = _checks.integer("tau", tau, minimum=1)
+    sub = results[results["tau"] == tau]
+    if sub.empty:
+        raise ValueError(f"results hold no rows with tau = {tau} (taus: {sorted(results['tau'].unique())})")
+    wide = sub.pivot_table(index=["num_train", "seed"], columns="agent", values="kl")
+    wins = (wide["ensemble+"] < wide["ensemble"]).groupby(level="num_train").sum().astype(int)
+    wins.name = f"seeds where ensemble+ has the lower d_KL^{tau} (of {sub['seed'].nunique()})"
+    return wins

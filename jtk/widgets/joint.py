@@ -17,7 +17,11 @@ Speed (see :mod:`jtk.widgets.ensembles` for the training settings):
   ensemble: with Adam each member trains as an mlp with the same L2), and
   everything the sliders show is precomputed then: member maps on the grid
   and d_KL^τ for every τ = 1 … 100. A new temperature or seed triggers that
-  refit (seconds; reported by the benchmark), cached for revisits.
+  refit (seconds; ``benchmarks/widget_latency.py`` measures it), cached for
+  revisits. In the app the refit runs in a background thread, newest request
+  only (:class:`jtk.widgets._app.LatestOnly`): the environment map redraws at
+  once, a status line says what is being fitted and how long it took, and a
+  burst of slider steps costs at most two fits.
 * d_KL^τ is exact over the K members (a finite uniform mixture) on one test
   pool of 100 · 100 points cut into blocks of τ (⌊10000/τ⌋ τ-samples for each
   τ; 100 for τ = 100), see :func:`jtk.widgets.ensembles.kl_by_tau`.
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import collections
 import functools
+import html
+import threading
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -41,6 +47,7 @@ from matplotlib.figure import Figure
 from jtk import _checks, nets
 from jtk.envs.classification import sample_prior_params
 from jtk.plots import testbed as tb_plots
+from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, image_widget, show_png, significant_frame
 from jtk.widgets.ensembles import (FitSettings, fit_ensembles, kl_by_tau, member_label_logprobs, member_probs,
                                    probability_grid)
 
@@ -116,6 +123,8 @@ class JointPredictions:
         self.test_blocks = _checks.integer("test_blocks", test_blocks, minimum=1)
         self.cache_size = _checks.integer("cache_size", cache_size, minimum=1)
         self._fits: collections.OrderedDict = collections.OrderedDict()
+        self._cache_lock = threading.Lock()  # guards _fits (the app reads it while a background fit runs)
+        self._fit_lock = threading.Lock()  # one fit at a time; a second caller of the same key waits, then hits
 
     # -------------------------------------------------------------- checks
     @staticmethod
@@ -145,9 +154,21 @@ class JointPredictions:
         t = self.check_temperature(temperature)
         seed = _checks.integer("seed", seed, minimum=0, maximum=2 ** 31 - 1)
         key = (round(t, 6), seed)
-        if key in self._fits:
-            self._fits.move_to_end(key)
-            return self._fits[key]
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        with self._fit_lock:
+            hit = self._cached(key)
+            return hit if hit is not None else self._fit(key, t, seed)
+
+    def _cached(self, key) -> AgentFits | None:
+        with self._cache_lock:
+            if key in self._fits:
+                self._fits.move_to_end(key)
+                return self._fits[key]
+        return None
+
+    def _fit(self, key, t: float, seed: int) -> AgentFits:
         start = time.perf_counter()
         x, y, _ = self.environment(t, seed)
         ns, k, r = self.num_train_values, self.settings.num_members, self.resolution
@@ -168,14 +189,17 @@ class JointPredictions:
               "ensemble": np.stack([kl_by_tau(lp[0, j], true_lp, taus) for j in range(len(ns))]),
               "ensemble+": np.stack([kl_by_tau(lp[1, j], true_lp, taus) for j in range(len(ns))])}
         fits = AgentFits(probs, kl, time.perf_counter() - start)
-        self._fits[key] = fits
-        while len(self._fits) > self.cache_size:
-            self._fits.popitem(last=False)
+        with self._cache_lock:
+            self._fits[key] = fits
+            while len(self._fits) > self.cache_size:
+                self._fits.popitem(last=False)
         return fits
 
     def is_fitted(self, temperature: float, seed: int) -> bool:
         """Whether :meth:`fits` would return from the cache (no training)."""
-        return (round(self.check_temperature(temperature), 6), seed) in self._fits
+        key = (round(self.check_temperature(temperature), 6), seed)
+        with self._cache_lock:
+            return key in self._fits
 
 
 # ------------------------------------------------------------------ update functions
@@ -270,89 +294,150 @@ def temperature_figure(model: JointPredictions, temperatures: Sequence[float] = 
     return fig
 
 
-def kl_table(model: JointPredictions, temperature: float, seed: int, taus: Sequence[int] = (1, 10, 100)):
-    """d_KL^τ of every agent at every num_train for one environment: DataFrame indexed (num_train, agent)."""
+def kl_table(model: JointPredictions, temperature: float, seed: int, taus: Sequence[int] = (1, 10, 100),
+             digits: int | None = None):
+    """d_KL^τ of every agent at every num_train for one environment: DataFrame indexed (num_train, agent).
+
+    Args:
+      digits: None for floats; else every value written with this many significant digits (strings), the form
+        a notebook prints under a ``nbval-check-output`` tag and quotes in its prose.
+    """
     model = _check_model(model)
     taus = [_checks.integer("taus", t, minimum=1, maximum=MAX_TAU) for t in taus]
     fits = model.fits(temperature, seed)
     rows = [{"num_train": n, "agent": a, **{f"d_KL^{t}": float(fits.kl[a][j, t - 1]) for t in taus}}
             for j, n in enumerate(model.num_train_values) for a in AGENTS]
-    return pd.DataFrame(rows).set_index(["num_train", "agent"])
+    table = pd.DataFrame(rows).set_index(["num_train", "agent"])
+    if digits is None:
+        return table
+    return significant_frame(table, _checks.integer("digits", digits, minimum=1))
+
+
+def fit_status(temperature: float, seed: int, seconds: float | None = None, cached: bool = False,
+               error: str | None = None) -> str:
+    """The app's status line (HTML) for the agents of one environment.
+
+    ``seconds`` None and not ``cached``: the fit is running. ``error``: the fit failed with this message.
+
+    >>> fit_status(0.3, 0)
+    '<b>fitting 3 agents for ρ = 0.3, seed 0 …</b> the agent and d_KL^τ panels update when it is done'
+    >>> fit_status(0.3, 0, seconds=4.12)
+    'fitting 3 agents for ρ = 0.3, seed 0 … done in 4.1 s'
+    """
+    what = f"ρ = {float(temperature):.3g}, seed {int(seed)}"
+    if error is not None:
+        return f"<span style='color:#b00020'><b>fitting the agents for {what} failed:</b> {html.escape(error)}</span>"
+    if cached:
+        return f"agents for {what}: fitted before (cached)"
+    if seconds is None:
+        return (f"<b>fitting {len(AGENTS)} agents for {what} …</b> "
+                "the agent and d_KL^τ panels update when it is done")
+    return f"fitting {len(AGENTS)} agents for {what} … done in {float(seconds):.1f} s"
 
 
 # ------------------------------------------------------------------ builder
+APP_FIGSIZES = {"environment": (3.4, 3.0), "agent": (10.5, 2.6), "kl": (9.0, 3.0)}  # inches at 72 dpi: the
+# temperature slider, the map and d_KL^τ fit one 1366×768 screen (about 890 × 560 px for the whole app)
+
+
 def joint_predictions_app(model: JointPredictions | None = None, temperature: float = 0.1, seed: int = 0,
-                          num_train: int = 10, agent: str = "ensemble+", tau: int = 10) -> widgets.VBox:
+                          num_train: int = 10, agent: str = "ensemble+", tau: int = 10,
+                          background: bool = True) -> App:
     """Temperature, seed, num_train, agent and τ controls → environment, agent and d_KL^τ figures.
 
     Moving num_train, agent or τ only indexes precomputed arrays and redraws
     a live figure. A new temperature or seed redraws the environment at once,
-    then refits the agents for it (cached).
+    then refits the agents for it (cached): in a background thread when
+    ``background`` (the kernel stays free; a burst of slider steps costs at most
+    two fits), with a status line saying what is fitted and how long it took.
+    The first fit, for the initial values, runs before the builder returns.
 
     Returns:
-      VBox; ``.controls`` (dict: temperature, seed, num_train, agent, tau),
-      ``.images`` (dict: environment, agent, kl), ``.status`` and ``.model`` for tests.
+      :class:`~jtk.widgets._app.App` (a VBox); ``.controls`` (dict: temperature, seed, num_train, agent, tau),
+      ``.images`` (dict: environment, agent, kl), ``.status``, ``.model`` and ``.wait(timeout)`` (until no fit
+      runs) for tests.
     """
     model = JointPredictions() if model is None else _check_model(model)
     temperature = model.check_temperature(temperature)
     num_train = model.check_num_train(num_train)
     _checks.one_of("agent", agent, AGENTS)
     tau = _checks.integer("tau", tau, minimum=1, maximum=MAX_TAU)
-    style = {"description_width": "initial"}
+    style = LABEL_STYLE
     controls = {
+        # continuous_update=False: dragging refits only where the slider is let go; arrow-key steps each set a
+        # value, and the background runner keeps only the newest of them.
         "temperature": widgets.FloatLogSlider(value=temperature, base=10, min=-2, max=0, step=0.05,
                                               description="temperature ρ", readout_format=".3f",
                                               continuous_update=False, style=style),
         "seed": widgets.BoundedIntText(value=seed, min=0, max=99_999, description="seed", style=style,
-                                       layout=widgets.Layout(width="160px")),
+                                       continuous_update=False, layout=widgets.Layout(width="140px")),
         "num_train": widgets.SelectionSlider(options=list(model.num_train_values), value=num_train,
                                              description="num_train", continuous_update=False, style=style),
         "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, description="agent", style=style),
         "tau": widgets.IntSlider(value=tau, min=1, max=MAX_TAU, description="τ", continuous_update=False,
                                  style=style),
     }
-    images = {k: widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
-              for k in ("environment", "agent", "kl")}
+    images = {k: image_widget() for k in ("environment", "agent", "kl")}
     status = widgets.HTML()
     live: dict = {}
+    drawing = threading.RLock()  # the worker thread and slider observers draw on the same live figures
 
     def values():
         return {k: c.value for k, c in controls.items()}
 
     def draw(name, view, make):
-        if name not in live:
-            live[name] = make(view)
-        else:
-            live[name].update(view) if name != "kl" else live[name].update(view["curves"], view["tau"],
-                                                                              view["title"])
-        images[name].value = live[name].png()
+        with drawing:
+            if name not in live:
+                live[name] = make(view)
+            else:
+                live[name].update(view) if name != "kl" else live[name].update(view["curves"], view["tau"],
+                                                                                  view["title"])
+            show_png(images[name], live[name].png())
 
     def draw_environment():
         v = values()
         draw("environment", environment_update(model, v["temperature"], v["seed"], v["num_train"]),
-             tb_plots.EnvironmentFigure)
+             lambda view: tb_plots.EnvironmentFigure(view, figsize=APP_FIGSIZES["environment"]))
 
     def draw_agent():
         v = values()
-        draw("agent", agent_update(model, v["agent"], v["temperature"], v["seed"], v["num_train"]),
-             tb_plots.AgentFigure)
+        if model.is_fitted(v["temperature"], v["seed"]):  # else the running fit draws it when done
+            draw("agent", agent_update(model, v["agent"], v["temperature"], v["seed"], v["num_train"]),
+                 lambda view: tb_plots.AgentFigure(view, figsize=APP_FIGSIZES["agent"]))
 
     def draw_kl():
         v = values()
-        draw("kl", kl_update(model, v["temperature"], v["seed"], v["num_train"], v["tau"]),
-             lambda view: tb_plots.KLTauFigure(view["curves"], view["tau"], view["title"]))
+        if model.is_fitted(v["temperature"], v["seed"]):
+            draw("kl", kl_update(model, v["temperature"], v["seed"], v["num_train"], v["tau"]),
+                 lambda view: tb_plots.KLTauFigure(view["curves"], view["tau"], view["title"],
+                                                   figsize=APP_FIGSIZES["kl"]))
+
+    def fit_job():
+        v = values()  # the newest values when the job starts: skipped slider steps are never fitted
+        t, s = v["temperature"], v["seed"]
+        fits = model.fits(t, s)  # cached when an earlier job of the same burst fitted it: then it reports that fit
+        now = values()
+        if (now["temperature"], now["seed"]) == (t, s):  # else a newer job is waiting and reports instead
+            status.value = fit_status(t, s, seconds=fits.seconds)
+            draw_agent()
+            draw_kl()
+
+    def report_error(err, _trace):
+        v = values()
+        status.value = fit_status(v["temperature"], v["seed"], error=f"{type(err).__name__}: {err}")
+
+    runner = LatestOnly(background=background, on_error=report_error)
 
     def on_environment(_=None):
         draw_environment()
         v = values()
-        cached = model.is_fitted(v["temperature"], v["seed"])
-        if not cached:
-            status.value = "<i>fitting mlp, ensemble and ensemble+ to the new environment…</i>"
-        fits = model.fits(v["temperature"], v["seed"])
-        status.value = (f"agents fitted at temperature {v['temperature']:.3g}, seed {v['seed']}"
-                        + ("" if cached else f" in {fits.seconds:.1f} s"))
-        draw_agent()
-        draw_kl()
+        if model.is_fitted(v["temperature"], v["seed"]):
+            status.value = fit_status(v["temperature"], v["seed"], cached=True)
+            draw_agent()
+            draw_kl()
+            return
+        status.value = fit_status(v["temperature"], v["seed"])
+        runner.submit(fit_job)
 
     def on_num_train(_=None):
         draw_environment()
@@ -364,15 +449,17 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
     controls["num_train"].observe(on_num_train, "value")
     controls["agent"].observe(lambda _: draw_agent(), "value")
     controls["tau"].observe(lambda _: draw_kl(), "value")
-    on_environment()
-    box = widgets.VBox([
+    # The first fit runs before the app is returned (the cell shows the app complete, and a notebook run saves it
+    # complete); only the refits the controls ask for go to the background.
+    draw_environment()
+    LatestOnly(background=False, on_error=report_error).submit(fit_job)
+    box = App([
         widgets.HBox([controls["temperature"], controls["seed"], controls["num_train"]]),
         status,
-        images["environment"],
+        widgets.HBox([images["environment"], widgets.VBox([controls["tau"], images["kl"]])]),
         controls["agent"],
         images["agent"],
-        controls["tau"],
-        images["kl"],
-    ])
+    ], title="joint-predictions app")
     box.controls, box.images, box.status, box.model = controls, images, status, model
+    box.runner, box.wait = runner, runner.wait
     return box

@@ -1,4 +1,8 @@
-"""Fixtures for the real-browser tests: Debian's Chromium and an isolated JupyterLab server.
+"""Fixtures for the real-browser tests: Debian's Chromium and one isolated JupyterLab server for the session.
+
+The server and the browser are started once and shared by every notebook's test; each test opens its notebook in a
+fresh browser context (its own viewport, storage and console), in a JupyterLab workspace of its own (no notebook or
+panel left open by an earlier test comes back), and shuts its kernel down when it is done.
 
 Chromium or Playwright missing: the test is skipped, unless ``JTK_REQUIRE_BROWSER=1`` (set by ``.ci/run``),
 in which case it fails, so CI cannot pass by skipping. The checks run in fixtures, not at import time, so the
@@ -17,12 +21,15 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 # Settings a user or a stale JupyterLab state could otherwise change. They are written into a fresh user-settings
 # directory, so only these and JupyterLab's defaults apply.
@@ -70,11 +77,32 @@ class Lab:
     log: pathlib.Path
     root: pathlib.Path
 
-    def url(self, path: str) -> str:
-        return f"{self.base}/lab/tree/{path}?token={self.token}"
+    def url(self, path: str, workspace: str | None = None) -> str:
+        """``path`` opened in JupyterLab; in the named ``workspace`` (a fresh, empty layout) when given."""
+        prefix = f"/lab/workspaces/{workspace}" if workspace else "/lab"
+        return f"{self.base}{prefix}/tree/{path}?token={self.token}"
 
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
+    def log_text(self, start: int = 0) -> str:
+        """The server's log (kernels included), from byte offset ``start`` (see :meth:`log_size`)."""
+        with open(self.log, "rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def _api(self, path: str, method: str = "GET"):
+        request = urllib.request.Request(f"{self.base}/api/{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Ends every session and kernel (closing a browser page leaves the kernel running on the server)."""
+        for session in self._api("sessions"):
+            self._api(f"sessions/{session['id']}", method="DELETE")
+        for kernel in self._api("kernels"):
+            self._api(f"kernels/{kernel['id']}", method="DELETE")
 
 
 def _free_port() -> int:
@@ -102,18 +130,29 @@ def _stop(proc: subprocess.Popen) -> None:
         return
 
 
-@pytest.fixture()
-def jupyter_lab(tmp_path, chromium):
+@pytest.fixture(scope="session")
+def jupyter_lab(tmp_path_factory, chromium):
     """A JupyterLab server on loopback with fresh config, runtime, data, settings and workspace directories.
 
-    Its root is ``tmp_path/lab`` (empty: copy notebooks into ``lab.root``). Kernel specs and lab extensions
-    (ipywidgets) still come from this environment's ``share/jupyter``, which stays on Jupyter's data path.
+    Its root mirrors the repository where the notebooks need it: ``notebooks/`` holds copies of every notebook
+    (so a test never writes into the checkout), and ``benchmarks`` links to the checkout's, whose committed results
+    notebooks 04–06 read as ``../benchmarks/results``. Kernel specs and lab extensions (ipywidgets) still come from
+    this environment's ``share/jupyter``, which stays on Jupyter's data path.
     """
+    tmp_path = tmp_path_factory.mktemp("jupyterlab")
     root, state = tmp_path / "lab", tmp_path / "jupyter"
-    root.mkdir()
-    dirs = {name: state / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")}
+    (root / "notebooks").mkdir(parents=True)
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(notebook, root / "notebooks" / notebook.name)
+    (root / "benchmarks").symlink_to(ROOT / "benchmarks", target_is_directory=True)
+    dirs = {name: state / name for name in ("config", "data", "settings", "workspaces", "ipython")}
     for d in dirs.values():
         d.mkdir(parents=True)
+    # The kernels talk to the server over Unix sockets in here (KernelManager.transport=ipc), not over loopback TCP
+    # ports, so no ZMQ client of another process on this machine can reach them: with TCP, while other kernels ran
+    # beside the test, its kernel once logged "ValueError: DELIM not in msg_list" tracebacks (foreign frames on its
+    # shell port, presumably a client still reconnecting to a port it had used). Short: socket paths are < 108 bytes.
+    dirs["runtime"] = pathlib.Path(tempfile.mkdtemp(prefix="jtk-lab-"))
     for plugin, values in LAB_SETTINGS.items():
         f = dirs["settings"] / f"{plugin}.jupyterlab-settings"
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +174,8 @@ def jupyter_lab(tmp_path, chromium):
            f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
            "--LabApp.news_url=None",
            "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
-           "--LabApp.expose_app_in_browser=True"]  # window.jupyterapp: the test drives JupyterLab's own commands
+           "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the test drives JupyterLab's own commands
+           "--KernelManager.transport=ipc"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     with open(log_path, "w") as log:
@@ -155,3 +195,17 @@ def jupyter_lab(tmp_path, chromium):
         yield Lab(base=base, token=token, log=log_path, root=root)
     finally:
         _stop(proc)
+        shutil.rmtree(dirs["runtime"], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    """Chromium, launched once (Playwright with ``executable_path``); tests open their own contexts in it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

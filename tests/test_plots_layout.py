@@ -1,0 +1,88 @@
+"""Figures of notebooks 04 and 05: legends beside the data, coverage intervals from the Wilson formula."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import scipy.stats  # noqa: E402
+
+from jtk.coverage import CoverageResult  # noqa: E402
+from jtk.plots import active as aplots, regression as rplots  # noqa: E402
+from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: E402
+
+
+def _legends(fig):
+    return list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+
+
+def assert_legends_off_the_data(fig):
+    fig.canvas.draw()
+    legends = _legends(fig)
+    assert legends, "the figure has no legend"
+    for legend in legends:
+        box = legend.get_window_extent()
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>" or not ax.get_visible() or not ax.axison:
+                continue
+            assert not box.overlaps(ax.get_window_extent()), (legend.get_texts()[0].get_text(), ax.get_title())
+    plt.close(fig)
+
+
+def _result(method, k=6, seed=0):
+    rng = np.random.default_rng(seed)
+    coord = np.linspace(-6, 6, 41)
+    truth = np.sin(coord)
+    return CoverageResult(method, coord, coord[:, None], truth, truth + rng.normal(0, 0.2, (k, coord.size)),
+                          np.full((k, coord.size), 0.2), np.abs(coord) <= 4, {"f_main": 1.0},
+                          np.linspace(-4, 4, 10)[:, None], rng.normal(size=(k, 10)))
+
+
+def test_wilson_matches_scipy_vectorised_and_rejects_nonsense():
+    k = np.array([2, 2, 5, 50, 400])
+    covered = np.array([0, 2, 3, 47, 380])
+    lo, hi = wilson_interval(covered / k, k)
+    for c, kk, a, b in zip(covered, k, lo, hi):
+        ci = scipy.stats.binomtest(int(c), int(kk)).proportion_ci(method="wilson")
+        assert (a, b) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    yerr = coverage_yerr(covered / k, k)
+    assert yerr.shape == (2, 5) and np.all(yerr >= 0) and np.all(yerr.sum(0) > 0)
+    with pytest.raises(ValueError, match="coverage"):
+        wilson_interval(1.5, 10)
+    with pytest.raises(ValueError, match="k must"):
+        wilson_interval(0.5, 0)
+
+
+def test_regression_figures_put_legends_beside_the_data():
+    results = {m: _result(m, seed=i) for i, m in enumerate(("BLR", "BD", "EnsBS"))}
+    assert_legends_off_the_data(rplots.plot_coverage_profile(results))
+    assert_legends_off_the_data(rplots.plot_fits(results))
+    table = pd.concat([r.per_input().assign(f_main=f) for f in (0.5, 1.0) for r in results.values()])
+    fig = rplots.plot_sweep(table, [1.2, -5.0])
+    assert_legends_off_the_data(fig)
+
+
+def test_sweep_error_bars_are_wilson_intervals():
+    r = _result("BD", k=2)
+    table = pd.concat([r.per_input().assign(f_main=f) for f in (0.5, 1.0)])
+    fig = rplots.plot_sweep(table, [1.2])
+    bars = [c for c in fig.axes[2].collections if isinstance(c, matplotlib.collections.LineCollection)]
+    segments = np.concatenate([b.get_segments() for b in bars])
+    heights = np.array([abs(s[1, 1] - s[0, 1]) for s in segments])
+    assert np.all(heights > 0.3)  # at k = 2 no bar collapses to zero width, even where p is 0 or 1
+    plt.close(fig)
+
+
+def test_active_learning_figures_put_legends_beside_the_data():
+    grid = np.linspace(-4, 4, 30)
+    view = {"x_grid": grid, "f_grid": np.sin(grid), "x_train": grid[:3], "y_train": np.sin(grid[:3]),
+            "x_test": grid[-3:], "x_query": grid[10:12], "y_query": np.sin(grid[10:12]), "mean": np.sin(grid),
+            "std": np.full(30, 0.1), "criterion": "mig", "test_log_likelihood": 0.1}
+    assert_legends_off_the_data(aplots.plot_toy_views({"mig": view, "tig": {**view, "criterion": "tig"}}))
+    curves = pd.DataFrame({"criterion": ["mig", "mig", "tig", "tig"], "num_train": [5, 10, 5, 10],
+                           "test_log_likelihood": [0.1, 0.2, 0.0, 0.05], "split": [0, 0, 0, 0]})
+    ax = aplots.plot_tal_criteria(curves)
+    assert_legends_off_the_data(ax.figure)
