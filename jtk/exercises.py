@@ -702,16 +702,21 @@ def grades_frame(rows: Sequence[dict]):
 
 
 def misconception_summary(rows: Sequence[dict]):
-    """How many students hit each misconception code, per check: columns check, code, students."""
+    """How many students hit each misconception code, per check: columns check, code, students.
+
+    A check whose cell timed out or died before any answer was judged counts as ``status.timeout`` /
+    ``status.error``.
+    """
     import pandas as pd
 
     hits: dict[tuple[str, str], set] = {}
     for row in rows:
         for c in row["checks"]:
-            for code in c.get("codes") or ([c["misconception"]] if c.get("misconception") else []):
+            codes = c.get("codes") or ([c["misconception"]] if c.get("misconception") else [])
+            if not codes and c["status"] in ("timeout", "error"):  # no answer was judged: the cell's fate counts
+                codes = [f"status.{c['status']}"]
+            for code in codes:
                 hits.setdefault((c["id"], code), set()).add(row["student"])
-            if c["status"] in ("timeout", "error"):
-                hits.setdefault((c["id"], f"status.{c['status']}"), set()).add(row["student"])
     frame = pd.DataFrame([(gid, code, len(s)) for (gid, code), s in hits.items()],
                          columns=["check", "code", "students"])
     return frame.sort_values(["check", "students", "code"], ascending=[True, False, True]).reset_index(drop=True)

@@ -855,10 +855,12 @@ def run_check(name: str, fn: Callable, seed=None, hidden: bool = False) -> Resul
     cases = check.cases(_rng(name, seed, hidden), hidden)
     deadline = time.monotonic() + (context["call_seconds"] if context else NOTEBOOK_CALL_SECONDS)
     answers = []
-    for args in cases:  # after a timeout the remaining cases are not tried
+    for args in cases:  # after a timeout the remaining cases (of this grading cell) are not tried
         left = deadline - time.monotonic()
-        late = answers and answers[-1].get("raised") == "timeout"
+        late = (answers and answers[-1].get("raised") == "timeout") or (context or {}).get("timed_out")
         answers.append(encode(Raised("timeout") if late or left <= 0 else _capture(check, fn, args, left)))
+    if context is not None and answers and answers[-1].get("raised") == "timeout":
+        context["timed_out"] = True
     if context is not None:
         _emit({"check": name, "hidden": bool(hidden), "answers": answers})
         print(f"{check.title}{' (hidden cases)' if hidden else ''}: {len(cases)} answers recorded for grading")

@@ -154,3 +154,14 @@ def test_check_calls_reads_the_plan_of_a_cell():
         exercises.check_calls("print(1)")
     with pytest.raises(ValueError, match="literal"):
         exercises.check_calls("grading.check_blr_posterior(f, hidden=flag)")
+
+
+def test_a_failed_check_in_a_notebook_shows_its_message_not_a_traceback():
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(EXERCISES / "02_joint_log_likelihood.ipynb", as_version=4)
+    NotebookClient(nb, allow_errors=True, kernel_name="python3", timeout=120).execute()
+    (check,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    (error,) = [o for o in check.outputs if o.output_type == "error"]
+    assert len(error.traceback) == 1 and "❌ Exercise 2" in error.traceback[0], error.traceback
+    assert "not implemented yet" in error.traceback[0] and "grading.py" not in error.traceback[0]
