@@ -7,6 +7,7 @@ Each student hands in all six exercises; student k's notebooks are, in turn, cor
 looping (an infinite loop in the answer) or crashing (os._exit in the answer), so every kind appears in every
 exercise. The class is graded once with --feedback, then twice more; the script prints the wall times, the
 score distribution per kind, the misconception summary, and whether the regrades' CSVs are byte-identical.
+The notebooks and feedback pages go to a temporary directory; --out receives the CSVs and timings.csv.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import filecmp
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 
 import nbformat
@@ -109,9 +111,10 @@ def main() -> None:
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    root = out / "class"
+    work = pathlib.Path(tempfile.mkdtemp(prefix="jtk-class-"))  # the notebooks and feedback pages stay out of --out
+    root = work / "class"
     make_class(root, args.students)
-    first = grade(root, out / "grades.csv", args.workers, args.timeout, feedback=out / "feedback")
+    first = grade(root, out / "grades.csv", args.workers, args.timeout, feedback=work / "feedback")
     second = grade(root, out / "regrade1.csv", args.workers, args.timeout)
     third = grade(root, out / "regrade2.csv", args.workers, args.timeout)
     grades = pd.read_csv(out / "grades.csv")
@@ -130,6 +133,7 @@ def main() -> None:
     (out / "timings.csv").write_text(pd.DataFrame(
         [{"notebooks": len(grades), "workers": args.workers, "timeout_s": args.timeout, "first_s": round(first, 1),
           "regrade1_s": round(second, 1), "regrade2_s": round(third, 1), "identical": identical}]).to_csv(index=False))
+    print(f"feedback pages in {work / 'feedback'}; CSVs in {out}")
 
 
 if __name__ == "__main__":
