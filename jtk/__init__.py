@@ -34,10 +34,23 @@ def _enable_compilation_cache() -> None:
 
 _enable_compilation_cache()
 
-from jtk import active, agents, bandit, coverage, envs, likelihood, nets, testbed  # noqa: E402
 from jtk._info import info  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["accuracy", "active", "info", "agents", "bandit", "coverage", "envs", "expected_calibration_error", "joint_log_likelihood",
-           "likelihood", "nets", "testbed"]
+_SUBMODULES = ("active", "agents", "bandit", "coverage", "envs", "executors", "exercises", "grading", "likelihood",
+               "nets", "plots", "sandbox", "sweep", "testbed", "train", "widgets")
+__all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
+
+
+def __getattr__(name: str):
+    """Submodules load on first use (``jtk.testbed``, ``from jtk import active``): ``import jtk`` stays fast."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"jtk.{name}")
+    raise AttributeError(f"module 'jtk' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBMODULES))

@@ -17,9 +17,19 @@ from typing import Iterator
 SCHEDULERS = ("local", "dask")
 
 
+def _require_dask() -> None:
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ValueError("scheduler 'dask' and tcp:// addresses need the dask extra: pip install 'jtk[dask]' "
+                         "(or conda install dask distributed)") from None
+
+
 def _check_scheduler(scheduler: str) -> str:
     if not isinstance(scheduler, str) or not (scheduler in SCHEDULERS or scheduler.startswith("tcp://")):
         raise ValueError(f"scheduler must be 'local', 'dask' or a tcp://HOST:PORT address, got {scheduler!r}")
+    if scheduler != "local":
+        _require_dask()
     return scheduler
 
 

@@ -25,9 +25,22 @@ def _conda_dependencies() -> dict[str, str]:
     return deps
 
 
+def _dev_requirements(project) -> list[str]:
+    """Core and dev requirements, with dev's own extras (jtk[lab,dask]) expanded."""
+    extras = project["optional-dependencies"]
+    out = list(project["dependencies"])
+    for req in extras["dev"]:
+        if _name(req) == "jtk":
+            for extra in re.search(r"\[(.*)\]", req).group(1).split(","):
+                out += extras[extra.strip()]
+        else:
+            out.append(req)
+    return out
+
+
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {_name(r): r for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    wanted = {_name(r): r for r in _dev_requirements(project)}
     conda = _conda_dependencies()
     assert set(wanted) == set(conda), f"only in pyproject: {set(wanted) - set(conda)}; only in conda: {set(conda) - set(wanted)}"
     for name, req in wanted.items():
@@ -63,6 +76,15 @@ def test_public_api_names_exist():
     for name in ("paper_problems", "quick_problems", "evaluate", "summarize", "breakdown"):
         assert callable(getattr(jtk.testbed, name))
     assert callable(jtk.agents.make) and callable(jtk.agents.names)
+
+
+def test_core_needs_no_lab_or_dask_and_every_requirement_has_an_upper_bound():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {_name(r): r for r in project["dependencies"]}
+    assert not {"jupyterlab", "dask", "distributed"} & set(core)
+    assert all("<" in r for r in core.values()), [r for r in core.values() if "<" not in r]
+    assert set(project["optional-dependencies"]) >= {"lab", "dask", "cuda12", "dev"}
+    assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License") and (ROOT / "CITATION.cff").exists()
 
 
 def test_import_sets_no_jax_platform_and_info_reports_the_backend():
