@@ -279,9 +279,9 @@ def _grade(args) -> int:
 
 def _hidden_paths(paths) -> list[str]:
     """Paths a bwrap kernel must not see: directories unless they hold the Python installation or jtk."""
-    import jtk
+    from jtk import sandbox
 
-    keep = [os.path.realpath(p) for p in (sys.prefix, os.path.dirname(jtk.__file__), sys.executable)]
+    keep = sandbox.runtime_paths()
     out = []
     for raw in paths:
         path = os.path.realpath(raw)

@@ -133,10 +133,26 @@ class SandboxKernelManager(AsyncKernelManager):
         return [*bwrap_args(cfg["workdir"], cfg["hidden"]), *launcher]
 
 
+def runtime_paths() -> list[str]:
+    """What a kernel must see: the Python installation and environment, and jtk's own package."""
+    import jtk
+
+    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(jtk.__file__),
+                                           os.path.dirname(os.path.realpath(sys.executable)))}
+    return sorted(paths)
+
+
 def bwrap_args(workdir: str, hidden: Sequence[str]) -> list[str]:
-    """bwrap's command line: read-only root, private /tmp and /dev/shm, ``hidden`` paths emptied, workdir writable."""
+    """bwrap's command line: read-only root, private /tmp and /dev/shm, ``hidden`` paths emptied, workdir writable.
+
+    The Python environment and jtk are bound again (read-only) after the private /tmp, so a checkout or a virtual
+    environment under /tmp still works inside the sandbox.
+    """
     args = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+    for path in runtime_paths():
+        if path == "/tmp" or path.startswith("/tmp/") or path.startswith("/dev/shm/"):
+            args += ["--ro-bind", path, path]
     for path in hidden:
         real = os.path.realpath(path)
         if os.path.isdir(real):

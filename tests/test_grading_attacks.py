@@ -262,3 +262,17 @@ def test_a_regrade_is_identical_and_students_get_their_own_cases(graded, tmp_pat
     assert exercises.check_seed("alice", "ex1a-check", "s") != exercises.check_seed("bob", "ex1a-check", "s")
     assert exercises.check_seed("alice", "ex1a-check", "s") != exercises.check_seed("alice", "ex1a-check", "t")
     assert exercises.check_seed("alice", "ex1a-check", "s", seed=7) == 7
+
+
+def test_bwrap_keeps_an_environment_under_tmp_visible_and_the_source_hidden(monkeypatch, tmp_path):
+    # CI may clone the project (and its .venv) under /tmp, which the sandbox replaces by a private tmpfs.
+    source = tmp_path / "solutions"
+    source.mkdir()
+    monkeypatch.setattr(sandbox, "runtime_paths", lambda: [str(tmp_path / ".venv"), "/usr"])
+    args = sandbox.bwrap_args(str(tmp_path / "work"), [str(source)])
+    pairs = list(zip(args, args[1:]))
+    private_tmp = pairs.index(("--tmpfs", "/tmp"))
+    venv = pairs.index(("--ro-bind", str(tmp_path / ".venv")))
+    hidden = pairs.index(("--tmpfs", str(source.resolve())))
+    assert private_tmp < venv < hidden
+    assert ("--ro-bind", "/usr") not in pairs  # outside /tmp it is visible anyway
