@@ -8,7 +8,7 @@ Two kinds of control, reported separately:
   notebooks 01–03 a move is the whole observer, run outside a kernel (setting a control's ``.value`` runs its
   observers synchronously, exactly as a slider move does in Jupyter: update function, live-figure update, PNG
   render into the Image widget). For 04–06 the pure update function the observer calls is timed on its own
-  (``update``) and together with the redraw and PNG render (``+ draw``).
+  (``update``) and together with the redraw and PNG render (``+ draw``; for 06 the app's whole observer).
 * **refits** train something: a new temperature or seed in notebook 02 (mlp, ensemble and ensemble+ at five
   num_train values, one vectorised call, no compilation) and a new agent, temperature or dimension in notebook 06
   (one bandit run). In the notebooks these run in a background thread with a status line; here they are timed
@@ -187,8 +187,6 @@ def bench_05(r, plain):
 
 
 def bench_06(r, plain, refits, bandit_runs):
-    from matplotlib.figure import Figure
-
     from jtk.widgets import bandit as wb
 
     explorer = wb.BanditExplorer(num_problems=4, max_horizon=1000)
@@ -196,15 +194,14 @@ def bench_06(r, plain, refits, bandit_runs):
     explorer.run_all(["ensemble+"], input_dim=2)
     print(f"build (not a slider move): notebook 06 first run (ensemble+, compilation included) "
           f"{time.perf_counter() - t0:.1f} s")
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
     horizons = _cycle([250, 1000, 500, 750], r)
     plain.append(("06 horizon: update", _time_calls(lambda h: (wb.curves_view(explorer, 2, h, 0.1),
                                                                wb.pulls_view(explorer, "ensemble+", 2, h, 0.1)),
                                                    [(h,) for h in horizons])))
-    wb.draw(fig, explorer, "ensemble+", 2, 1000, 0.1)
-    _png(fig)  # warm-up
-    plain.append(("06 horizon: update + draw", _time_calls(lambda h: (wb.draw(fig, explorer, "ensemble+", 2, h, 0.1),
-                                                                      _png(fig)), [(h,) for h in horizons])))
+    # The app's own observer (update, in-place redraw of the live figure, PNG into the Image widget), as for 01–03.
+    app = wb.build_bandit_app(explorer, agents=["ensemble+"], agent="ensemble+", background=False)
+    app.controls["horizon"].value = 500  # warm-up
+    plain.append(("06 horizon: update + draw (whole observer)", _time_moves(app.controls["horizon"], horizons)))
     runs = [("mlp", 2, 0.1), ("dropout", 2, 0.1), ("ensemble+", 2, 0.2), ("ensemble+", 2, 0.5)][:bandit_runs]
     if runs:
         refits.append(("06 new agent / ρ at d = 2: one bandit run (T = 1000, 4 problems)",

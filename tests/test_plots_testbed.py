@@ -126,3 +126,25 @@ def test_coin_figures_and_png_helper():
     grid, rows, cols = coin_plots.joint_as_grid(np.arange(8.0).reshape(2, 2, 2))
     assert grid.shape == (4, 2) and rows == ["TT", "TH", "HT", "HH"] and cols == ["T", "H"]
     assert isinstance(wc.decision_figure(5), matplotlib.figure.Figure)
+
+
+def test_bar_labels_carry_the_same_number_of_significant_digits():
+    from jtk.plots.layout import fixed_digits
+
+    assert [fixed_digits(v) for v in (1.71, 1.8, 0.924, 12.34, 9.996, 0.0)] == ["1.71", "1.80", "0.924", "12.3",
+                                                                              "10.0", "0"]
+    curves = {"mlp": np.linspace(1.71, 3, 100), "ensemble": np.linspace(1.8, 3, 100),
+              "ensemble+": np.linspace(0.924, 2, 100)}
+    live = tp.KLTauFigure(curves, tau=1)
+    assert [t.get_text() for t in live.bar_text] == ["1.71", "1.80", "0.924"]
+
+
+def test_comparison_figure_fits_a_lab_cell_at_its_natural_size():
+    from jtk.widgets._app import png_size
+
+    live = tp.ComparisonFigure(comparison_view(m=4))
+    width, height = png_size(live.png(dpi=80))
+    assert 850 <= width <= 940 and height <= 360  # 10-point titles are 11 px tall; no band under the grid
+    assert live.true_map.ax.get_position().y0 >= 0.02  # the true model spans the member rows, nothing below
+    bottom_row = min(pm.ax.get_position().y0 for pm in live.maps[-1])
+    assert abs(live.true_map.ax.get_position().y0 - bottom_row) < 0.12

@@ -60,6 +60,38 @@ def test_app_redraws_when_the_agent_changes(explorer):
     assert "uniform: pulls" in app.figure.axes[1].get_title()
 
 
+def test_horizon_moves_update_the_figure_in_place(explorer):
+    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
+    axes, lines = list(app.figure.axes), list(app.figure.axes[0].lines)
+    app.controls["horizon"].value = 250
+    assert app.figure.axes == axes and list(app.figure.axes[0].lines) == lines  # same artists, new data
+    assert app.figure.get_layout_engine() is None  # laid out once, then frozen
+    own = wb.BanditExplorer(num_problems=2, max_horizon=500)  # another d runs: keep the shared explorer as it is
+    app = wb.build_bandit_app(own, agents=["uniform"], agent="uniform", background=False)
+    app.controls["input_dim"].value = 10  # the right panel becomes a bar chart (built afresh)
+    assert app.runner.errors == [] and "best action on the right" in app.figure.axes[1].get_title()
+
+
+def test_app_layout_has_no_blank_band_and_readable_figure(explorer):
+    import ipywidgets as widgets
+
+    from jtk.widgets._app import png_size
+
+    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
+    assert app.status.value == "" and app.status_row.layout.display == "none"  # no empty status line
+    assert app.progress.layout.display == "none" and app.progress.layout.visibility is None
+    first_row = app.children[0]
+    assert app.controls["input_dim"] in first_row.children and app.controls["input_dim"].description == ""
+    assert any(isinstance(c, widgets.Label) and c.value == "d" for c in first_row.children)  # label beside
+    width, height = png_size(app.image.value)
+    assert 850 <= width <= 940 and height < 420  # shown at its natural size in a 1366-px lab: 13-px text
+    bx = app.figure.axes[1]
+    legend = bx.get_legend()
+    assert legend is not None and not legend.get_window_extent().overlaps(bx.get_window_extent())
+    colorbar = [ax for ax in app.figure.axes if ax.get_label() == "<colorbar>"][0]
+    assert colorbar.get_ylabel() == r"mean reward $\bar{R}_x$"
+
+
 
 def test_regret_table_is_rounded_for_people(explorer):
     table = wb.regret_table(explorer, 2, 0.1)
@@ -96,5 +128,5 @@ def test_a_new_run_goes_to_the_background_with_a_status_line(explorer):
     assert app.status.value.startswith("<b>running mlp at d = 2, ρ = 0.2 …</b>")
     assert app.wait(300) and app.runner.errors == []
     assert app.status.value.startswith("ran mlp at d = 2, ρ = 0.2 in ")
-    assert bytes(app.image.value) != before and app.progress.layout.visibility == "hidden"
+    assert bytes(app.image.value) != before and app.progress.layout.display == "none"
     assert ("mlp", 2, 0.2) in explorer.results

@@ -150,3 +150,35 @@ def test_decision_app_horizon_slider_changes_table_and_figure():
     assert bytes(app.image.value) != img and app.table.value != html
     app.controls["horizon"].value = app.controls["horizon"].max
     assert "25.00" in app.table.value  # marginal: H/2 at H = 50
+
+
+def test_decision_totals_table_has_one_header_row():
+    html = wc.decision_totals_html(wc.decision_table(10), 10)
+    assert html.count("<tr") == 1 + len(wc.POLICIES)  # no second header row for the index name "policy"
+    assert ">policy<" not in html and "expected heads after 10 flips" in html and "7.25" in html
+
+
+def test_decision_app_redraws_one_figure_in_place_and_caches_tables():
+    from jtk.plots.coins import DecisionFigure
+
+    app = wc.decision_app(horizon=10)
+    first = bytes(app.image.value)
+    table = wc.decision_table(37)
+    assert wc.decision_table(37) is not table and wc.decision_table(37).equals(table)  # cached, returned as a copy
+    live = DecisionFigure(wc.decision_table(5), 5, layout_horizon=50)
+    lines = list(live.ax.lines)
+    live.update(wc.decision_table(50), 50)
+    assert list(live.ax.lines) == lines and lines[0].get_xdata()[-1] == 50
+    assert [b.get_width() for b in live.bars][::-1] == pytest.approx([25, 37.25, 37.25, 37.5])
+    assert live.fig.get_layout_engine() is None  # the layout was sized for H = 50 once and frozen
+    app.controls["horizon"].value = 1
+    assert bytes(app.image.value) != first
+
+
+def test_joint_grid_app_shows_a_position_seen_before_without_drawing(monkeypatch):
+    app = wc.joint_grid_app(flips=2)
+    app.controls["flips"].value = 3
+    calls = []
+    monkeypatch.setattr(wc, "joint_grid_figure", lambda *a: calls.append(a))
+    app.controls["flips"].value = 2
+    assert calls == [] and bytes(app.image.value)[:4] == b"\x89PNG"

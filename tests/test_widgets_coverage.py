@@ -126,3 +126,16 @@ def test_app_is_an_app_with_readable_labels():
     app = wc.build_coverage_app(RESULTS)
     assert "coverage explorer" in app._repr_mimebundle_()["text/plain"]
     assert all(c.style.description_width == "initial" for c in app.controls.values())
+
+
+def test_draw_legend_names_the_nominal_line_and_sits_beside_the_right_panel():
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(10, 3.4))
+    wc.draw(fig, RESULTS, 1.0, "BD", 2, 1.2)
+    fig.canvas.draw()
+    legend = fig.legends[0]
+    assert "nominal 0.95" in [t.get_text() for t in legend.get_texts()]
+    gap = legend.get_window_extent().x0 - fig.axes[1].get_window_extent().x1
+    assert 0 <= gap <= 20  # pixels at the figure's dpi: beside the panel, not 50 px away
+    plt.close(fig)

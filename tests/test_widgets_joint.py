@@ -149,3 +149,8 @@ def test_app_images_keep_their_size_and_the_app_names_itself(model):
     assert "VBox" not in text and "joint-predictions app" in text
     assert app.controls["temperature"].continuous_update is False
     assert all(c.style.description_width == "initial" for c in app.controls.values())
+    import ipywidgets as widgets
+
+    row = next(c for c in app.children if isinstance(c, widgets.HBox) and app.controls["agent"] in c.children)
+    assert [type(c).__name__ for c in row.children] == ["Label", "ToggleButtons"]  # label and buttons: one row
+    assert row.children[0].value == "agent" and app.controls["agent"].description == ""

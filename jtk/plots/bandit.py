@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 from matplotlib import ticker
 
+from jtk.plots.layout import LiveFigure
 from jtk.plots.testbed import agent_style
+
+REWARD_LABEL = r"mean reward $\bar{R}_x$"  # mathtext: the bar sits over the R (a plain "R̄_x" shows a literal _x)
 
 
 def _new_axes(size):
@@ -24,6 +27,18 @@ def _curves_frame(curves) -> pd.DataFrame:
     return pd.concat([r.frame(every=max(1, r.regret.shape[1] // 200)) for r in curves], ignore_index=True)
 
 
+def regret_stats(curves, average: bool = False) -> dict[str, pd.DataFrame]:
+    """agent → DataFrame indexed by t with the mean and standard error (0 for one problem) of the regret."""
+    df = _curves_frame(curves)
+    value = "average_regret" if average else "cumulative_regret"
+    out = {}
+    for agent, g in df.groupby("agent", sort=False):
+        stats = g.groupby("t")[value].agg(["mean", "sem"])
+        stats["sem"] = stats["sem"].fillna(0.0)
+        out[agent] = stats
+    return out
+
+
 def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None = None):
     """Cumulative (or average) regret vs t per agent, mean ± standard error over problems.
 
@@ -37,20 +52,17 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
     Returns:
       the axes.
     """
-    df = _curves_frame(curves)
     if ax is None:
         ax = _new_axes((6, 4))
-    value = "average_regret" if average else "cumulative_regret"
-    for i, (agent, g) in enumerate(df.groupby("agent", sort=False)):
-        stats = g.groupby("t")[value].agg(["mean", "sem", "count"])
-        sem = stats["sem"].fillna(0.0).to_numpy()
+    for i, (agent, stats) in enumerate(regret_stats(curves, average).items()):
         color, ls, _ = agent_style(agent, i)
         ax.plot(stats.index, stats["mean"], color=color, ls=ls, label=agent)
-        ax.fill_between(stats.index, stats["mean"] - sem, stats["mean"] + sem, color=color, alpha=0.2, lw=0)
+        ax.fill_between(stats.index, stats["mean"] - stats["sem"], stats["mean"] + stats["sem"], color=color,
+                        alpha=0.2, lw=0)
     ax.set_xlabel("time step t")
     ax.set_ylabel("average regret per step" if average else "cumulative regret")
-    ax.set_title(title or ("Thompson sampling on the neural bandit (mean ± s.e. over problems)"), fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(title or ("Thompson sampling on the neural bandit (mean ± s.e. over problems)"), fontsize=10)
+    ax.legend(fontsize=8)
     return ax
 
 
@@ -85,9 +97,19 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
     title = f"regret vs d_KL^{tau}"
     if correlation is not None:
         title += f": r = {correlation['r']:.2f} [{correlation['lo']:.2f}, {correlation['hi']:.2f}]"
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
     return ax
+
+
+def _pull_sizes(pulls) -> np.ndarray | float:
+    return 20 if pulls is None else 10 + 400 * np.asarray(pulls) / max(np.max(pulls), 1)
+
+
+def _best_action_legend(ax):
+    """The "best action" key below the axes (inside, it covered an action's marker)."""
+    return ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), frameon=False,
+                     borderaxespad=0, handletextpad=0.3)
 
 
 def plot_action_map(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | None = None, ax=None,
@@ -106,15 +128,112 @@ def plot_action_map(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | 
         raise ValueError(f"actions must have shape [N, 2] to be drawn, got {actions.shape}")
     if ax is None:
         ax = _new_axes((4.5, 4))
-    sizes = 20 if pulls is None else 10 + 400 * np.asarray(pulls) / max(np.max(pulls), 1)
-    sc = ax.scatter(actions[:, 0], actions[:, 1], c=probs, cmap="RdBu_r", vmin=0, vmax=1, s=sizes,
+    sc = ax.scatter(actions[:, 0], actions[:, 1], c=probs, cmap="RdBu_r", vmin=0, vmax=1, s=_pull_sizes(pulls),
                     edgecolors="k", linewidths=0.5)
     best = int(np.argmax(probs))
     ax.scatter(*actions[best], marker="*", s=250, facecolors="none", edgecolors="gold", linewidths=1.5,
                label="best action")
-    ax.figure.colorbar(sc, ax=ax, label="mean reward R̄_x")
+    ax.figure.colorbar(sc, ax=ax, label=REWARD_LABEL)
     ax.set_xlabel("x₁")
     ax.set_ylabel("x₂")
-    ax.set_title(title or "actions (size: times pulled)", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title or "actions (size: times pulled)", fontsize=10)
+    _best_action_legend(ax)
     return ax
+
+
+class BanditFigure(LiveFigure):
+    """The bandit explorer's figure, redrawn in place: regret curves (left) and where one agent pulled (right).
+
+    The right panel is the action map at d = 2 and a bar chart of pull counts (actions sorted by mean reward)
+    otherwise. ``update`` changes data, limits and texts only; when the agents shown or the dimension change, the
+    caller builds the figure again (:meth:`matches` says whether ``update`` suffices).
+
+    Args:
+      curves: long DataFrame of cumulative regret (``jtk.widgets.bandit.curves_view``).
+      pulls: dict with actions [N, d], probs [N], pulls [N] (``jtk.widgets.bandit.pulls_view``).
+      agent: the agent whose pulls are shown.
+      input_dim: d.
+      temperature: ρ (for the title).
+      num_problems: problems the regret is averaged over (for the title).
+      fig: a Figure to draw into (cleared); default a new one of ``figsize``.
+      figsize: (width, height) in inches of a new figure.
+    """
+
+    def __init__(self, curves: pd.DataFrame, pulls: Mapping[str, np.ndarray], agent: str, input_dim: int,
+                 temperature: float, num_problems: int, fig=None, figsize: tuple[float, float] = (9.6, 3.9)):
+        from matplotlib.figure import Figure
+
+        self.fig = Figure(figsize=figsize) if fig is None else fig
+        self.fig.clear()
+        self.fig.set_layout_engine("constrained")
+        self.input_dim, self.num_problems = int(input_dim), int(num_problems)
+        self.agents = list(dict.fromkeys(curves["agent"]))
+        self.ax, self.bx = self.fig.subplots(1, 2, width_ratios=[1.5, 1])
+        ax, bx = self.ax, self.bx
+        self.curves = {}
+        for i, a in enumerate(self.agents):
+            color, ls, _ = agent_style(a, i)
+            line, = ax.plot([], [], color=color, ls=ls, label=a)
+            band = ax.fill_between([0.0, 1.0], [0.0, 0.0], [0.0, 0.0], color=color, alpha=0.2, lw=0)
+            self.curves[a] = (line, band)
+        ax.set_xlabel("time step t")
+        ax.set_ylabel("cumulative regret")
+        self.ax_title = ax.set_title(" ", fontsize=10)
+        if self.agents:
+            ax.legend(fontsize=8, loc="upper left")
+        n = len(pulls["probs"])
+        if self.input_dim == 2:
+            actions = np.asarray(pulls["actions"])
+            self.map = bx.scatter(actions[:, 0], actions[:, 1], c=np.asarray(pulls["probs"]), cmap="RdBu_r", vmin=0,
+                                  vmax=1, s=20, edgecolors="k", linewidths=0.5)
+            self.star = bx.scatter([0.0], [0.0], marker="*", s=250, facecolors="none", edgecolors="gold",
+                                   linewidths=1.5, label="best action")
+            self.fig.colorbar(self.map, ax=bx, label=REWARD_LABEL)
+            bx.set_xlabel("x₁")
+            bx.set_ylabel("x₂")
+            _best_action_legend(bx)
+        else:
+            self.bars = bx.bar(np.arange(n), np.zeros(n), color="tab:gray")
+            bx.set_xlabel("actions sorted by mean reward →")
+            bx.set_ylabel("times pulled")
+            bx.set_xlim(-1, n)
+        self.bx_title = bx.set_title(" ", fontsize=10)
+        self.update(curves, pulls, agent, temperature)
+
+    def matches(self, curves: pd.DataFrame, input_dim: int) -> bool:
+        """Whether :meth:`update` can show these curves at this d (same agents, same dimension)."""
+        return int(input_dim) == self.input_dim and list(dict.fromkeys(curves["agent"])) == self.agents
+
+    def update(self, curves: pd.DataFrame, pulls: Mapping[str, np.ndarray], agent: str, temperature: float) -> None:
+        stats = regret_stats(curves)
+        if list(stats) != self.agents:
+            raise ValueError(f"curves must hold the agents {self.agents}, got {list(stats)}; build a new figure")
+        hi, t_max = 1e-9, 1
+        for a, st in stats.items():
+            line, band = self.curves[a]
+            t = st.index.to_numpy(np.float64)
+            lo_, hi_ = (st["mean"] - st["sem"]).to_numpy(), (st["mean"] + st["sem"]).to_numpy()
+            line.set_data(t, st["mean"].to_numpy())
+            band.set_data(t, lo_, hi_)
+            hi, t_max = max(hi, float(np.max(hi_))), max(t_max, int(t[-1]))
+        self.ax.set_xlim(-0.02 * t_max, 1.02 * t_max)
+        self.ax.set_ylim(-0.04 * hi, 1.06 * hi)
+        self.ax_title.set_text(f"d = {self.input_dim}, ρ = {temperature:g}: cumulative regret, "
+                               f"mean ± s.e. over {self.num_problems} problems")
+        counts, probs = np.asarray(pulls["pulls"]), np.asarray(pulls["probs"])
+        if self.input_dim == 2:
+            actions = np.asarray(pulls["actions"])
+            self.map.set_offsets(actions)
+            self.map.set_array(probs)
+            self.map.set_sizes(np.broadcast_to(_pull_sizes(counts), probs.shape))
+            self.star.set_offsets(actions[[int(np.argmax(probs))]])
+            pad = 0.08 * float(np.ptp(actions)) + 0.1
+            self.bx.set_xlim(actions[:, 0].min() - pad, actions[:, 0].max() + pad)
+            self.bx.set_ylim(actions[:, 1].min() - pad, actions[:, 1].max() + pad)
+            self.bx_title.set_text(f"{agent}: pulls on problem 0 (size: times pulled)")
+        else:
+            order = np.argsort(probs)
+            for bar, h in zip(self.bars, counts[order]):
+                bar.set_height(h)
+            self.bx.set_ylim(0, max(1, counts.max()) * 1.05)
+            self.bx_title.set_text(f"{agent}: pulls on problem 0 (best action on the right)")

@@ -15,7 +15,10 @@ from typing import Mapping, Sequence
 import matplotlib
 import numpy as np
 import seaborn as sns
+from matplotlib import ticker
 from matplotlib.figure import Figure
+
+from jtk.plots.layout import LiveFigure
 
 PALETTE = tuple(sns.color_palette("colorblind"))  # colour-blind-safe qualitative palette
 SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe
@@ -84,9 +87,15 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
     vmax = max(max(float(np.max(joints[m])) for m in names), 1e-12)
     rows = 2 if marginals else 1
     cell = 0.45 * max(2, 2 ** ((n + 1) // 2))
-    fig = Figure(figsize=(max(3.4, cell + 1.6) * len(names), (2.2 if marginals else 0) + cell + 1.4),
-                 layout="constrained")
-    gs = fig.add_gridspec(rows, len(names), height_ratios=[1, 2.2] if marginals else [1])
+    width, height = max(3.4, cell + 1.6) * len(names), (2.2 if marginals else 0) + cell + 1.4
+    fig = Figure(figsize=(width, height))
+    # A fixed layout in inches (constrained layout would cost a second draw on every slider move).
+    left, right, top, bottom, col_gap, row_gap = 0.7, 0.1, 0.55, 0.5, 0.75, 0.6
+    axis_w = (width - left - right - col_gap * (len(names) - 1)) / len(names)
+    axis_h = (height - top - bottom - row_gap * (rows - 1)) / rows
+    gs = fig.add_gridspec(rows, len(names), height_ratios=[1, 2.2] if marginals else [1],
+                          left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                          wspace=col_gap / axis_w, hspace=row_gap / axis_h)
     for j, name in enumerate(names):
         if marginals:
             ax = fig.add_subplot(gs[0, j])
@@ -96,6 +105,7 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
             for k, v in enumerate([1 - p, p]):
                 ax.text(k, v + 0.03, f"{v:.2f}", ha="center")
             ax.set_ylim(0, 1.15)
+            ax.set_yticks([0, 0.5, 1])
             ax.set_ylabel("probability")
             ax.set_title(f"{name}: one flip (marginal)")
         ax = fig.add_subplot(gs[rows - 1, j])
@@ -104,7 +114,7 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
         if grid.size <= 64:
             for (r, c), v in np.ndenumerate(grid):
                 ax.text(c, r, f"{v:.3g}", ha="center", va="center",
-                        color="black" if v > 0.6 * vmax else "white", fontsize=9 if grid.size > 16 else 11)
+                        color="black" if v > 0.6 * vmax else "white", fontsize=8 if grid.size > 16 else 11)
         ax.set_xticks(range(len(clab)), clab)
         ax.set_yticks(range(len(rlab)), rlab)
         a = (n + 1) // 2
@@ -156,6 +166,71 @@ def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
     return fig
 
 
+class DecisionFigure(LiveFigure):
+    """Expected cumulative heads of each policy over a horizon (exact values), redrawn in place.
+
+    Args:
+      table: DataFrame with columns policy, t, expected_heads (cumulative), as
+        from :func:`jtk.widgets.coins.decision_table`.
+      horizon: the horizon H (x-axis end; the bars report the values at H).
+      layout_horizon: the horizon whose (widest) tick labels the frozen layout is sized for; a widget passes its
+        slider's maximum so that no later horizon's labels are clipped.
+
+    ``update(table, horizon)`` changes line data, bar lengths and texts only; ``png()`` renders (see
+    :class:`jtk.plots.layout.LiveFigure`).
+    """
+
+    def __init__(self, table, horizon: int, layout_horizon: int | None = None):
+        self.policies = list(dict.fromkeys(table["policy"]))
+        self.fig = Figure(figsize=(10, 4), layout="constrained")
+        ax, bx = self.fig.subplots(1, 2, width_ratios=[2, 1])
+        self.ax, self.bx = ax, bx
+        styles = ["-", "--", ":", "-."]
+        self.lines = [ax.plot([], [], styles[i % 4], color=PALETTE[i], label=pol, lw=2)[0]
+                      for i, pol in enumerate(self.policies)]
+        ax.set_xlabel("flip t")
+        ax.set_ylabel("expected cumulative heads")
+        ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))  # whole flips
+        self.ax_title = ax.set_title(" ")
+        n = len(self.policies)
+        self.bars = bx.barh(self.policies[::-1], np.ones(n), color=[PALETTE[i] for i in range(n)][::-1],
+                            edgecolor="black")
+        self.bar_text = [bx.text(0, j, "", va="center") for j in range(n)]
+        self.bx_xlabel = bx.set_xlabel(" ")
+        bx.set_title("Total at the horizon")
+        if layout_horizon is not None and layout_horizon != horizon:
+            # size the layout for the widest labels, then show the requested horizon
+            t = np.arange(1, layout_horizon + 1, dtype=np.float64)
+            wide = {"policy": np.repeat(self.policies, t.size), "t": np.tile(t, n),
+                    "expected_heads": np.tile(t, n)}
+            self.update(wide, layout_horizon)
+            self.fig.get_layout_engine().execute(self.fig)
+            self.fig.set_layout_engine(None)
+        self.update(table, horizon)
+
+    def update(self, table, horizon: int) -> None:
+        policy = np.asarray(table["policy"])
+        t_all = np.asarray(table["t"], np.float64)
+        heads = np.asarray(table["expected_heads"], np.float64)
+        totals = []
+        for line, pol in zip(self.lines, self.policies):
+            sel = policy == pol
+            line.set_data(t_all[sel], heads[sel])
+            line.set_marker("o" if horizon <= 20 else "None")
+            totals.append(float(heads[sel][-1]))
+        pad = max(0.5, 0.03 * horizon)
+        self.ax.set_xlim(1 - pad, horizon + pad)
+        self.ax.set_ylim(0, max(totals) * 1.05)
+        self.ax.legend(frameon=False, loc="upper left")  # rebuilt: its handles copy the markers
+        self.ax_title.set_text(f"Expected heads over a horizon of {horizon} flips")
+        for bar, txt, v in zip(self.bars, self.bar_text, totals[::-1]):
+            bar.set_width(v)
+            txt.set_position((v, bar.get_y() + bar.get_height() / 2))
+            txt.set_text(f" {v:.2f}")
+        self.bx.set_xlim(0, max(totals) * 1.3)
+        self.bx_xlabel.set_text(f"expected heads after {horizon} flips")
+
+
 def plot_decision(table, horizon: int) -> Figure:
     """Expected cumulative heads of each policy over a horizon (exact values).
 
@@ -167,24 +242,4 @@ def plot_decision(table, horizon: int) -> Figure:
     Returns:
       Figure with the curves and, on the right, the totals at H as bars.
     """
-    fig = Figure(figsize=(10, 4), layout="constrained")
-    ax, bx = fig.subplots(1, 2, width_ratios=[2, 1])
-    policies = list(dict.fromkeys(table["policy"]))
-    styles = ["-", "--", ":", "-."]
-    totals = []
-    for i, pol in enumerate(policies):
-        sub = table[table["policy"] == pol]
-        ax.plot(sub["t"], sub["expected_heads"], styles[i % 4], marker="o" if horizon <= 20 else None,
-                color=PALETTE[i], label=pol, lw=2)
-        totals.append(float(sub["expected_heads"].iloc[-1]))
-    ax.set_xlabel("flip t")
-    ax.set_ylabel("expected cumulative heads")
-    ax.set_title(f"Expected heads over a horizon of {horizon} flips")
-    ax.legend(frameon=False)
-    bx.barh(policies[::-1], totals[::-1], color=[PALETTE[i] for i in range(len(policies))][::-1], edgecolor="black")
-    for j, v in enumerate(totals[::-1]):
-        bx.text(v, j, f" {v:.2f}", va="center")
-    bx.set_xlim(0, max(totals) * 1.3)
-    bx.set_xlabel(f"expected heads after {horizon} flips")
-    bx.set_title("Total at the horizon")
-    return fig
+    return DecisionFigure(table, horizon).fig

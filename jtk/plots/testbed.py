@@ -18,7 +18,6 @@ line styles and markers for agents.
 
 from __future__ import annotations
 
-import io
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -27,6 +26,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from jtk.plots.coins import PALETTE
+from jtk.plots.layout import LiveFigure, fixed_digits  # noqa: F401 - LiveFigure is re-exported here
 
 PROB_CMAP = "RdBu_r"  # p(class 1): blue = class 0, red = class 1 (blue/red is safe for common colour-blindness)
 AGENT_STYLES = {  # colour, line style, marker
@@ -46,22 +46,6 @@ CLASS_MARKERS = ((0, "o", "white", "black"), (1, "^", "black", "white"))  # clas
 def agent_style(name: str, index: int = 0) -> tuple:
     """(colour, line style, marker) of an agent; unknown agents cycle through the palette."""
     return AGENT_STYLES.get(name, (PALETTE[(index + 2) % len(PALETTE)], "-", "d"))
-
-
-class LiveFigure:
-    """A figure that is built once and redrawn in place; ``png()`` renders it."""
-
-    fig: Figure
-
-    def png(self, dpi: int = 72) -> bytes:
-        """Renders to PNG bytes. The first call fixes the layout; later calls only redraw."""
-        buf = io.BytesIO()
-        self.fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
-        if self.fig.get_layout_engine() is not None:
-            # Freeze the positions constrained layout found; with no engine at all, savefig
-            # also skips its extra layout pass (one draw per render instead of two).
-            self.fig.set_layout_engine(None)
-        return buf.getvalue()
 
 
 class ProbabilityMap:
@@ -256,7 +240,7 @@ class KLTauFigure(LiveFigure):
         for b, txt, v in zip(self.bars, self.bar_text, at_tau):
             b.set_height(v)
             txt.set_position((b.get_x() + b.get_width() / 2, v))
-            txt.set_text(f"{v:.3g}")
+            txt.set_text(fixed_digits(v, 3))  # "1.80", not "1.8" beside "1.71"
         self.bx.set_ylim(0, max(max(at_tau) * 1.25, 1e-3))
         self.bx_title.set_text(f"at τ = {tau}")
         if title is not None:
@@ -281,21 +265,26 @@ class ComparisonFigure(LiveFigure):
     def __init__(self, view: Mapping, max_samples: int = 4):
         rows = view["rows"]
         self.row_names, m = list(rows), max_samples
-        self.fig = Figure(figsize=(2.2 * (m + 3) + 0.6, 2.3 * len(rows) + 0.7), layout="constrained")
-        gs = self.fig.add_gridspec(len(rows), m + 3, width_ratios=[2, 0.12] + [1] * (m + 1))
+        nr = len(rows)
+        # Sized for a JupyterLab cell at 1366 px (≈ 920 px wide at the app's 80 dpi), maps about 1.45 in square:
+        # the true model spans the member rows and the shared colour bar sits right of them (no band under the grid).
+        self.fig = Figure(figsize=(11.4, nr * 1.8 + 0.45), layout="constrained")
+        gs = self.fig.add_gridspec(nr, m + 3, width_ratios=[nr * 0.93, 0.05] + [1] * (m + 1),
+                                   wspace=0.02, hspace=0.02)
         ax = self.fig.add_subplot(gs[:, 0])
         self.true_map = ProbabilityMap(ax, view["axis"], view["true_probs"], title="(a) true model")
-        self.fig.colorbar(self.true_map.image, ax=ax, location="bottom", label="P(y = 1 | x)", shrink=0.8)
-        ax.legend(loc="lower right", fontsize=8, framealpha=0.8)
+        ax.legend(loc="lower right", fontsize=9, framealpha=0.8, handletextpad=0.2, borderpad=0.3)
         self.maps, self.row_labels = [], []
-        for r in range(len(rows)):
+        for r in range(nr):
             maps = []
             for i in range(m + 1):
                 a = self.fig.add_subplot(gs[r, 2 + i])
                 maps.append(ProbabilityMap(a, view["axis"], view["true_probs"], labels=False))
             self.row_labels.append(maps[0].ax.set_ylabel(" ", fontsize=10))
             self.maps.append(maps)
-        self.suptitle = self.fig.suptitle(" ")
+        self.fig.colorbar(self.true_map.image, ax=[pm.ax for row in self.maps for pm in row], location="right",
+                          label="P(y = 1 | x)", shrink=0.9, aspect=25, pad=0.01)
+        self.suptitle = self.fig.suptitle(" ", fontsize=11)
         self.update(view)
 
     def update(self, view: Mapping) -> None:
@@ -312,7 +301,7 @@ class ComparisonFigure(LiveFigure):
                 if visible:
                     pm.update(samples[i], x, y, f"member {i + 1}")
             self.row_labels[r].set_text(name if name == "ensemble"
-                                        else f"{name} (prior scale {view['prior_scale']:g})")
+                                        else f"{name}\n(prior scale {view['prior_scale']:g})")
         self.suptitle.set_text(f"(b) {view['num_members']} member{'s' if view['num_members'] != 1 else ''}, "
                                f"{len(y)} training point{'s' if len(y) != 1 else ''}: "
                                "top = ensemble, bottom = ensemble+")

@@ -14,7 +14,6 @@ seconds and a progress bar estimated from the earlier runs at the same d.
 
 from __future__ import annotations
 
-import io
 import threading
 import time
 from typing import Mapping, Sequence
@@ -26,6 +25,7 @@ from jtk import _checks, bandit
 from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
 
 LAB_AGENT_KWARGS = bandit.PRESETS["lab"]["agent_kwargs"]
+FIGSIZE, DPI = (9.6, 3.9), 96  # 922 × 374 px, shown at that size: 10-point text is 13 px tall
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5)
 
 
@@ -153,25 +153,35 @@ def pulls_view(explorer: BanditExplorer, agent: str, input_dim: int, horizon: in
             "pulls": np.bincount(res.actions[problem, :horizon], minlength=n)}
 
 
-def draw(fig, explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float) -> None:
-    """Runs ``agent`` if needed and redraws: regret curves of every agent run so far, and the action map."""
-    from jtk.plots.bandit import plot_action_map, plot_regret_curves
-
+def figure_data(explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float) -> dict:
+    """Everything the explorer's figure shows for one setting (runs ``agent`` if needed): curves, pulls, titles."""
     explorer.result(agent, input_dim, temperature)
-    fig.clear()
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
-    plot_regret_curves(curves_view(explorer, input_dim, horizon, temperature), ax=ax1,
-                       title=f"d = {input_dim}, ρ = {temperature}: cumulative regret, "
-                             f"mean ± s.e. over {explorer.num_problems} problems")
-    v = pulls_view(explorer, agent, input_dim, horizon, temperature)
-    if input_dim == 2:
-        plot_action_map(v["actions"], v["probs"], v["pulls"], ax=ax2, title=f"{agent}: pulls on problem 0")
-    else:
-        order = np.argsort(v["probs"])
-        ax2.bar(np.arange(len(order)), v["pulls"][order], color="tab:gray")
-        ax2.set_xlabel("actions sorted by mean reward →")
-        ax2.set_ylabel("times pulled")
-        ax2.set_title(f"{agent}: pulls on problem 0 (best action on the right)", fontsize=9)
+    return {"curves": curves_view(explorer, input_dim, horizon, temperature),
+            "pulls": pulls_view(explorer, agent, input_dim, horizon, temperature),
+            "agent": agent, "input_dim": int(input_dim), "temperature": float(temperature),
+            "num_problems": explorer.num_problems}
+
+
+def draw(fig, explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float,
+         live=None):
+    """Runs ``agent`` if needed and redraws: regret curves of every agent run so far, and the action map.
+
+    Args:
+      fig: the Figure to draw into.
+      live: the :class:`jtk.plots.bandit.BanditFigure` drawn into ``fig`` last time, or None. When it shows the
+        same agents at the same d, only its data change (no new artists, the layout stays frozen).
+
+    Returns:
+      the ``BanditFigure`` now on ``fig`` (pass it back as ``live`` next time).
+    """
+    from jtk.plots.bandit import BanditFigure
+
+    data = figure_data(explorer, agent, input_dim, horizon, temperature)
+    if live is not None and live.fig is fig and live.matches(data["curves"], input_dim):
+        live.update(data["curves"], data["pulls"], agent, temperature)
+        return live
+    return BanditFigure(data["curves"], data["pulls"], agent, input_dim, temperature, explorer.num_problems,
+                        fig=fig)
 
 
 def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, agent: str = "ensemble+",
@@ -194,8 +204,10 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
     _checks.one_of("agent", agent, agents)
     controls = {
         "agent": widgets.Dropdown(options=agents, value=agent, description="agent", style=LABEL_STYLE),
-        "input_dim": widgets.ToggleButtons(options=list(input_dims), value=input_dims[0], description="d",
-                                           style=LABEL_STYLE),
+        # no description: its label would sit on a line of its own above the buttons; a Label beside them instead
+        "input_dim": widgets.ToggleButtons(options=list(input_dims), value=input_dims[0], tooltips=[
+            f"d = {d}: {bandit.ACTIONS_PER_DIM * d} actions" for d in input_dims],
+            style={**LABEL_STYLE, "button_width": "56px"}),
         "horizon": widgets.IntSlider(value=explorer.max_horizon, min=bandit.CHUNK, max=explorer.max_horizon,
                                      step=bandit.CHUNK, description="horizon T", continuous_update=False,
                                      style=LABEL_STYLE),
@@ -205,10 +217,19 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
     }
     status = widgets.HTML()
     progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="≈ progress", style=LABEL_STYLE,
-                                     layout=widgets.Layout(visibility="hidden"))
+                                     layout=widgets.Layout(display="none"))
+    status_row = widgets.HBox([status, progress], layout=widgets.Layout(display="none", align_items="center"))
     image = image_widget()
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    fig = Figure(figsize=FIGSIZE)
+    live: list = [None]  # the BanditFigure on ``fig``
     drawing = threading.RLock()
+
+    def set_status(text: str) -> None:
+        status.value = text
+        status_row.layout.display = "flex" if text else "none"  # no empty band above the figure
+
+    def show_progress(visible: bool) -> None:
+        progress.layout.display = "flex" if visible else "none"
 
     def values():
         return {name: c.value for name, c in controls.items()}
@@ -218,10 +239,8 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
 
     def render(v):
         with drawing:
-            draw(fig, explorer, **v)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=80)
-            show_png(image, buf.getvalue())
+            live[0] = draw(fig, explorer, **v, live=live[0])
+            show_png(image, live[0].png(dpi=DPI))
 
     def job():
         v = values()  # the newest setting when the job starts
@@ -233,12 +252,12 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
             def tick():
                 while not stop.wait(1.0):
                     elapsed = time.perf_counter() - start
-                    status.value = run_status(*key, elapsed=elapsed, expected=expected)
+                    set_status(run_status(*key, elapsed=elapsed, expected=expected))
                     if expected:
                         progress.value = min(elapsed / expected, 0.95)
 
             progress.value = 0.0
-            progress.layout.visibility = "visible" if expected else "hidden"
+            show_progress(bool(expected))
             ticker = threading.Thread(target=tick, name="jtk-bandit-status", daemon=True)
             ticker.start()
             try:
@@ -246,14 +265,14 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
             finally:
                 stop.set()
                 ticker.join()
-                progress.layout.visibility = "hidden"
-            status.value = run_status(*key, seconds=explorer.results[key].seconds)
+                show_progress(False)
+            set_status(run_status(*key, seconds=explorer.results[key].seconds))
         if values() == v:  # else a newer request waits and draws instead
             render(v)
 
     def report_error(err, _trace):
-        progress.layout.visibility = "hidden"
-        status.value = run_status(*key_of(values()), error=f"{type(err).__name__}: {err}")
+        show_progress(False)
+        set_status(run_status(*key_of(values()), error=f"{type(err).__name__}: {err}"))
 
     runner = LatestOnly(background=background, on_error=report_error)
 
@@ -263,17 +282,20 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
         if key in explorer.results:
             render(v)
             return
-        status.value = run_status(*key, elapsed=0.0, expected=expected_seconds(explorer, key[1]))
+        set_status(run_status(*key, elapsed=0.0, expected=expected_seconds(explorer, key[1])))
         runner.submit(job)
 
     for c in controls.values():
         c.observe(redraw, names="value")
-    app = App([widgets.HBox([controls["agent"], controls["input_dim"]]),
+    d_label = widgets.Label("d", layout=widgets.Layout(margin="0 4px 0 16px"))
+    app = App([widgets.HBox([controls["agent"], d_label, controls["input_dim"]],
+                            layout=widgets.Layout(align_items="center")),
                widgets.HBox([controls["horizon"], controls["temperature"]]),
-               widgets.HBox([status, progress]), image], title="bandit explorer")
+               status_row, image], title="bandit explorer")
     app.controls = controls
     app.redraw = redraw
     app.figure = fig
+    app.status_row = status_row
     app.image = image
     app.status, app.progress = status, progress
     app.runner, app.wait = runner, runner.wait

@@ -181,7 +181,7 @@ def _forward(coins: tuple[Coin, ...], horizon: int, choose: Chooser) -> np.ndarr
         for (counts, memo), prob in dist.items():
             posts = tuple(_posterior(c, h, tl) for c, (h, tl) in zip(coins, counts))
             i, memo = choose(posts, counts, t, memo)
-            q = posts[i].marginal()
+            q = _predictive(coins[i], *counts[i])
             per_step[t] += prob * q
             for outcome, w in ((1, q), (0, 1.0 - q)):
                 if prob * w <= 0.0:
@@ -193,23 +193,40 @@ def _forward(coins: tuple[Coin, ...], horizon: int, choose: Chooser) -> np.ndarr
     return per_step
 
 
-def _bayes_value(coins: tuple[Coin, ...]):
-    """Q-values of the finite-horizon Bayes-adaptive problem (memoised over count states)."""
+@functools.lru_cache(maxsize=4096)
+def _predictive(coin: Coin, heads: int, tails: int) -> float:
+    """P(next flip heads | heads, tails seen) of one coin (cached: the dynamic programme asks millions of times)."""
+    return _posterior(coin, heads, tails).marginal()
 
-    @functools.lru_cache(maxsize=None)
+
+def _bayes_value(coins: tuple[Coin, ...]):
+    """Q-values of the finite-horizon Bayes-adaptive problem.
+
+    The value of a state depends on the flips seen only through the posteriors they lead to, so it is memoised
+    by (posteriors, steps left): count states with equal beliefs share one entry. For the paper's coins that
+    collapses the state space (£ never changes, $ has three beliefs), and H = 50 takes milliseconds, not a second.
+    """
+    num = len(coins)
+    memo: dict[tuple, float] = {}
+
     def value(counts: Counts, steps_left: int) -> float:
         if steps_left == 0:
             return 0.0
-        return max(q_value(counts, steps_left, i) for i in range(len(coins)))
+        key = (tuple(_posterior(c, h, tl) for c, (h, tl) in zip(coins, counts)), steps_left)
+        if key not in memo:
+            memo[key] = max(q_value(counts, steps_left, i) for i in range(num))
+        return memo[key]
 
     def q_value(counts: Counts, steps_left: int, i: int) -> float:
         h, tl = counts[i]
-        q = _posterior(coins[i], h, tl).marginal()
+        q = _predictive(coins[i], h, tl)
+        if steps_left == 1:
+            return q
         total = 0.0
-        for outcome, w in ((1, q), (0, 1.0 - q)):
-            if w > 0.0:
-                nxt = counts[:i] + ((h + outcome, tl + 1 - outcome),) + counts[i + 1:]
-                total += w * (outcome + value(nxt, steps_left - 1))
+        if q > 0.0:
+            total += q * (1.0 + value(counts[:i] + ((h + 1, tl),) + counts[i + 1:], steps_left - 1))
+        if q < 1.0:
+            total += (1.0 - q) * value(counts[:i] + ((h, tl + 1),) + counts[i + 1:], steps_left - 1)
         return total
 
     return q_value
@@ -272,13 +289,22 @@ def expected_cumulative_heads(policy: str, horizon: int, coins: Mapping[str, Coi
 
 
 def decision_table(horizon: int, coins: Mapping[str, Coin] | None = None) -> pd.DataFrame:
-    """Expected cumulative heads of every policy: columns policy, t, expected_heads (long format)."""
+    """Expected cumulative heads of every policy: columns policy, t, expected_heads (long format).
+
+    Results are cached per (horizon, coins), so a slider returning to a horizon costs nothing.
+    """
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
-    rows = []
-    for pol in POLICIES:
-        values = expected_cumulative_heads(pol, horizon, coins)
-        rows += [{"policy": pol, "t": t + 1, "expected_heads": float(v)} for t, v in enumerate(values)]
-    return pd.DataFrame(rows)
+    coins = _check_coins(coins)
+    return _decision_table(horizon, tuple(coins.items())).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _decision_table(horizon: int, coins: tuple[tuple[str, Coin], ...]) -> pd.DataFrame:
+    cs = dict(coins)
+    values = {pol: expected_cumulative_heads(pol, horizon, cs) for pol in POLICIES}
+    return pd.DataFrame({"policy": np.repeat(POLICIES, horizon),
+                         "t": np.tile(np.arange(1, horizon + 1), len(POLICIES)),
+                         "expected_heads": np.concatenate([values[p] for p in POLICIES]).astype(np.float64)})
 
 
 def decision_summary(horizon: int, coins: Mapping[str, Coin] | None = None) -> pd.Series:
@@ -291,6 +317,13 @@ def decision_summary(horizon: int, coins: Mapping[str, Coin] | None = None) -> p
 def decision_figure(horizon: int, coins: Mapping[str, Coin] | None = None):
     """Curves of expected cumulative heads per policy over the horizon, and the totals."""
     return coin_plots.plot_decision(decision_table(horizon, coins), horizon)
+
+
+def decision_totals_html(table: pd.DataFrame, horizon: int) -> str:
+    """The decision app's totals as a compact two-column HTML table (policy, expected heads after H flips)."""
+    horizon = _checks.integer("horizon", horizon, minimum=1)
+    totals = table[table["t"] == horizon].set_index("policy")["expected_heads"]
+    return totals.to_frame(f"expected heads after {horizon} flips").to_html(float_format="%.2f", index_names=False)
 
 
 # ------------------------------------------------------------------ builders
@@ -310,9 +343,13 @@ def joint_grid_app(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> w
     slider = widgets.IntSlider(value=flips, min=1, max=MAX_FLIPS, description="flips n",
                                continuous_update=False, style=LABEL_STYLE)
     image = _image()
+    rendered: dict[int, bytes] = {}  # n → PNG: a position seen before shows at once
 
     def refresh(_=None):
-        show_png(image, coin_plots.figure_to_png(joint_grid_figure(slider.value, coins)))
+        n = slider.value
+        if n not in rendered:
+            rendered[n] = coin_plots.figure_to_png(joint_grid_figure(n, coins))
+        show_png(image, rendered[n])
 
     slider.observe(refresh, "value")
     refresh()
@@ -383,12 +420,17 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
     slider = widgets.IntSlider(value=horizon, min=1, max=max_horizon, description="horizon H",
                                continuous_update=False, style=LABEL_STYLE)
     image, table = _image(), widgets.HTML()
+    live: list[coin_plots.DecisionFigure] = []  # one figure, redrawn in place
 
     def refresh(_=None):
-        data = decision_table(slider.value, coins)
-        totals = data[data["t"] == slider.value].set_index("policy")["expected_heads"]
-        table.value = totals.to_frame(f"expected heads after {slider.value} flips").to_html(float_format="%.2f")
-        show_png(image, coin_plots.figure_to_png(coin_plots.plot_decision(data, slider.value)))
+        h = slider.value
+        data = decision_table(h, coins)
+        table.value = decision_totals_html(data, h)
+        if not live:
+            live.append(coin_plots.DecisionFigure(data, h, layout_horizon=max_horizon))
+        else:
+            live[0].update(data, h)
+        show_png(image, live[0].png(dpi=80))
 
     slider.observe(refresh, "value")
     refresh()

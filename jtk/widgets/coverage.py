@@ -133,15 +133,19 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     for m, g in s.groupby("method", sort=False):
         ax2.errorbar(g["f_main"], g["coverage"], yerr=coverage_yerr(g["coverage"], g["k"]), marker="o", capsize=2,
                      color=METHOD_COLORS.get(m), label=m)
-    ax2.axhline(0.95, color="k", ls=":", lw=1)
+    ax2.axhline(0.95, color="k", ls=":", lw=1, label="nominal 0.95")
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("f_main")
     ax2.set_ylabel("coverage of ±1.96 σ")
     ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main (95 % Wilson)", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 0.86, 1))
     handles, labels = ax1.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    legend_outside(fig, handles + h2, labels + l2)
+    legend = legend_outside(fig, handles + h2, labels + l2, fontsize=8)
+    # Keep just the legend's width free on the right, then put the legend right beside the panel.
+    width = legend.get_window_extent().width / fig.bbox.width
+    fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
+    legend.set_loc("center left")
+    legend.set_bbox_to_anchor((ax2.get_position().x1 + 0.008, 0.5), transform=fig.transFigure)
 
 
 def build_coverage_app(results, x: float = 1.2):

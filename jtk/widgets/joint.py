@@ -373,7 +373,8 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
                                        continuous_update=False, layout=widgets.Layout(width="140px")),
         "num_train": widgets.SelectionSlider(options=list(model.num_train_values), value=num_train,
                                              description="num_train", continuous_update=False, style=style),
-        "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, description="agent", style=style),
+        # no description: a ToggleButtons' label sits on a line of its own; a Label beside the buttons instead
+        "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, style={**style, "button_width": "96px"}),
         "tau": widgets.IntSlider(value=tau, min=1, max=MAX_TAU, description="τ", continuous_update=False,
                                  style=style),
     }
@@ -457,7 +458,8 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
         widgets.HBox([controls["temperature"], controls["seed"], controls["num_train"]]),
         status,
         widgets.HBox([images["environment"], widgets.VBox([controls["tau"], images["kl"]])]),
-        controls["agent"],
+        widgets.HBox([widgets.Label("agent", layout=widgets.Layout(margin="0 8px 0 0")), controls["agent"]],
+                     layout=widgets.Layout(align_items="center")),
         images["agent"],
     ], title="joint-predictions app")
     box.controls, box.images, box.status, box.model = controls, images, status, model
