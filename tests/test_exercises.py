@@ -165,3 +165,14 @@ def test_a_failed_check_in_a_notebook_shows_its_message_not_a_traceback():
     (error,) = [o for o in check.outputs if o.output_type == "error"]
     assert len(error.traceback) == 1 and "❌ Exercise 2" in error.traceback[0], error.traceback
     assert "not implemented yet" in error.traceback[0] and "grading.py" not in error.traceback[0]
+
+
+def test_a_flood_of_prints_is_capped_but_check_records_still_arrive(tmp_path):
+    code = ("import time\nfor i in range(400):\n    print('x' * 2000, flush=True)\n    time.sleep(0.002)\n"
+            "from IPython.display import display\nfrom jtk import grading\n"
+            "display({grading.MIME: {'check': 'coin_joint'}}, raw=True)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    assert exercises.execute(nb, [0], workdir=str(tmp_path), timeout=60) == {0: "ok"}
+    printed = sum(len(o.get("text", "")) for o in nb.cells[0].outputs)
+    assert 200_000 <= printed < 400_000  # about the first 200k characters, not all 800k
+    assert exercises._records(nb.cells[0]) == [{"check": "coin_joint"}]
