@@ -91,7 +91,7 @@ LossFn = Callable[[Any, Batch, Any, jax.Array], jax.Array]
 
 def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Array, *,
           optimizer: optax.GradientTransformation, num_steps: int, batch_size: int,
-          ) -> tuple[Any, jax.Array]:
+          active_steps: jax.Array | None = None) -> tuple[Any, jax.Array]:
     """Runs ``num_steps`` optimiser steps on minibatches (pure; jit / vmap freely).
 
     Args:
@@ -101,13 +101,19 @@ def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Arra
       hyper: traced hyperparameters handed to ``loss_fn`` (L2 scale, prior scale, ...).
       key: PRNG key for minibatches and any noise inside the loss.
       optimizer: an optax transformation (the reference uses Adam 1e-3).
-      num_steps: number of steps (static).
+      num_steps: number of steps (static): the length of the step-key sequence.
       batch_size: static minibatch size (see ``batch_bucket``).
+      active_steps: optional *traced* step count ≤ ``num_steps``. Only the first
+        ``active_steps`` steps run (a ``while`` loop instead of the scan), with the
+        same step keys as the full run, so one compiled program serves every count
+        up to ``num_steps`` and costs only the steps it takes. The losses are then
+        not collected (zeros are returned).
 
     Returns:
       (trained params, losses [num_steps]).
     """
     grad_fn = jax.value_and_grad(loss_fn)
+    step_keys = jax.random.split(key, num_steps)
 
     def step(carry, step_key):
         params, opt_state = carry
@@ -117,6 +123,10 @@ def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Arra
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), loss
 
-    (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)),
-                                       jax.random.split(key, num_steps))
-    return params, losses
+    carry = (params, optimizer.init(params))
+    if active_steps is None:
+        (params, _), losses = jax.lax.scan(step, carry, step_keys)
+        return params, losses
+    limit = jnp.minimum(jnp.asarray(active_steps, jnp.int32), num_steps)
+    params, _ = jax.lax.fori_loop(0, limit, lambda i, c: step(c, step_keys[i])[0], carry)
+    return params, jnp.zeros((num_steps,), jnp.float32)

@@ -29,7 +29,7 @@ l2 = 1/n, the L2 term is a unit Gaussian prior on the weights (biases are not
 penalised, as in MATLAB's default BiasL2Factor = 0). The methods differ only in
 three switches — the noise layer, the per-example weights and the adversarial
 term — which enter the compiled program as *traced* values: all six methods
-(and every f_main, through a traced epoch count in a fixed-length scan) share
+(and every f_main, through a traced epoch count in a ``while`` loop) share
 one compiled training program per data shape. A function draw m is member
 m mod K with its own noise: an ensemble's draws are its K members; a dropout
 model's draws are ``num_samples`` Monte-Carlo masks. Prediction = mean of the
@@ -135,10 +135,11 @@ class DeepRegression:
         (k = 20), closer to the paper. Counts are divided by it, so weights have mean 1.
       num_samples: Monte-Carlo draws for the dropout methods' mean and std, 120.
       negative_slope: leaky-ReLU slope, 0.01 (§3).
-      max_epochs: length of the compiled training scan, None = num_epochs. Updates
-        stop after num_epochs (a traced count), so results equal training for
-        num_epochs steps, and a sweep over f_main with a common max_epochs
-        compiles once instead of once per f_main.
+      max_epochs: length of the step-key sequence (static), None = num_epochs.
+        Training runs num_epochs steps (a traced count, in a ``while`` loop over
+        the first num_epochs of ``split(key, max_epochs)``), so a sweep over
+        f_main with a common max_epochs compiles once and each f_main costs only
+        its own steps. The keys depend on max_epochs, so dropout's noise does too.
     """
 
     method: str
@@ -410,19 +411,6 @@ def _example_weights(key: jax.Array, n: int, hyper) -> jax.Array:
     return jnp.where(hyper["bootstrap"], counts * (n / m), 1.0)
 
 
-def _freeze_after(limit: jax.Array) -> optax.GradientTransformation:
-    """Zeroes updates once ``limit`` steps were taken (a traced epoch count in a fixed-length scan)."""
-
-    def init(params):
-        return jnp.zeros((), jnp.int32)
-
-    def update(updates, count, params=None):
-        keep = (count < limit).astype(jnp.float32)
-        return jax.tree_util.tree_map(lambda u: u * keep, updates), count + 1
-
-    return optax.GradientTransformation(init, update)
-
-
 def _train_one(arch: tuple, hyper, key: jax.Array, x: jax.Array, y: jax.Array) -> Member:
     """Initialises and trains one network on one training set, full batch (pure)."""
     hidden, scan_steps = arch
@@ -431,9 +419,9 @@ def _train_one(arch: tuple, hyper, key: jax.Array, x: jax.Array, y: jax.Array) -
     member = Member(glorot_mlp(k_init, (x.shape[1], *hidden, 1)), NoiseLayer(hyper["init_logit"]))
     data = train_lib.Dataset(x, y, jnp.asarray(n, jnp.int32))
     hyper = {**hyper, "weights": _example_weights(k_boot, n, hyper)}
-    optimizer = optax.chain(optax.adam(hyper["learning_rate"]), _freeze_after(hyper["num_epochs"]))
+    optimizer = optax.adam(hyper["learning_rate"])
     trained, _ = train_lib.train(_loss, member, data, hyper, k_train, optimizer=optimizer,
-                                 num_steps=scan_steps, batch_size=n)
+                                 num_steps=scan_steps, batch_size=n, active_steps=hyper["num_epochs"])
     return trained
 
 
