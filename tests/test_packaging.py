@@ -106,3 +106,29 @@ def test_import_sets_no_jax_platform_and_info_reports_the_backend():
     from jtk import cli
 
     assert cli.main(["info"]) == 0
+
+
+def test_constraints_pin_every_dev_requirement_within_pyproject_bounds():
+    """constraints.txt (what CI installs with) pins each requirement exactly, inside pyproject's ranges."""
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt line {line!r} is not an exact NAME==VERSION pin"
+            pins[_canonical(name)] = version.strip()
+    assert "jtk" not in pins
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for text in project["dependencies"] + _dev_requirements(project):
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        name = _canonical(req.name)
+        assert name in pins, f"{req.name} is a requirement but constraints.txt does not pin it"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{req.name}=={pins[name]} is outside {req}"
+    assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text()
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower().strip()
