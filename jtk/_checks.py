@@ -7,8 +7,10 @@ student's wrong array never surfaces as a cryptic trace from inside JAX.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import numbers
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping
 
 import jax
 import numpy as np
@@ -20,15 +22,30 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+SEED_LIMIT = 2 ** 32  # int seeds live in [0, 2**32): JAX keys hold 32-bit words and would wrap larger ones
+TEMPERATURE_MIN = 1e-6  # smaller temperatures push logits f(x) / ρ towards float32 overflow (NaN probabilities)
+
+
+def jax_float_dtype() -> np.dtype:
+    """The float dtype JAX computes in: float32, or float64 when ``jax_enable_x64`` is on."""
+    return np.dtype(np.float64 if jax.config.jax_enable_x64 else np.float32)
+
+
 def as_float_array(name: str, value: Any, ndim: int | tuple[int, ...] | None = None,
-                   finite: bool = True) -> np.ndarray:
+                   finite: bool = True, dtype: Any = None) -> np.ndarray:
     """Returns ``value`` as a float numpy array after checking rank and finiteness.
+
+    The finiteness check runs *after* the cast to the working dtype, so a float64
+    value such as 1e39 that would become inf in float32 is refused, not computed with.
 
     Args:
       name: argument name used in error messages.
       value: array-like of real numbers.
       ndim: allowed rank(s), or None for any.
       finite: whether NaN / inf entries are rejected.
+      dtype: the working dtype; None keeps float64 input as float64 and casts
+        everything else to float32 (use :func:`jax_float_dtype` for arrays
+        that go to JAX).
     """
     try:
         arr = np.asarray(value)
@@ -43,9 +60,16 @@ def as_float_array(name: str, value: Any, ndim: int | tuple[int, ...] | None = N
         if arr.ndim not in allowed:
             want = " or ".join(str(a) for a in allowed)
             raise ValueError(f"{name} must have {want} dimensions, got {_describe(arr)}")
-    arr = arr.astype(np.float64 if arr.dtype == np.float64 else np.float32)
+    if dtype is None:
+        dtype = np.float64 if arr.dtype == np.float64 else np.float32
+    given = arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = arr.astype(dtype, copy=False)
     if finite and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        if np.issubdtype(given.dtype, np.inexact) and np.all(np.isfinite(given)) or given.dtype.kind in "iub":
+            raise ValueError(f"{name} must be finite in {np.dtype(dtype).name}, but {bad} entries overflow "
+                             f"when cast to it (largest |value| {float(np.max(np.abs(given))):.3g})")
         raise ValueError(f"{name} must be finite, but it has {bad} NaN/inf entries")
     return arr
 
@@ -65,6 +89,19 @@ def as_labels(name: str, value: Any, num_classes: int, ndim: int | None = None) 
         raise ValueError(
             f"{name} must be labels in [0, {num_classes}), got values in [{arr.min()}, {arr.max()}]")
     return arr.astype(np.int32)
+
+
+def temperature(name: str, value: Any) -> float:
+    """Checks a softmax temperature: a real number in [1e-6, float32 max].
+
+    Logits are f(x) / ρ in float32; below ``TEMPERATURE_MIN`` they approach
+    float32 overflow and probabilities turn into NaN, so such values are refused.
+    """
+    v = positive(name, value)
+    if v < TEMPERATURE_MIN or not np.isfinite(np.float32(v)):
+        raise ValueError(f"{name} must be in [{TEMPERATURE_MIN:g}, {float(np.finfo(np.float32).max):.3g}] "
+                         f"(logits f(x) / {name} must stay finite in float32), got {value!r}")
+    return v
 
 
 def positive(name: str, value: Any, allow_zero: bool = False) -> float:
@@ -97,7 +134,7 @@ def seeds(name: str, value: Any, allow_empty: bool = False) -> tuple[int, ...]:
         value = range(integer(name, value, minimum=1))
     elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise TypeError(f"{name} must be an int n (seeds 0..n-1) or an iterable of ints, got {_describe(value)}")
-    out = tuple(integer(f"{name} entries", s, minimum=0) for s in value)
+    out = tuple(integer(f"{name} entries", s, minimum=0, maximum=SEED_LIMIT - 1) for s in value)
     if not out and not allow_empty:
         raise ValueError(f"{name} must hold at least one seed, got none")
     return out
@@ -120,13 +157,61 @@ def as_key(seed: Any, name: str = "seed") -> jax.Array:
         if seed.shape == (2,) and seed.dtype == np.uint32:
             return jax.random.wrap_key_data(seed)
         if seed.shape == () and np.issubdtype(seed.dtype, np.integer):
-            return jax.random.key(int(seed))
+            return jax.random.key(seed_int(name, int(seed)))
         raise TypeError(f"{name} must be an int or a JAX PRNG key, got {_describe(seed)}")
     if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
         raise TypeError(f"{name} must be an int or a JAX PRNG key, got {_describe(seed)}")
-    if int(seed) < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
-    return jax.random.key(int(seed))
+    return jax.random.key(seed_int(name, seed))
+
+
+def seed_int(name: str, value: Any) -> int:
+    """Checks an integer seed is in [0, 2**32) and returns it as int.
+
+    JAX keys hold 32-bit words: larger seeds would silently wrap (2**32 would be
+    seed 0) or crash inside JAX, so they are refused. Bools are not seeds.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int in [0, 2**32) or a JAX PRNG key, got {_describe(value)}")
+    v = int(value)
+    if not 0 <= v < SEED_LIMIT:
+        raise ValueError(f"{name} must be an int in [0, 2**32) (or a JAX PRNG key), got {v}")
+    return v
+
+
+def keywords(name: str, given: Iterable[str], valid: Iterable[str], what: str = "keyword argument") -> None:
+    """Raises TypeError for keyword names not in ``valid``, suggesting close matches ("did you mean").
+
+    The message reads ``{name} got an unknown {what} 'x' (did you mean 'y'?); valid names: [...]``.
+    """
+    valid = sorted(valid)
+    unknown = [k for k in given if k not in valid]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(str(k), valid, n=3)
+            hints.append(f"{k!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
+        what = f"an unknown {what}" if len(unknown) == 1 else f"unknown {what}s"
+        raise TypeError(f"{name} got {what} {', '.join(hints)}; valid names: {valid}")
+
+
+def call_keywords(fn: Callable) -> list[str] | None:
+    """Keyword names ``fn`` accepts, or None when it takes ``**kwargs`` (anything goes)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def mapping(name: str, value: Any) -> Mapping:
+    """Checks ``value`` is a mapping (dict) or None (→ {})."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of keyword arguments or None, got {_describe(value)}")
+    return value
 
 
 def widths(name: str, value: Any, allow_empty: bool = True) -> tuple[int, ...]:

@@ -3,7 +3,7 @@
 Wang, Sun & Grosse (2021), "Beyond marginal uncertainty: how accurately can
 Bayesian regression models estimate posterior predictive correlations?"
 
-Acquisition (§3.2; exact scores as in the reference code, REFERENCE_FACTS).
+Acquisition (§3.2; exact scores as in the reference code; docs/reference.md, "Active learning").
 Every function takes ``cov``, the noise-free posterior covariance of f over
 *all* candidate and test points given the current training data, and index
 arrays ``pool`` and ``test`` into it. Selection uses the joint covariance of
@@ -43,13 +43,12 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from jtk import _checks
+from jtk import _checks, _memory
 from jtk.envs.gp import numpy_rng, serial_blas
 
 CRITERIA = ("batchmig", "mig", "tig", "random")
 _FLOOR = 1e-12  # floor on 1 − ρ² (guards log 0 when σ² = 0)
 _PSD_RTOL = 1e-6  # eigenvalues down to −1e-6 · max diag count as PSD (round-off of sample covariances)
-_PSD_EXACT_MAX = 3000  # larger (pool ∪ test) sets: 2 × 2 minors + a random 3000-point principal submatrix
 
 
 # ------------------------------------------------------------------ validation
@@ -75,16 +74,17 @@ def check_covariance(cov: Any, name: str = "cov", index: np.ndarray | None = Non
     """Returns ``cov`` as float64 after checking it is a finite, square, symmetric PSD matrix.
 
     Positive semi-definiteness is checked on ``cov[index][:, index]`` (all of cov
-    when None) by a Cholesky factorisation of the matrix plus 1e-6 · max diag · I,
-    so round-off in rank-deficient sample covariances passes while a clearly
-    indefinite matrix fails. Above 3000 points the check is necessary-only (every
-    2 × 2 principal minor, and the Cholesky test on a random 3000-point principal
-    submatrix), to keep it well below the O(n³) of a full factorisation.
+    when None), at any size, by a Cholesky factorisation of that matrix divided
+    by its largest diagonal entry, plus 1e-6 · I: round-off in rank-deficient
+    sample covariances passes while a clearly indefinite matrix fails. Dividing
+    by the scale first makes the check work for any magnitude (1e-300 or 1e300).
+    The check costs one factorisation, O(n³ / 3) for n = len(index), and
+    3 n² float64 of memory (refused up front when that exceeds the budget).
 
     Raises:
       ValueError: naming ``name``, what was expected and what was given.
     """
-    cov = _checks.as_float_array(name, cov, ndim=2).astype(np.float64)
+    cov = _checks.as_float_array(name, cov, ndim=2, dtype=np.float64)
     if cov.shape[0] != cov.shape[1]:
         raise ValueError(f"{name} must be a square [n, n] covariance matrix, got shape {cov.shape}")
     scale = max(float(np.max(np.abs(np.diag(cov)))) if cov.size else 0.0, 1e-300)
@@ -95,30 +95,30 @@ def check_covariance(cov: Any, name: str = "cov", index: np.ndarray | None = Non
     if np.any(np.diag(cov) < -_PSD_RTOL * scale):
         raise ValueError(f"{name} must be positive semi-definite, got a negative diagonal entry "
                          f"{np.min(np.diag(cov)):.3g}")
+    n = cov.shape[0] if index is None else len(index)
+    _memory.check_budget(f"PSD check of {name}: 3 × n² float64 with n = {n}",
+                         _memory.nbytes(3, n, n, dtype=np.float64),
+                         "use fewer pool / test points")
     sub = cov if index is None else cov[np.ix_(index, index)]
-    if len(sub) > _PSD_EXACT_MAX:
-        # every 2 × 2 principal minor must be ≥ 0 ...
-        d = np.sqrt(np.maximum(np.diag(sub), 0.0))
-        excess = np.abs(sub) - np.outer(d, d)
-        worst = float(np.max(excess))
-        if worst > _PSD_RTOL * scale:
-            i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
-            raise ValueError(f"{name} must be positive semi-definite, got |{name}[{i}, {j}]| larger than "
-                             f"sqrt({name}[{i}, {i}] {name}[{j}, {j}]) by {worst:.3g}")
-        # ... and so must a random principal submatrix (a full check would cost O(n³))
-        pick = np.random.default_rng(0).choice(len(sub), _PSD_EXACT_MAX, replace=False)
-        sub = sub[np.ix_(pick, pick)]
-    try:
-        np.linalg.cholesky(0.5 * (sub + sub.T) + _PSD_RTOL * scale * np.eye(len(sub)))
-    except np.linalg.LinAlgError:
-        low = float(np.linalg.eigvalsh(0.5 * (sub + sub.T))[0])
-        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {low:.3g} "
-                         f"(max diagonal {scale:.3g})") from None
+    unit = sub / scale  # [n, n] with max diagonal 1
+    unit = 0.5 * (unit + unit.T)
+    unit[np.diag_indices_from(unit)] += _PSD_RTOL
+    from scipy.linalg import lapack
+    _, info = lapack.dpotrf(unit, lower=True, clean=False, overwrite_a=True)
+    if info > 0:
+        where = "" if index is None else " (in the order pool, then test)"
+        if n <= 2000:  # an eigenvalue is cheap enough to report
+            sub = cov if index is None else cov[np.ix_(index, index)]
+            low = float(np.linalg.eigvalsh(0.5 * (sub + sub.T))[0])
+            detail = f"smallest eigenvalue {low:.3g}"
+        else:
+            detail = f"its leading {info} x {info} principal submatrix{where} is indefinite"
+        raise ValueError(f"{name} must be positive semi-definite, got {detail} (max diagonal {scale:.3g})")
     return cov
 
 
 def _check_problem(cov, pool, test, noise_var, batch_size):
-    cov = _checks.as_float_array("cov", cov, ndim=2)
+    cov = _checks.as_float_array("cov", cov, ndim=2, dtype=np.float64)
     if cov.shape[0] != cov.shape[1]:
         raise ValueError(f"cov must be a square [n, n] covariance matrix, got shape {cov.shape}")
     n = cov.shape[0]
@@ -132,7 +132,14 @@ def _check_problem(cov, pool, test, noise_var, batch_size):
     batch_size = _checks.integer("batch_size", batch_size, minimum=1)
     if batch_size > len(pool):
         raise ValueError(f"batch_size must be <= the pool size {len(pool)}, got {batch_size}")
+    _memory.check_budget(f"pool × test float64 × 3 (pool {len(pool)}, test {len(test)})",
+                         _memory.nbytes(3, len(pool), len(test), dtype=np.float64), "use fewer pool / test points")
     cov = check_covariance(cov, "cov", np.concatenate([pool, test]))
+    # Every criterion is invariant to scaling cov and noise_var together: work with
+    # max diag = 1, so covariances of any magnitude (1e-300 or 1e300) neither under- nor overflow.
+    scale = float(np.max(np.diag(cov)))
+    if scale > 0:
+        cov, noise_var = cov / scale, noise_var / scale
     return cov, pool, test, noise_var, batch_size
 
 
@@ -233,6 +240,9 @@ def batch_mig(cov, pool, test, noise_var: float, batch_size: int, return_scores:
     """
     cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
     chosen, scores = _batch_mig(cov, pool, test, noise_var, batch_size)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(f"cov gave non-finite BatchMIG scores {scores.tolist()}: check that cov is a valid "
+                         f"covariance (positive semi-definite, not near-singular to round-off) and noise_var")
     return (chosen, scores) if return_scores else chosen
 
 
@@ -320,7 +330,7 @@ def select(criterion: str, cov, pool, test, noise_var: float, batch_size: int, s
 
 # ------------------------------------------------------------------ TAL loop
 def reference_batch_size(num_train: int, num_pool: int, num_test: int) -> int:
-    """The reference query size max(⌊0.01 (train + pool + test)⌋, 1) (REFERENCE_FACTS)."""
+    """The reference query size max(⌊0.01 (train + pool + test)⌋, 1) (docs/reference.md, "Active learning")."""
     total = sum(_checks.integer(n, v, minimum=0) for n, v in
                 (("num_train", num_train), ("num_pool", num_pool), ("num_test", num_test)))
     return max(int(np.floor(0.01 * total)), 1)

@@ -7,7 +7,8 @@ R̄_x = p(y = 1 | x). Thompson sampling with a jtk agent: at every step draw
 tiny noise), observe the reward, store it in a uniform replay buffer, then take
 ``steps_per_obs`` Adam steps on minibatches of 128 from the buffer, with the
 agent's regulariser annealed as 1/t (the reference's incremental updates;
-REFERENCE_FACTS). Regret per step is max_x R̄_x − R̄_{X_t}.
+docs/reference.md, "Bandit"). The L2 at t = 1 is the agent's L2 scale × 2ρ
+(÷ K for ensembles): the reference code's rule, not the paper's App. E formula. Regret per step is max_x R̄_x − R̄_{X_t}.
 
 Everything is one compiled ``lax.scan`` over steps, ``vmap``ped over
 problems: no Python loop per step or per seed. Steps run in chunks of
@@ -24,6 +25,7 @@ or number of actions of the same shape never recompiles.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import time
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ import optax
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, nets, train as train_lib
+from jtk import _checks, _memory, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import sample_prior_params
 
@@ -105,8 +107,12 @@ def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_action
     input_dim = _checks.integer("input_dim", input_dim, minimum=1)
     num_actions = ACTIONS_PER_DIM * input_dim if num_actions is None else num_actions
     num_actions = _checks.integer("num_actions", num_actions, minimum=2)
-    temperature = _checks.positive("temperature", temperature)
+    temperature = _checks.temperature("temperature", temperature)
     seeds = _checks.seeds("seeds", seeds)
+    per_problem = num_actions * (input_dim + 1.0) + _memory.mlp_params((input_dim, 50, 50, 2))
+    _memory.check_budget(f"bandit problems: seeds {len(seeds)} × (num_actions {num_actions} × input_dim {input_dim} "
+                         f"+ environment parameters) float32 × 2", _memory.nbytes(2, len(seeds), per_problem),
+                         "lower num_actions, input_dim or the number of seeds")
     made = [_make_problem(s, input_dim, num_actions, jnp.float32(temperature)) for s in seeds]
     return BanditProblems(jnp.stack([m[0] for m in made]), jnp.stack([m[1] for m in made]), seeds, temperature)
 
@@ -196,7 +202,7 @@ class ThompsonSampling(Policy):
         replay_a = state.replay_actions.at[slot].set(action)
         replay_r = state.replay_rewards.at[slot].set(reward)
         size = jnp.minimum(t, self.replay_capacity)
-        # The agent's regulariser is annealed as 1/t (REFERENCE_FACTS, App. E).
+        # The agent's regulariser is annealed as 1/t (docs/reference.md, "Bandit"; App. E).
         hyper_t = {k: (v / t if k in self.agent.annealed else v) for k, v in hyper.items()}
         optimizer = self.agent.optimizer()
         grad_fn = jax.grad(self.agent.loss)
@@ -229,15 +235,22 @@ def make_policy(agent, *, steps_per_obs: int = 1, batch_size: int = 128, replay_
     if isinstance(agent, Policy):
         return agent
     if isinstance(agent, str):
+        if agent in BUILTIN and agent_kwargs:
+            _checks.keywords(f"agent_kwargs: agent {agent!r}", agent_kwargs, (), what="hyperparameter")
         if agent == "oracle":
             return Oracle()
         if agent == "uniform":
             return UniformPolicy()
         online = online_agents()
         if agent not in online:
+            close = difflib.get_close_matches(agent, list(BUILTIN) + online, n=3)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
             raise ValueError(f"agent must be one of {list(BUILTIN) + online} (agents that can be updated "
-                             f"online), got {agent!r}")
-        agent = agents_base.make(agent, **agent_kwargs)
+                             f"online), got {agent!r}{hint}")
+        try:
+            agent = agents_base.make(agent, **agent_kwargs)
+        except TypeError as err:
+            raise TypeError(f"agent_kwargs: {err}") from None
     elif agent_kwargs:
         raise TypeError("agent_kwargs only apply when agent is given by name")
     if not isinstance(agent, agents_base.JaxAgent) or not agent.incremental:
@@ -344,7 +357,8 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
       problems: ready-made problems (overrides input_dim, seeds, num_actions, temperature).
       num_actions: N ≥ 2 (default 20 d).
       temperature: environment temperature ρ (0.1); the agent is told it, as in the reference.
-      agent_seed: seed of the agent's initialisation and sampling (the problems stay the same).
+      agent_seed: seed (int in [0, 2**32) or JAX PRNG key) of the agent's initialisation and sampling
+        (the problems stay the same).
       steps_per_obs: Adam steps per observation (1).
       batch_size: replay minibatch (128).
       replay_capacity: replay buffer size (10 000).
@@ -356,13 +370,24 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
       :class:`BanditResult` with regret [J, T].
     """
     horizon = _checks.integer("horizon", horizon, minimum=1)
-    agent_seed = _checks.integer("agent_seed", agent_seed, minimum=0)
+    agent_key = _checks.as_key(agent_seed, "agent_seed")
+    agent_kwargs = _checks.mapping("agent_kwargs", agent_kwargs)
+    replay_capacity = _checks.integer("replay_capacity", replay_capacity, minimum=1)
     if problems is None:
-        problems = make_problems(input_dim, seeds, num_actions, temperature)
+        num_seeds, dim = len(_checks.seeds("seeds", seeds)), _checks.integer("input_dim", input_dim, minimum=1)
     elif not isinstance(problems, BanditProblems):
         raise TypeError(f"problems must be jtk.bandit.BanditProblems, got {type(problems).__name__}")
+    else:
+        num_seeds, dim = len(problems.seeds), problems.input_dim
+    _memory.check_budget(f"bandit regret and actions: seeds {num_seeds} × horizon {horizon} × 8 bytes × 3, plus "
+                         f"replay buffers seeds × replay_capacity × (input_dim + 2) float32",
+                         _memory.nbytes(3, num_seeds, horizon + CHUNK, dtype=np.float64)
+                         + _memory.nbytes(num_seeds, replay_capacity, dim + 2),
+                         "lower horizon, replay_capacity or the number of seeds")
     policy = make_policy(agent, steps_per_obs=steps_per_obs, batch_size=batch_size,
-                         replay_capacity=replay_capacity, **(agent_kwargs or {}))
+                         replay_capacity=replay_capacity, **agent_kwargs)
+    if problems is None:
+        problems = make_problems(input_dim, seeds, num_actions, temperature)
     if name is None:
         name = agent if isinstance(agent, str) else type(getattr(policy, "agent", policy)).__name__
     hyper = {}
@@ -370,7 +395,7 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
         prior = agents_base.Prior(problems.input_dim, 2, 1, problems.temperature, 1)
         hyper = {k: jnp.asarray(v, jnp.float32) for k, v in policy.agent.online_hyper(prior).items()}
     num_problems = len(problems.seeds)
-    base = jax.random.fold_in(jax.random.key(agent_seed), 0x7A6E7)
+    base = jax.random.fold_in(agent_key, 0x7A6E7)
     keys = jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.asarray(problems.seeds, jnp.uint32))
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
@@ -437,7 +462,7 @@ def regret_correlation(points: pd.DataFrame, metric: str = "kl_10", regret: str 
         den = np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
         return np.where(den > 0, (a * b).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
 
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(num_bootstrap, len(x)))
+    idx = np.random.default_rng(_checks.seed_int("seed", seed)).integers(0, len(x), size=(num_bootstrap, len(x)))
     boot = corr(x[idx], y[idx])
     lo, hi = np.nanpercentile(boot, [5, 95])
     return {"r": float(corr(x, y)), "lo": float(lo), "hi": float(hi), "num_points": int(len(x))}

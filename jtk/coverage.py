@@ -34,9 +34,9 @@ import jax
 import numpy as np
 import pandas as pd
 
-from jtk import _checks
+from jtk import _checks, _memory
 from jtk.agents.blr import BayesianLinearRegression
-from jtk.agents.deep_regression import METHODS, DeepRegression, make_regression
+from jtk.agents.deep_regression import METHODS, PRESETS, DeepRegression, make_regression
 
 Z95 = 1.96  # the normal-approximation factor of §3
 ALL_METHODS = ("BLR",) + METHODS
@@ -134,6 +134,13 @@ def summarise(per_input: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     Columns: coverage (mean over inputs), coverage_se (mean binomial error bar),
     min_coverage, deviation, rmse, uncertainty, num_inputs.
     """
+    if not isinstance(per_input, pd.DataFrame):
+        raise TypeError(f"per_input must be a pandas DataFrame (CoverageResult.per_input()), "
+                        f"got {type(per_input).__name__}")
+    missing = [c for c in ("in_distribution", "method", "coverage", "coverage_se", "deviation", "rmse",
+                           "uncertainty", "k", *by) if c not in per_input.columns]
+    if missing:
+        raise ValueError(f"per_input must have the columns of CoverageResult.per_input(), missing {missing}")
     df = per_input.assign(region=np.where(per_input["in_distribution"], "in", "out"))
     keys = [*by, "method", "region"]
     out = df.groupby(keys, sort=False).agg(
@@ -194,6 +201,18 @@ def coverage_study(env, methods: Iterable[Any] = ALL_METHODS, k: int = 50, seed:
     """
     k = _checks.integer("k", k, minimum=2)
     key = _checks.as_key(seed)
+    _checks.one_of("preset", preset, tuple(PRESETS))
+    if not all(hasattr(env, a) for a in ("sample_targets", "test_inputs", "x_train", "mean")):
+        raise TypeError(f"env must be a regression problem from jtk.envs (with sample_targets, test_inputs, "
+                        f"x_train, mean), got {type(env).__name__}")
+    if isinstance(methods, (str, bytes)) or not hasattr(methods, "__iter__"):
+        raise TypeError(f"methods must be a list of names, models or (label, model) pairs, got {methods!r}")
+    methods = list(methods)
+    n_train, n_test = len(env.x_train), len(env.test_inputs())
+    _memory.check_budget(f"coverage study: k training sets × (num_train + 4 num_test) float64 × methods "
+                         f"(k = {k}, num_train = {n_train}, num_test = {n_test}, {len(methods)} methods)",
+                         _memory.nbytes(k, n_train + 4 * n_test, max(len(methods), 1) + 1, dtype=np.float64),
+                         "lower k")
     models = [_as_model(m, env, preset, max_epochs) for m in methods]
     if not models:
         raise ValueError("methods must name at least one method, got an empty list")
@@ -293,10 +312,16 @@ def summary_table(results: Mapping[Any, CoverageResult], by: Sequence[str] = ())
 
 def at_inputs(per_input: pd.DataFrame, coordinates: Sequence[float]) -> pd.DataFrame:
     """Rows of the test inputs nearest to the given coordinates (Fig. 3: x = −2.38, 1.2, −5.11)."""
+    wanted = [float(_checks.as_float_array("coordinates", np.asarray(c), ndim=0)) for c in coordinates]
+    if not isinstance(per_input, pd.DataFrame) or "coordinate" not in per_input.columns:
+        raise TypeError(f"per_input must be a DataFrame with a 'coordinate' column (CoverageResult.per_input()), "
+                        f"got {type(per_input).__name__}")
+    if not wanted or per_input.empty:
+        raise ValueError(f"coordinates and per_input must be non-empty, got {len(wanted)} coordinates and "
+                         f"{len(per_input)} rows")
     coords = np.unique(per_input["coordinate"].to_numpy())
     rows = []
-    for c in coordinates:
-        c = float(_checks.as_float_array("coordinates", np.asarray(c), ndim=0))
+    for c in wanted:
         nearest = coords[np.argmin(np.abs(coords - c))]
         rows.append(per_input[per_input["coordinate"] == nearest].assign(requested=c))
     return pd.concat(rows, ignore_index=True)

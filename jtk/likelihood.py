@@ -23,7 +23,7 @@ from jtk import _checks
 
 
 def _check_logits_labels(logits, y, logits_name="logits", min_ndim=2):
-    logits = _checks.as_float_array(logits_name, logits)
+    logits = _checks.as_float_array(logits_name, logits)  # float64 stays float64 (see _use_numpy)
     if logits.ndim < min_ndim:
         raise ValueError(f"{logits_name} must have at least {min_ndim} dimensions "
                          f"(..., τ, K), got shape {logits.shape}")
@@ -32,6 +32,22 @@ def _check_logits_labels(logits, y, logits_name="logits", min_ndim=2):
         raise ValueError(f"{logits_name} must have at least 2 classes in its last axis, got shape {logits.shape}")
     y = _checks.as_labels("y", y, num_classes)
     return logits, y
+
+
+def _use_numpy(logits: np.ndarray) -> bool:
+    """float64 logits are computed in float64 (numpy) when JAX runs in float32.
+
+    Casting them to float32 would lose the answer for large logits (e.g. [1e8, 1e8 + 1]
+    become equal), so float64 input gets a float64 result, computed with numpy
+    unless ``jax_enable_x64`` is on; float32 input takes the jitted JAX path.
+    """
+    return logits.dtype == np.float64 and not jax.config.jax_enable_x64
+
+
+def _np_label_log_probs(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=-1, keepdims=True)
+    logp = logits - top - np.log(np.sum(np.exp(logits - top), axis=-1, keepdims=True))
+    return np.take_along_axis(logp, y[..., None].astype(np.int64), axis=-1)[..., 0]
 
 
 @jax.jit
@@ -53,6 +69,8 @@ def log_likelihood(logits, y) -> jax.Array:
     logits, y = _check_logits_labels(logits, y)
     if y.shape != logits.shape[:-1]:
         raise ValueError(f"y must have shape {logits.shape[:-1]} to match logits {logits.shape}, got {y.shape}")
+    if _use_numpy(logits):
+        return np.sum(_np_label_log_probs(logits, y), axis=-1)
     return jnp.sum(_label_log_probs(jnp.asarray(logits), jnp.asarray(y)), axis=-1)
 
 
@@ -71,7 +89,13 @@ def joint_log_likelihood(logits, y) -> jax.Array:
       y: [..., τ] integer labels in [0, K).
 
     Returns:
-      [...] log (1/M) Σ_m Π_t softmax(logits[m, ..., t])[y_t].
+      [...] log (1/M) Σ_m Π_t softmax(logits[m, ..., t])[y_t]: a float32 JAX
+      array, or a float64 numpy array for float64 logits (computed in float64,
+      so large logits keep their precision).
+
+    Raises:
+      ValueError: M = 0, K < 2, NaN/inf logits, labels outside [0, K), or y
+        whose shape is not logits.shape[1:-1].
 
     Example:
       >>> import numpy as np
@@ -81,9 +105,18 @@ def joint_log_likelihood(logits, y) -> jax.Array:
       -0.693
     """
     logits, y = _check_logits_labels(logits, y, min_ndim=3)
+    if logits.shape[0] == 0:
+        raise ValueError(f"logits must hold at least one posterior sample (M >= 1 in [M, ..., τ, K]), "
+                         f"got shape {logits.shape}")
     if y.shape != logits.shape[1:-1]:
         raise ValueError(f"y must have shape {logits.shape[1:-1]} (logits without its first axis M and "
                          f"last axis K), got {y.shape}; logits has shape {logits.shape} = [M, ..., τ, K]")
+    if _use_numpy(logits):
+        ll = np.sum(_np_label_log_probs(logits, np.broadcast_to(y, logits.shape[:-1])), axis=-1)  # [M, ...]
+        top = ll.max(axis=0)
+        top = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):  # a joint probability of 0 gives -inf, as on the JAX path
+            return np.log(np.mean(np.exp(ll - top), axis=0)) + top
     return _joint_ll(jnp.asarray(logits), jnp.asarray(y))
 
 
@@ -117,6 +150,8 @@ def summarize_kl(kl_values) -> KLSummary:
 
 def _check_probs(probs, y):
     probs = _checks.as_float_array("probs", probs, ndim=2)
+    if probs.shape[0] == 0:
+        raise ValueError(f"probs must hold at least one row [n >= 1, K], got shape {probs.shape}")
     if np.any(probs < 0) or not np.allclose(probs.sum(-1), 1.0, atol=1e-3):
         raise ValueError("probs must be non-negative rows summing to 1 (shape [n, K])")
     y = _checks.as_labels("y", y, probs.shape[1], ndim=1)

@@ -7,7 +7,7 @@ from jtk import nets
 from jtk.envs import MLPClassification
 from jtk.envs.classification import sample_prior_params
 
-# REFERENCE_FACTS: mean Bernoulli entropy (nats) of p(y|x) under the prior, d = 2.
+# docs/reference.md, "Generative model": mean Bernoulli entropy (nats) of p(y|x) under the prior, d = 2.
 REFERENCE_ENTROPY = {0.01: 0.027, 0.1: 0.234, 0.5: 0.576}
 
 

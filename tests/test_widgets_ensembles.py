@@ -141,3 +141,25 @@ def test_kl_summary_and_wins():
     assert wins.to_dict() == {1: 1, 10: 1} and "of 2" in wins.name
     with pytest.raises(ValueError, match="tau = 100"):
         we.kl_wins(results, 100)
+
+
+def test_member_label_logprobs_match_a_numpy_log_softmax_for_shared_and_per_problem_inputs():
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=(n, 2)).astype(np.float32) for n in (5, 12, 16)]
+    ys = [rng.integers(0, 2, size=len(x)) for x in xs]
+    state = we.fit_ensembles(xs, ys, [0.1, 0.3, 1.0], [0.0, 3.0, 1.0], [0, 1, 2], TINY)
+    tx = rng.normal(size=(40, 2)).astype(np.float32)
+    ty = rng.integers(0, 2, size=40)
+    agent = TINY.agent()
+    expected = []
+    for i in range(3):
+        one = jax.tree_util.tree_map(lambda a: a[i], state)
+        logits = np.asarray(agent.components(one, tx), np.float64)  # [K, n, 2]
+        logp = logits - np.logaddexp(logits[..., 0], logits[..., 1])[..., None]
+        expected.append(logp[:, np.arange(40), ty])
+    expected = np.stack(expected)
+    np.testing.assert_allclose(we.member_label_logprobs(state, tx, ty, TINY), expected, rtol=1e-5, atol=1e-5)
+    per_problem = we.member_label_logprobs(state, np.stack([tx] * 3), np.stack([ty] * 3), TINY)
+    np.testing.assert_allclose(per_problem, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="xs"):
+        we.member_label_logprobs(state, np.stack([tx] * 2), np.stack([ty] * 2), TINY)

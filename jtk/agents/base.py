@@ -17,7 +17,9 @@ Gradient-trained agents build ``train`` from ``init`` / ``loss`` /
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -26,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jtk import _checks, train as train_lib
+from jtk import _checks, _memory, train as train_lib
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Prior:
         _checks.integer("prior.input_dim", self.input_dim, minimum=1)
         _checks.integer("prior.num_classes", self.num_classes, minimum=2)
         _checks.integer("prior.num_train", self.num_train, minimum=0)
-        _checks.positive("prior.temperature", self.temperature)
+        _checks.temperature("prior.temperature", self.temperature)
         _checks.integer("prior.tau", self.tau, minimum=1)
 
 
@@ -98,8 +100,13 @@ def make(name: str, **hyperparameters) -> Agent:
       TypeError: a hyperparameter the agent does not have.
     """
     if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"name must be one of {names()}, got {name!r}")
+        close = difflib.get_close_matches(name, names(), n=3) if isinstance(name, str) else []
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"name must be one of {names()}, got {name!r}{hint}")
     factory = _REGISTRY[name]
+    valid = _hyperparameter_names(factory)
+    if valid is not None:
+        _checks.keywords(f"agent {name!r}", hyperparameters, valid, what="hyperparameter")
     try:
         return factory(**hyperparameters)
     except TypeError as err:
@@ -108,10 +115,29 @@ def make(name: str, **hyperparameters) -> Agent:
         raise
 
 
+def _hyperparameter_names(factory: Callable[..., Agent]) -> list[str] | None:
+    """Keywords a factory accepts: its own, or (for ``**kwargs`` factories) its default agent's fields."""
+    valid = _checks.call_keywords(factory)
+    if valid is not None:
+        return valid
+    try:
+        proto = factory()
+    except Exception:  # a factory that needs arguments: let it report unknown ones itself
+        return None
+    if not dataclasses.is_dataclass(proto):
+        return None
+    own = [p.name for p in inspect.signature(factory).parameters.values()
+           if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return own + [f.name for f in dataclasses.fields(proto) if f.init]
+
+
 # ---------------------------------------------------------------- validation
 def check_training_data(x, y, prior: Prior | None) -> tuple[np.ndarray, np.ndarray, Prior]:
     """Validates a training set and fills in a default prior (temperature 1, τ 1)."""
+    _checks.as_float_array("x", x, ndim=2, dtype=_checks.jax_float_dtype())  # finite in the working dtype
     x = _checks.as_float_array("x", x, ndim=2)
+    if prior is not None and not isinstance(prior, Prior):
+        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
     num_classes = prior.num_classes if prior is not None else 2
     y = _checks.as_labels("y", y, num_classes=max(num_classes, 2) if prior is not None else np.iinfo(np.int32).max,
                           ndim=1)
@@ -128,12 +154,50 @@ def check_training_data(x, y, prior: Prior | None) -> tuple[np.ndarray, np.ndarr
 
 
 def check_query(x, input_dim: int, num_samples: int | None = None) -> np.ndarray:
+    _checks.as_float_array("x", x, ndim=2, dtype=_checks.jax_float_dtype())  # finite in the working dtype
     x = _checks.as_float_array("x", x, ndim=2)
     if x.shape[1] != input_dim:
         raise ValueError(f"x must have shape [n, {input_dim}], got {x.shape}")
     if num_samples is not None:
         _checks.integer("num_samples", num_samples, minimum=1)
     return x
+
+
+def _network_size(agent: Any, input_dim: int, num_classes: int) -> tuple[float, float, float]:
+    """(members, parameters per member, widest layer) of an agent's networks, from its usual fields."""
+    hidden = tuple(getattr(agent, "hidden", (50, 50)) or ())
+    members = float(getattr(agent, "num_members", 1) or 1)
+    params = _memory.mlp_params((input_dim, *hidden, num_classes))
+    return members, params, float(max((*hidden, num_classes)))
+
+
+def check_fit_memory(agent: Any, num_train: int, input_dim: int, num_classes: int) -> None:
+    """Refuses a fit whose data, parameters and optimiser state cannot fit in the memory budget.
+
+    Estimate (float32): data padded to a bucket (2 × n × (d + 2)), parameters with
+    gradients and Adam moments (4 × members × params; ×2 for Gaussian weights
+    such as bbb), and one minibatch of activations per member.
+    """
+    members, params, width = _network_size(agent, input_dim, num_classes)
+    batch = min(float(num_train), float(getattr(agent, "batch_size", 100) or 100))
+    factor = 8.0 if hasattr(agent, "num_index_samples") else 4.0
+    total = (_memory.nbytes(2, num_train, input_dim + 2) + _memory.nbytes(factor, members, params)
+             + _memory.nbytes(2, members, batch, width * 4))
+    _memory.check_budget(f"fit of {type(agent).__name__}: num_train {num_train} × input_dim {input_dim}, "
+                         f"{members:.0f} members × {params:.0f} params (num_classes {num_classes}), float32",
+                         total, "lower num_train, num_members, hidden or num_classes")
+
+
+def check_sample_memory(agent: Any, num_samples: int, num_inputs: int, input_dim: int, num_classes: int) -> None:
+    """Refuses ``sample_logits`` whose output and activations (float32) exceed the memory budget."""
+    members, _, width = _network_size(agent, input_dim, num_classes)
+    if getattr(agent, "mixture", False):  # C components evaluated once, then M of them gathered
+        total = _memory.nbytes(members, num_inputs, num_classes + width) + _memory.nbytes(num_samples, num_inputs,
+                                                                                         num_classes)
+    else:  # M forward passes: the output and one hidden layer per sample
+        total = _memory.nbytes(num_samples, num_inputs, num_classes + width)
+    _memory.check_budget(f"num_samples {num_samples} × num_inputs {num_inputs} × (num_classes {num_classes} + "
+                         f"widest layer) float32", total, "lower num_samples or evaluate x in chunks")
 
 
 # ---------------------------------------------------------------- JAX agents
@@ -195,7 +259,7 @@ class JaxAgent:
     def online_hyper(self, prior: Prior) -> dict[str, float]:
         """Hyperparameters for online learning at t = 1; ``annealed`` entries are divided by t.
 
-        The reference bandit (REFERENCE_FACTS, App. E) replaces the dataset-size
+        The reference bandit (docs/reference.md, "Bandit"; App. E) replaces the dataset-size
         regulariser by a weight decay annealed as 1/t.
         """
         raise NotImplementedError(f"{type(self).__name__} defines no online hyperparameters")
@@ -249,10 +313,21 @@ class JaxAgent:
         return dataclasses.replace(self, batch_size=size, num_classes=prior.num_classes)
 
     def fit(self, x, y, seed=0, prior: Prior | None = None) -> "JaxPosterior":
-        """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`."""
+        """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`.
+
+        Raises:
+          ValueError / TypeError: bad x, y, prior or seed (an int in [0, 2**32) or a PRNG key).
+          jtk._memory.MemoryBudgetError: a ValueError when the data, parameters and
+            optimiser state cannot fit in the memory budget (checked before training).
+        """
+        shape = getattr(x, "shape", None)
+        if shape is not None and len(shape) == 2:  # refuse a hopeless size before converting or scanning x
+            check_fit_memory(self, int(shape[0]), int(shape[1]),
+                             prior.num_classes if isinstance(prior, Prior) else getattr(self, "num_classes", 2))
         x, y, prior = check_training_data(x, y, prior)
         key = _checks.as_key(seed)
         prior = dataclasses.replace(prior, num_train=x.shape[0])
+        check_fit_memory(self, x.shape[0], prior.input_dim, prior.num_classes)
         data = train_lib.pad_dataset(x, y)
         hyper = {k: jnp.asarray(v, jnp.float32) for k, v in self.hyper(prior).items()}
         agent = self.specialize(prior)
@@ -349,9 +424,17 @@ class JaxPosterior:
         return _components(self.agent, self.state, jnp.asarray(check_query(x, self.input_dim)))
 
     def sample_logits(self, x, num_samples: int = 1, seed=0) -> jax.Array:
-        """Draws ``num_samples`` functions, each evaluated at all of x [n, d] → [M, n, K]."""
+        """Draws ``num_samples`` functions, each evaluated at all of x [n, d] → [M, n, K].
+
+        Raises:
+          ValueError / TypeError: bad x, num_samples (an int ≥ 1) or seed;
+            jtk._memory.MemoryBudgetError (a ValueError) when [M, n, K] cannot fit.
+        """
         x = check_query(x, self.input_dim, num_samples)
-        return _sample(self.agent, self.state, jnp.asarray(x), _checks.as_key(seed), int(num_samples))
+        key = _checks.as_key(seed)
+        num_classes = int(getattr(self.agent, "num_classes", 2))
+        check_sample_memory(self.agent, num_samples, x.shape[0], self.input_dim, num_classes)
+        return _sample(self.agent, self.state, jnp.asarray(x), key, int(num_samples))
 
     def log_weights(self) -> jax.Array | None:
         """Log weights [C] of the mixture components (None: uniform)."""

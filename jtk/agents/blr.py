@@ -36,7 +36,7 @@ import jax
 import numpy as np
 import scipy.linalg
 
-from jtk import _checks
+from jtk import _checks, _memory
 
 
 def _design(features: Callable[[Any], Any], x: Any, num_features: int | None = None) -> np.ndarray:
@@ -93,6 +93,9 @@ class BLRPosterior:
 
     def covariance(self, x) -> np.ndarray:
         """σ² G(x)^T V G(x): the joint noise-free posterior covariance [n, n]."""
+        n = _checks.as_float_array("x", x, ndim=2).shape[0]
+        _memory.check_budget(f"covariance: x rows n × n float64 × 2 (n = {n})",
+                             _memory.nbytes(2, n, n, dtype=np.float64), "use fewer inputs x")
         _, a = self._whitened(x)
         return self.noise_std ** 2 * (a.T @ a)
 
@@ -104,6 +107,10 @@ class BLRPosterior:
         """
         num_samples = _checks.integer("num_samples", num_samples, minimum=1)
         key = _checks.as_key(seed)
+        n = _checks.as_float_array("x", x, ndim=2).shape[0]
+        _memory.check_budget(f"num_samples × (x rows + features) float64 × 2 (num_samples = {num_samples}, n = {n})",
+                             _memory.nbytes(2, num_samples, n + self.r.shape[0], dtype=np.float64),
+                             "lower num_samples or use fewer inputs x")
         rng = np.random.default_rng(np.asarray(jax.random.key_data(key), np.uint32).ravel())
         z = rng.standard_normal((num_samples, self.r.shape[0]))
         # γ = γ̂ + σ R^{-1} z has covariance σ² R^{-1} R^{-T} = σ² V.
@@ -144,10 +151,11 @@ class BayesianLinearRegression:
 
     def fit(self, x, y) -> BLRPosterior:
         """Posterior (5) from training data x [n, d], y [n] (float64 numpy)."""
-        x, q, r = self._factor(x)
+        x = _checks.as_float_array("x", x, ndim=2)
         y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
         if y.shape[0] != x.shape[0]:
             raise ValueError(f"x and y must have the same number of rows, got x {x.shape} and y {y.shape}")
+        x, q, r = self._factor(x)
         gamma_hat = scipy.linalg.solve_triangular(r, q.T @ y, lower=False)
         return BLRPosterior(self.features, self.noise_std, gamma_hat, r)
 

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from jtk import _checks
+from jtk import _checks, _memory
 from jtk.agents.regression_base import SampledRegressionPosterior
 from jtk.envs.gp import numpy_rng, serial_blas
 
@@ -108,6 +108,8 @@ class GaussianProcessPosterior:
     def mean_and_covariance(self, x) -> tuple[np.ndarray, np.ndarray]:
         """x [m, d] → (mean [m], noise-free covariance [m, m])."""
         x = self._x(x)
+        _memory.check_budget(f"GP covariance: m × m float64 × 3 (m = {len(x)} rows of x)",
+                             _memory.nbytes(3, len(x), len(x), dtype=np.float64), "use fewer inputs x")
         k_xx = self.kernel(x)
         if len(self.x_train) == 0:
             return np.zeros(len(x)), k_xx
@@ -132,7 +134,13 @@ class GaussianProcessPosterior:
     @serial_blas
     def sample_functions(self, x, num_samples: int, seed: Any = 0) -> np.ndarray:
         """x [m, d] → [M, m] joint draws of f (Cholesky with jitter 1e-8·mean diag)."""
-        _checks.integer("num_samples", num_samples, minimum=1)
+        num_samples = _checks.integer("num_samples", num_samples, minimum=1)
+        numpy_rng(seed)  # validate the seed before the O(m³) work
+        m = _checks.as_float_array("x", x, ndim=2).shape[0]
+        _memory.check_budget(f"GP draws: (num_samples + 4 m) × m float64 (num_samples = {num_samples}, "
+                             f"m = {m} rows of x)",
+                             _memory.nbytes(num_samples + 4.0 * m, m, dtype=np.float64),
+                             "lower num_samples or use fewer inputs x")
         mean, cov = self.mean_and_covariance(x)
         jitter = JITTER * max(float(np.mean(np.diag(cov))), 1e-12)
         w, u = np.linalg.eigh(cov)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from jtk import _checks
+from jtk import _checks, _memory
 from jtk.agents.base import Prior, check_query, check_training_data, register
 
 PROB_CLIP = (0.01, 0.99)
@@ -49,7 +49,11 @@ class ClassifierPosterior:
 
     def sample_logits(self, x, num_samples: int = 1, seed=0) -> np.ndarray:
         """Every sample is the same function: [M, n, K]."""
-        _checks.integer("num_samples", num_samples, minimum=1)
+        num_samples = _checks.integer("num_samples", num_samples, minimum=1)
+        _checks.as_key(seed)  # validated for a uniform API (every sample is the same function)
+        n = check_query(x, self.input_dim).shape[0]
+        _memory.check_budget(f"num_samples {num_samples} × num_inputs {n} × num_classes {self.num_classes} float32",
+                             _memory.nbytes(num_samples, n, self.num_classes), "lower num_samples or use fewer x")
         return np.repeat(self.components(x), num_samples, axis=0)
 
     def mean_probs(self, x) -> np.ndarray:
@@ -59,7 +63,7 @@ class ClassifierPosterior:
 def _int_seed(seed) -> int:
     """An int seed for scikit-learn from an int or a JAX PRNG key."""
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        _checks.integer("seed", seed, minimum=0)
+        _checks.seed_int("seed", seed)
         return int(seed)
     key = _checks.as_key(seed)
     return int(jax.random.randint(key, (), 0, 2 ** 31 - 1))

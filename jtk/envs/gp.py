@@ -7,7 +7,7 @@ network (Neal 1995; Cho & Saul 2009), with inputs scaled by 1/d:
     K¹(x, x') = σ²_w1 · sqrt(K⁰(x, x) K⁰(x', x')) · (sin θ + (π − θ) cos θ) / (2π) + σ²_b1,
     θ = arccos(K⁰(x, x') / sqrt(K⁰(x, x) K⁰(x', x'))).
 
-Reference constants (REFERENCE_FACTS): σ²_b0 = σ²_b1 = 2.5, σ²_w0 = 1.414,
+Reference constants (docs/reference.md, "Active learning"): σ²_b0 = σ²_b1 = 2.5, σ²_w0 = 1.414,
 σ²_w1 = 1.737. A data set draws x ~ N(0, I_d) for 5d training, 500 pool and 200
 test points, one function f ~ GP(0, K¹) at all of them, and y = f + ε with
 ε ~ N(0, 0.01). All linear algebra is numpy float64.
@@ -29,9 +29,9 @@ from typing import Any, Callable, NamedTuple, TypeVar
 import jax
 import numpy as np
 
-from jtk import _checks
+from jtk import _checks, _memory
 
-# Reference constants of the oracle kernel (REFERENCE_FACTS, "Wang, Sun & Grosse").
+# Reference constants of the oracle kernel (docs/reference.md, "Active learning").
 BIAS0_VAR = 2.5
 WEIGHT0_VAR = 1.414
 WEIGHT1_VAR = 1.737
@@ -98,6 +98,8 @@ def relu_kernel(x1, x2=None, *, bias0_var: float = BIAS0_VAR, weight0_var: float
     for name, v in (("bias0_var", bias0_var), ("weight0_var", weight0_var), ("weight1_var", weight1_var),
                     ("bias1_var", bias1_var)):
         _checks.positive(name, v, allow_zero=True)
+    _memory.check_budget(f"kernel matrix: x1 rows × x2 rows float64 × 5 ({len(x1)} × {len(x2)})",
+                         _memory.nbytes(5, len(x1), len(x2), dtype=np.float64), "use fewer inputs x1 / x2")
     d = x1.shape[1]
     k12 = bias0_var + weight0_var * (x1 @ x2.T) / d  # [n1, n2]
     k11 = bias0_var + weight0_var * np.sum(x1 * x1, 1) / d  # [n1]
@@ -194,6 +196,8 @@ class ReLUKernelGP:
     def sample_function_values(self, x, seed: Any = 0) -> np.ndarray:
         """One function draw f ~ GP(0, K) at x [n, d] → [n] (Cholesky with jitter 1e-8·mean diag)."""
         x = self._check_x("x", x)
+        _memory.check_budget(f"GP draw: x rows² float64 × 3 with n = {len(x)}",
+                             _memory.nbytes(3, len(x), len(x), dtype=np.float64), "use fewer inputs x")
         k = self.kernel(x)
         chol = np.linalg.cholesky(k + JITTER * np.mean(np.diag(k)) * np.eye(len(k)))
         return chol @ numpy_rng(seed).standard_normal(len(k))
@@ -205,6 +209,8 @@ class ReLUKernelGP:
                  (("x_train", x_train), ("x_pool", x_pool), ("x_test", x_test))]
         rng = numpy_rng(seed)
         x = np.concatenate(parts)
+        _memory.check_budget(f"GP split: rows of x_train + x_pool + x_test, squared, float64 × 3 with n = {len(x)}",
+                             _memory.nbytes(3, len(x), len(x), dtype=np.float64), "use fewer pool / test points")
         k = self.kernel(x)
         chol = np.linalg.cholesky(k + JITTER * np.mean(np.diag(k)) * np.eye(len(k)))
         f = chol @ rng.standard_normal(len(x))
@@ -229,11 +235,18 @@ class ReLUKernelGP:
         _checks.integer("num_train", num_train, minimum=0)
         _checks.integer("num_pool", num_pool, minimum=1)
         _checks.integer("num_test", num_test, minimum=1)
+        check_split_memory(num_train + num_pool + num_test)
         rng = numpy_rng(seed)
         x = rng.standard_normal((num_train + num_pool + num_test, self.input_dim))
         inner = int(rng.integers(0, 2**31 - 1))
         return self.sample_split_at(x[:num_train], x[num_train:num_train + num_pool],
                                     x[num_train + num_pool:], seed=inner)
+
+
+def check_split_memory(n: int) -> None:
+    """Refuses a split whose n × n kernel, its Cholesky factor and a work copy (float64) exceed the budget."""
+    _memory.check_budget(f"GP split: (num_train + num_pool + num_test)² float64 × 3 with n = {n}",
+                         _memory.nbytes(3, n, n, dtype=np.float64), "lower num_pool, num_test or num_train")
 
 
 def toy_split_1d(seed: Any = 0, num_train: int = 6, num_pool: int = 60, num_test: int = 10,
@@ -254,6 +267,7 @@ def toy_split_1d(seed: Any = 0, num_train: int = 6, num_pool: int = 60, num_test
     _checks.integer("num_train", num_train, minimum=1)
     _checks.integer("num_pool", num_pool, minimum=1)
     _checks.integer("num_test", num_test, minimum=1)
+    check_split_memory(num_train + num_pool + num_test)
     rng = numpy_rng(seed)
     x_train = np.sort(rng.uniform(-4.0, -1.5, num_train))[:, None]
     x_pool = np.linspace(-4.0, 4.0, num_pool)[:, None]

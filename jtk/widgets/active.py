@@ -122,6 +122,8 @@ def build_toy_app(state: ToyState | None = None):
     from jtk.plots.layout import legend_outside
 
     state = make_toy_state() if state is None else state
+    if not isinstance(state, ToyState):
+        raise TypeError(f"state must be a ToyState from make_toy_state() or None, got {type(state).__name__}")
     criterion = w.Dropdown(options=[("BatchMIG", "batchmig"), ("MIG", "mig"), ("TIG", "tig"),
                                     ("random", "random")], value="batchmig", description="criterion",
                            style=LABEL_STYLE)

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from jtk import _checks, bandit
+from jtk import _checks, _memory, bandit
 from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
 
 LAB_AGENT_KWARGS = bandit.PRESETS["lab"]["agent_kwargs"]
@@ -42,6 +42,10 @@ class BanditExplorer:
                  agent_kwargs: Mapping[str, dict] | None = None):
         self.num_problems = _checks.integer("num_problems", num_problems, minimum=1)
         self.max_horizon = _checks.integer("max_horizon", max_horizon, minimum=1)
+        _memory.check_budget(f"bandit explorer runs: num_problems × max_horizon × 8 bytes × 3 per run "
+                             f"({self.num_problems} × {self.max_horizon})",
+                             _memory.nbytes(3, self.num_problems, self.max_horizon, dtype=np.float64),
+                             "lower max_horizon or num_problems")
         self.agent_kwargs = dict(LAB_AGENT_KWARGS if agent_kwargs is None else agent_kwargs)
         self.results: dict[tuple, bandit.BanditResult] = {}
         self._problems: dict[tuple, bandit.BanditProblems] = {}
@@ -200,6 +204,8 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
     import ipywidgets as widgets
     from matplotlib.figure import Figure
 
+    if not isinstance(explorer, BanditExplorer):
+        raise TypeError(f"explorer must be a jtk.widgets.BanditExplorer, got {type(explorer).__name__}")
     agents = list(agents or [*bandit.PAPER_AGENTS, "uniform"])
     _checks.one_of("agent", agent, agents)
     controls = {

@@ -102,7 +102,7 @@ def joint_grid_figure(flips: int, coins: Mapping[str, Coin] | None = None):
 def hidden_biases(coins: Mapping[str, Coin] | None = None, seed: int = 0) -> tuple[float, ...]:
     """Draws each coin's true bias from its prior (what the flipping game hides from the student)."""
     coins = _check_coins(coins)
-    rng = np.random.default_rng([_checks.integer("seed", seed, minimum=0), 1])
+    rng = np.random.default_rng([_checks.seed_int("seed", seed), 1])
     return tuple(float(rng.choice(c.biases, p=c.prior)) for c in coins.values())
 
 
@@ -111,7 +111,7 @@ def draw_flip(bias: float, seed, coin_index: int, flip_number: int) -> int:
     bias = float(bias)
     if not 0.0 <= bias <= 1.0:
         raise ValueError(f"bias must lie in [0, 1], got {bias}")
-    seed = _checks.integer("seed", seed, minimum=0)
+    seed = _checks.seed_int("seed", seed)
     rng = np.random.default_rng([seed, _checks.integer("coin_index", coin_index, minimum=0),
                                  _checks.integer("flip_number", flip_number, minimum=0)])
     return int(rng.random() < bias)
@@ -370,7 +370,7 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
     """
     coins = _check_coins(coins)
     names = list(coins)
-    state = {"seed": _checks.integer("seed", seed, minimum=0), "history": []}
+    state = {"seed": _checks.seed_int("seed", seed), "history": []}
     state["biases"] = hidden_biases(coins, state["seed"])
     image = _image()
     label = widgets.HTML()

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from jtk import _checks, nets, train as train_lib
+from jtk import _checks, _memory, nets, train as train_lib
 from jtk.agents.base import train_many
 from jtk.agents.ensemble import EnsembleAgent
 from jtk.envs.classification import sample_prior_params
@@ -114,7 +114,7 @@ def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], pri
         if x.shape[1] != 2 or x.shape[0] != y.shape[0] or not 1 <= x.shape[0] <= cap:
             raise ValueError(f"xs[{j}] must be [n, 2] and ys[{j}] [n] with n in [1, {cap}], "
                              f"got shapes {x.shape} and {y.shape}")
-        t = _checks.positive(f"temperatures[{j}]", temperatures[j])
+        t = _checks.temperature(f"temperatures[{j}]", temperatures[j])
         lam = _checks.positive(f"prior_scales[{j}]", prior_scales[j], allow_zero=True)
         n = x.shape[0]
         x_all[i, :n], y_all[i, :n], n_all[i] = x, y, n
@@ -144,11 +144,17 @@ def _member_probs(agent: EnsembleAgent, states, x):
     return jax.nn.softmax(logits, -1)[..., 1]
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _member_label_logprobs(agent: EnsembleAgent, states, x, y):
-    """log p_k(y | x) of every member: x [P, n, d], y [P, n] → [P, K, n]."""
-    logp = jax.nn.log_softmax(jax.vmap(agent.components)(states, x), -1)  # [P, K, n, 2]
-    return jnp.take_along_axis(logp, y[:, None, :, None], -1)[..., 0]
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _member_label_logprobs(agent: EnsembleAgent, states, x, y, shared: bool):
+    """log p_k(y | x) of every member: x [P, n, d] (or one shared [n, d]), y likewise [P, n] (or [n]) → [P, K, n].
+
+    Two classes: log p(y) = −softplus(−s) with s = ±(logit₁ − logit₀), the log-softmax of the label's class
+    without materialising both log-probabilities.
+    """
+    logits = jax.vmap(agent.components, (0, None if shared else 0))(states, x)  # [P, K, n, 2]
+    margin = logits[..., 1] - logits[..., 0]
+    y = y[None, None] if shared else y[:, None]
+    return -jax.nn.softplus(jnp.where(y == 1, -margin, margin))
 
 
 def member_probs(states, x, settings: FitSettings = FitSettings()) -> np.ndarray:
@@ -160,15 +166,30 @@ def member_probs(states, x, settings: FitSettings = FitSettings()) -> np.ndarray
 
 
 def member_label_logprobs(states, xs, ys, settings: FitSettings = FitSettings()) -> np.ndarray:
-    """log p_k(y_i | x_i) of every member: xs [P, n, 2], ys [P, n] (one test set per problem) → [P, K, n]."""
-    xs = _checks.as_float_array("xs", xs, ndim=3)
-    ys = _checks.as_labels("ys", ys, 2, ndim=2)
-    p = xs.shape[0]
-    idx = np.minimum(np.arange(p + (-p) % CHUNK), p - 1)
-    xs, ys = xs[idx], ys[idx]
-    out = [np.asarray(_member_label_logprobs(settings.agent(), _chunk(states, s), jnp.asarray(xs[s:s + CHUNK]),
-                                             jnp.asarray(ys[s:s + CHUNK])))
-           for s in range(0, p, CHUNK)]
+    """log p_k(y_i | x_i) of every member of every problem → [P, K, n].
+
+    Args:
+      states: ``EnsembleState`` with leaves [P, K, ...] (from :func:`fit_ensembles`).
+      xs: one test set per problem [P, n, 2], or one shared by all problems [n, 2]
+        (evaluated without copying it P times).
+      ys: labels [P, n], or [n] with a shared ``xs``.
+      settings: the :class:`FitSettings` the states were trained with.
+    """
+    p = jax.tree_util.tree_leaves(states)[0].shape[0]
+    shared = np.ndim(xs) == 2
+    xs = _checks.as_float_array("xs", xs, ndim=2 if shared else 3)
+    ys = _checks.as_labels("ys", ys, 2, ndim=1 if shared else 2)
+    if xs.shape[:-1] != ys.shape or (not shared and xs.shape[0] != p):
+        raise ValueError(f"xs [P, n, 2] or [n, 2] and ys [P, n] or [n] must match each other and P = {p} problems, "
+                         f"got {xs.shape} and {ys.shape}")
+    if not shared:
+        idx = np.minimum(np.arange(p + (-p) % CHUNK), p - 1)
+        xs, ys = xs[idx], ys[idx]
+    out = []
+    for s in range(0, p, CHUNK):
+        x, y = (xs, ys) if shared else (xs[s:s + CHUNK], ys[s:s + CHUNK])
+        out.append(np.asarray(_member_label_logprobs(settings.agent(), _chunk(states, s), jnp.asarray(x),
+                                                     jnp.asarray(y), shared)))
     return np.concatenate(out)[:p]
 
 
@@ -255,7 +276,7 @@ def environment_data(seed: int, temperature: float, num_train: int, num_test: in
     """
     seed = _checks.integer("seed", seed, minimum=0, maximum=2 ** 31 - 30_000)
     num_test = _checks.integer("num_test", num_test, minimum=1)
-    out = _environment_data(jnp.uint32(seed), jnp.float32(_checks.positive("temperature", temperature)),
+    out = _environment_data(jnp.uint32(seed), jnp.float32(_checks.temperature("temperature", temperature)),
                             _checks.integer("num_train", num_train, minimum=1), max(num_test, TEST_POOL),
                             jnp.asarray(grid, jnp.float32))
     x_tr, y_tr, x_te, y_te, true_lp, grid_probs = (np.asarray(a) for a in out)
@@ -311,8 +332,8 @@ def build_comparison(temperature: float = 0.1, seed: int = 0, num_train_values: 
       resolution: grid points per axis of the probability maps.
       settings: :class:`FitSettings`.
     """
-    temperature = _checks.positive("temperature", temperature)
-    seed = _checks.integer("seed", seed, minimum=0)
+    temperature = _checks.temperature("temperature", temperature)
+    seed = _checks.integer("seed", seed, minimum=0, maximum=(2 ** 32 - 1000) // 1000)  # seeds seed·1000 + j
     ns = tuple(_checks.integer("num_train_values", n, minimum=1, maximum=settings.capacity)
                for n in num_train_values)
     scales = tuple(_checks.positive("prior_scales", s, allow_zero=True) for s in prior_scales)
@@ -443,7 +464,7 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
     Returns:
       DataFrame with columns agent, num_train, seed, tau, kl (one row per problem).
     """
-    temperature = _checks.positive("temperature", temperature)
+    temperature = _checks.temperature("temperature", temperature)
     seeds = _checks.integer("seeds", seeds, minimum=1)
     prior_scale = _checks.positive("prior_scale", prior_scale, allow_zero=True)
     ns = tuple(_checks.integer("num_train_values", n, minimum=1, maximum=settings.capacity)
@@ -451,6 +472,10 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
     taus = tuple(_checks.integer("taus", t, minimum=1) for t in taus)
     num_test = _checks.integer("num_test", num_test, minimum=1)
     pool = num_test * max(taus)
+    _memory.check_budget(f"kl_vs_num_train: seeds × num_train_values × members × num_test × max(taus) float32 "
+                         f"({seeds} × {len(ns)} × {settings.num_members} × {pool})",
+                         _memory.nbytes(2, seeds, len(ns) * settings.num_members + 4, pool),
+                         "lower num_test, taus or seeds")
     # the comparison's grid shape (its maps are not needed here): the same compiled environment draw
     grid = probability_grid(comparison.axis.size)[1] if isinstance(comparison, EnsembleComparison) else \
         probability_grid()[1]

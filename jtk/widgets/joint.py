@@ -178,9 +178,7 @@ class JointPredictions:
                               [seed * 1000 + j for _, j in problems], self.settings)
         grid_probs = member_probs(state, self.grid, self.settings).reshape(2, len(ns), k, r, r)
         tx, ty, true_lp = _test_pool(jnp.uint32(seed), jnp.float32(t), self.test_blocks * MAX_TAU)
-        p = len(problems)
-        lp = member_label_logprobs(state, np.broadcast_to(np.asarray(tx), (p,) + tx.shape),
-                                   np.broadcast_to(np.asarray(ty), (p,) + ty.shape), self.settings)
+        lp = member_label_logprobs(state, np.asarray(tx), np.asarray(ty), self.settings)
         lp = lp.reshape(2, len(ns), k, -1)
         true_lp = np.asarray(true_lp)
         taus = range(1, MAX_TAU + 1)

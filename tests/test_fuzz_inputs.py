@@ -1,0 +1,679 @@
+"""Bad inputs to every public entry point give a clear ValueError / TypeError before any compute.
+
+A table of cases: each names the entry point, builds its bad call lazily (a
+callable, so collection is fast), the exception type it must raise and the
+argument names its message must mention. Cases for jtk.testbed entry points
+that do not validate yet are marked xfail(strict=True) so they turn into
+failures once fixed. A second part runs size bombs in subprocesses under a
+6 GB RLIMIT_AS and checks each is refused by the memory budget within seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import jtk
+import jtk.active
+import jtk.bandit
+import jtk.coverage
+import jtk.likelihood
+import jtk.testbed
+import jtk.widgets
+from jtk import _memory
+
+VE, TE = ValueError, TypeError
+TIMEOUT_S = 30
+
+
+@pytest.fixture(autouse=True)
+def _per_test_timeout():
+    """A bad input must fail fast: guard each case against hangs (no pytest-timeout in the env)."""
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"case took more than {TIMEOUT_S} s")
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(TIMEOUT_S)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+# ------------------------------------------------------------------ shared objects (built once, lazily)
+@functools.lru_cache(None)
+def env():
+    return jtk.envs.MLPClassification(temperature=0.1, seed=0)
+
+
+@functools.lru_cache(None)
+def train_data():
+    return tuple(np.asarray(a) for a in env().sample(8, seed=1))
+
+
+@functools.lru_cache(None)
+def posterior():
+    x, y = train_data()
+    return jtk.agents.make("ensemble", num_members=2, num_steps=2).fit(x, y, seed=0)
+
+
+@functools.lru_cache(None)
+def reg_env():
+    return jtk.envs.SinusoidRegression(1.0)
+
+
+@functools.lru_cache(None)
+def blr():
+    e = reg_env()
+    return jtk.agents.BayesianLinearRegression(e.features, e.noise_std)
+
+
+@functools.lru_cache(None)
+def blr_post():
+    x, y = reg_env().sample_train(0)
+    return blr().fit(x, y)
+
+
+@functools.lru_cache(None)
+def cov_problem():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(12, 4))
+    return z @ z.T + 1e-3 * np.eye(12), np.arange(8), np.arange(8, 12)
+
+
+def indefinite(n: int = 12) -> np.ndarray:
+    """A symmetric matrix with one clearly negative eigenvalue; for large n it has no bad 2 × 2 minor."""
+    if n == 12:
+        c = cov_problem()[0]
+        w, u = np.linalg.eigh(c)
+        return c + (-0.5 * w[-1] - w[0]) * np.outer(u[:, 0], u[:, 0])
+    v = np.full(n, 1.0 / np.sqrt(n))
+    return np.eye(n) - 1.5 * np.outer(v, v)  # eigenvalue −0.5 along v, every entry small
+
+
+def good_problem(**kw):
+    args = dict(temperature=0.1, num_train=10, tau=1, seed=0, num_test=10, num_samples=10)
+    args.update(kw)
+    return jtk.testbed.Problem(**args)
+
+
+@functools.lru_cache(None)
+def results_frame():
+    rows = [dict(agent="a", temperature=0.1, num_train=n, tau=t, seed=s, kl=0.1 * (s + 1), train_seconds=0.0,
+                 eval_seconds=0.0, frac_finite=1.0, kl_std=0.0, accuracy=0.5, ece=0.1, input_dim=2,
+                 num_classes=2, likelihood="exact")
+            for n in (1, 10) for t in (1, 10) for s in range(2)]
+    return pd.DataFrame(rows)
+
+
+def with_col(frame, **cols):
+    out = frame.copy()
+    for k, v in cols.items():
+        out[k] = v
+    return out
+
+
+def call(fn, *args, **kwargs):
+    return lambda: fn(*args, **kwargs)
+
+
+X, Y = lambda: train_data()[0], lambda: train_data()[1]  # noqa: E731
+
+# ------------------------------------------------------------------ the table
+CASES: list = []
+TESTBED_OWNER = pytest.mark.xfail(strict=True, reason="testbed owner")
+
+
+def case(entry: str, cid: str, build, exc, names: str, marks=()):
+    CASES.append(pytest.param(build, exc, names, id=f"{entry}:{cid}", marks=marks))
+
+
+# --- jtk.envs.Coin
+Coin = jtk.envs.Coin
+case("Coin", "biases-str", call(Coin, ("a",), (1.0,)), TE, "biases")
+case("Coin", "bias>1", call(Coin, (1.5,), (1.0,)), VE, "biases")
+case("Coin", "prior-nan", call(Coin, (0.5,), (np.nan,)), VE, "prior")
+case("Coin", "prior-sum", call(Coin, (0.2, 0.8), (0.5, 0.6)), VE, "prior")
+case("Coin", "length-mismatch", call(Coin, (0.2, 0.8), (1.0,)), VE, "prior")
+case("Coin", "empty", call(Coin, (), ()), VE, "biases")
+case("Coin", "complex", call(Coin, (0.5 + 1j,), (1.0,)), TE, "biases")
+case("Coin.joint", "flips-0", lambda: Coin((0.5,), (1.0,)).joint(0), VE, "flips")
+case("Coin.joint", "flips-float", lambda: Coin((0.5,), (1.0,)).joint(2.0), TE, "flips")
+case("Coin.joint", "flips-huge", lambda: Coin((0.5,), (1.0,)).joint(10 ** 6), VE, "flips")
+case("Coin.sample", "seed-2**32", lambda: Coin((0.5,), (1.0,)).sample(3, seed=2 ** 32), VE, "seed")
+case("Coin.sample", "seed-bool", lambda: Coin((0.5,), (1.0,)).sample(3, seed=True), TE, "seed")
+case("Coin.posterior", "outcomes-2", lambda: Coin((0.5,), (1.0,)).posterior([0, 2]), VE, "outcomes")
+
+# --- jtk.envs.MLPClassification
+MLP = jtk.envs.MLPClassification
+for tid, t, e in [("0", 0.0, VE), ("neg", -1.0, VE), ("nan", np.nan, VE), ("inf", np.inf, VE), ("1e-45", 1e-45, VE),
+                  ("1e-7", 1e-7, VE), ("str", "0.1", TE), ("none", None, TE), ("bool", True, TE),
+                  ("complex", 0.1 + 0j, TE)]:
+    case("MLPClassification", f"temperature-{tid}", call(MLP, temperature=t), e, "temperature")
+for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**40", 2 ** 40, VE), ("2**70", 2 ** 70, VE),
+                  ("float", 1.0, TE), ("bool", True, TE), ("str", "0", TE), ("key-batch", "KEYS", VE)]:
+    build = (lambda: MLP(0.1, seed=__import__("jax").random.split(__import__("jax").random.key(0), 2))) \
+        if s == "KEYS" else call(MLP, 0.1, seed=s)
+    case("MLPClassification", f"seed-{sid}", build, e, "seed")
+case("MLPClassification", "input_dim-0", call(MLP, 0.1, input_dim=0), VE, "input_dim")
+case("MLPClassification", "input_dim-float", call(MLP, 0.1, input_dim=2.0), TE, "input_dim")
+case("MLPClassification", "num_classes-1", call(MLP, 0.1, num_classes=1), VE, "num_classes")
+case("MLPClassification", "num_classes-1e9", call(MLP, 0.1, num_classes=10 ** 9), VE, "num_classes")
+case("MLPClassification", "hidden-empty", call(MLP, 0.1, hidden=()), VE, "hidden")
+case("MLPClassification", "hidden-0", call(MLP, 0.1, hidden=(50, 0)), VE, "hidden[1]")
+case("MLPClassification", "hidden-int", call(MLP, 0.1, hidden=50), TE, "hidden")
+case("MLPClassification", "hidden-huge", call(MLP, 0.1, hidden=(10 ** 6, 10 ** 6)), VE, "hidden")
+case("MLPClassification", "activation-unknown", call(MLP, 0.1, activation="relu6"), VE, "activation")
+case("MLPClassification", "unknown-kwarg", call(MLP, 0.1, temprature=0.1), TE, "temprature")
+case("MLPClassification.sample", "n-neg", lambda: env().sample(-1), VE, "n")
+case("MLPClassification.sample", "n-float", lambda: env().sample(3.0), TE, "n")
+case("MLPClassification.sample", "n-bool", lambda: env().sample(True), TE, "n")
+case("MLPClassification.sample", "n-huge", lambda: env().sample(10 ** 12), VE, "n")
+case("MLPClassification.sample", "seed-2**32", lambda: env().sample(3, seed=2 ** 32), VE, "seed")
+case("MLPClassification.sample", "seed-neg", lambda: env().sample(3, seed=-1), VE, "seed")
+case("MLPClassification.sample_inputs", "n-huge", lambda: env().sample_inputs(10 ** 12), VE, "n")
+case("MLPClassification.mean_entropy", "num_inputs-0", lambda: env().mean_entropy(0), VE, "num_inputs")
+for meth in ("logits", "probs", "function"):
+    case(f"MLPClassification.{meth}", "x-1d", lambda m=meth: getattr(env(), m)(np.zeros(2)), VE, "x")
+    case(f"MLPClassification.{meth}", "x-wrong-d", lambda m=meth: getattr(env(), m)(np.zeros((3, 5))), VE, "x")
+    case(f"MLPClassification.{meth}", "x-nan", lambda m=meth: getattr(env(), m)(np.full((3, 2), np.nan)), VE, "x")
+    case(f"MLPClassification.{meth}", "x-1e39-float64",
+         lambda m=meth: getattr(env(), m)(np.array([[1e39, 0.0]])), VE, "x")
+    case(f"MLPClassification.{meth}", "x-str", lambda m=meth: getattr(env(), m)(np.array([["a", "b"]])), TE, "x")
+    case(f"MLPClassification.{meth}", "x-complex",
+         lambda m=meth: getattr(env(), m)(np.zeros((3, 2), complex)), TE, "x")
+
+# --- regression environments
+for cls, arg, bad in [(jtk.envs.SinusoidRegression, "f_main", 0.0), (jtk.envs.StyblinskiTangRegression, "dim", 0)]:
+    case(cls.__name__, f"{arg}-bad", call(cls, bad), VE, arg)
+    case(cls.__name__, f"{arg}-str", call(cls, "1"), TE, arg)
+    case(cls.__name__, "noise_std-neg", call(cls, noise_std=-1.0), VE, "noise_std")
+    case(cls.__name__, "num_train-0", call(cls, num_train=0), VE, "num_train")
+    case(cls.__name__, "seed-2**32", call(cls, seed=2 ** 32), VE, "seed")
+    case(cls.__name__, "unknown-kwarg", call(cls, nosie_std=1.0), TE, "nosie_std")
+case("PolynomialRegression", "noise_std-nan", call(jtk.envs.PolynomialRegression, noise_std=np.nan), VE, "noise_std")
+case("PolynomialRegression", "grid_size-1", call(jtk.envs.PolynomialRegression, grid_size=1), VE, "grid_size")
+case("PolynomialRegression", "num_train-float", call(jtk.envs.PolynomialRegression, num_train=10.5), TE, "num_train")
+case("PolynomialRegression", "seed-bool", call(jtk.envs.PolynomialRegression, seed=False), TE, "seed")
+case("SinusoidRegression.features", "x-3d", lambda: reg_env().features(np.zeros((2, 2, 2))), VE, "x")
+case("SinusoidRegression.features", "x-wrong-d", lambda: reg_env().features(np.zeros((4, 3))), VE, "x")
+case("SinusoidRegression.mean", "x-inf", lambda: reg_env().mean(np.array([[np.inf]])), VE, "x")
+case("SinusoidRegression.sample_train", "seed-neg", lambda: reg_env().sample_train(-1), VE, "seed")
+case("SinusoidRegression.sample_train", "seed-2**33", lambda: reg_env().sample_train(2 ** 33), VE, "seed")
+case("SinusoidRegression.sample_targets", "num_sets-0", lambda: reg_env().sample_targets(0, 0), VE, "num_sets")
+
+# --- GP environment / kernels
+case("ReLUKernelGP", "input_dim-0", call(jtk.envs.ReLUKernelGP, input_dim=0), VE, "input_dim")
+case("ReLUKernelGP", "noise_var-neg", call(jtk.envs.ReLUKernelGP, noise_var=-1.0), VE, "noise_var")
+case("relu_kernel", "x1-nan", call(jtk.envs.relu_kernel, np.array([[np.nan]])), VE, "x1")
+case("relu_kernel", "x2-wrong-d", call(jtk.envs.relu_kernel, np.zeros((2, 1)), np.zeros((2, 3))), VE, "x2")
+case("toy_split_1d", "num_pool-0", call(jtk.envs.toy_split_1d, num_pool=0), VE, "num_pool")
+case("toy_split_1d", "seed-2**32", call(jtk.envs.toy_split_1d, seed=2 ** 32), VE, "seed")
+case("toy_split_1d", "num_pool-huge", call(jtk.envs.toy_split_1d, num_pool=10 ** 7), VE, "num_pool")
+
+# --- jtk.agents.make: every registered name, bad hyperparameters
+for name in jtk.agents.names():
+    case("agents.make", f"{name}-unknown-kwarg", call(jtk.agents.make, name, not_a_hyperparameter=1), TE,
+         "not_a_hyperparameter")
+for name, kw, e, names in [
+        ("ensemble", dict(num_members=0), VE, "num_members"), ("ensemble", dict(num_members=2.0), TE, "num_members"),
+        ("ensemble", dict(learning_rate=-1.0), VE, "learning_rate"), ("ensemble", dict(num_steps=0), VE, "num_steps"),
+        ("ensemble", dict(batch_size=0), VE, "batch_size"), ("ensemble", dict(hidden=(0,)), VE, "hidden"),
+        ("ensemble", dict(bootstrap="poisson"), VE, "bootstrap"), ("ensemble", dict(num_member=3), TE, "num_members"),
+        ("ensemble+", dict(prior_scale=np.nan), VE, "prior_scale"), ("mlp", dict(l2_scale=-1.0), VE, "l2_scale"),
+        ("dropout", dict(dropout_rate=1.0), VE, "dropout_rate"),
+        ("dropout", dict(dropout_rate=-0.1), VE, "dropout_rate"),
+        ("bbb", dict(num_index_samples=0), VE, "num_index_samples"), ("bbb", dict(init_sigma=0.0), VE, "init_sigma"),
+        ("sgmcmc", dict(burn_in=-1), VE, "burn_in"), ("sgmcmc", dict(thin=0), VE, "thin"),
+        ("sgmcmc", dict(preset="slowest"), VE, "preset"), ("knn", dict(num_neighbors=0), VE, "num_neighbors"),
+        ("knn", dict(weights="cosine"), VE, "weights"), ("random_forest", dict(num_trees=0), VE, "num_trees"),
+        ("deep_kernel", dict(weight_decay=-1.0), VE, "weight_decay"),
+        ("bayes_optimal", dict(num_particles=0), VE, "num_particles")]:
+    case("agents.make", f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}", call(jtk.agents.make, name, **kw),
+         e, names)
+case("agents.make", "name-unknown", call(jtk.agents.make, "ensembel"), VE, "name")
+case("agents.make", "name-int", call(jtk.agents.make, 3), VE, "name")
+
+# --- agent.fit (through a cheap agent; validation comes before training)
+fit = lambda *a, **k: jtk.agents.make("ensemble", num_members=2, num_steps=2).fit(*a, **k)  # noqa: E731
+case("agent.fit", "x-1d", lambda: fit(np.zeros(4), np.zeros(4, int)), VE, "x")
+case("agent.fit", "x-nan", lambda: fit(np.full((4, 2), np.nan), np.zeros(4, int)), VE, "x")
+case("agent.fit", "x-inf", lambda: fit(np.full((4, 2), np.inf), np.zeros(4, int)), VE, "x")
+case("agent.fit", "x-1e39-float64", lambda: fit(np.full((4, 2), 1e39), np.zeros(4, int)), VE, "x")
+case("agent.fit", "x-str", lambda: fit(np.full((4, 2), "a"), np.zeros(4, int)), TE, "x")
+case("agent.fit", "x-none", lambda: fit(None, np.zeros(4, int)), TE, "x")
+case("agent.fit", "x-complex", lambda: fit(np.zeros((4, 2), complex), np.zeros(4, int)), TE, "x")
+case("agent.fit", "y-rows", lambda: fit(np.zeros((4, 2)), np.zeros(3, int)), VE, "y")
+case("agent.fit", "y-2d", lambda: fit(np.zeros((4, 2)), np.zeros((4, 1), int)), VE, "y")
+case("agent.fit", "y-neg", lambda: fit(np.zeros((4, 2)), -np.ones(4, int)), VE, "y")
+case("agent.fit", "y-float-frac", lambda: fit(np.zeros((4, 2)), np.full(4, 0.5)), VE, "y")
+case("agent.fit", "y-out-of-range", lambda: fit(np.zeros((4, 2)), np.full(4, 2),
+                                                 prior=jtk.agents.Prior(2, 2, 4)), VE, "y")
+case("agent.fit", "y-str", lambda: fit(np.zeros((4, 2)), np.array(["a"] * 4)), TE, "y")
+case("agent.fit", "prior-input_dim", lambda: fit(np.zeros((4, 2)), np.zeros(4, int),
+                                                  prior=jtk.agents.Prior(3, 2, 4)), VE, "input_dim")
+case("agent.fit", "prior-dict", lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
+for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**64", 2 ** 64, VE), ("float", 0.5, TE),
+                  ("bool", False, TE), ("none", None, TE)]:
+    case("agent.fit", f"seed-{sid}", lambda s=s: fit(X(), Y(), seed=s), e, "seed")
+for tid, t in [("0", 0.0), ("1e-45", 1e-45), ("nan", np.nan)]:
+    case("Prior", f"temperature-{tid}", call(jtk.agents.Prior, 2, 2, 4, temperature=t), VE, "temperature")
+case("Prior", "num_classes-1", call(jtk.agents.Prior, 2, 1, 4), VE, "num_classes")
+case("Prior", "tau-0", call(jtk.agents.Prior, 2, 2, 4, tau=0), VE, "tau")
+for name in ("knn", "random_forest", "uniform"):
+    case("agent.fit", f"{name}-x-nan", lambda n=name: jtk.agents.make(n).fit(np.full((4, 2), np.nan),
+                                                                              np.zeros(4, int)), VE, "x")
+    case("agent.fit", f"{name}-seed-2**32", lambda n=name: jtk.agents.make(n).fit(X(), Y(), seed=2 ** 32), VE, "seed")
+KNN_POST = functools.lru_cache(None)(lambda: jtk.agents.make("knn").fit(X(), Y()))
+case("posterior.sample_logits", "knn-num_samples-huge", lambda: KNN_POST().sample_logits(X(), 10 ** 12), VE,
+     "num_samples")
+case("posterior.sample_logits", "knn-seed-neg", lambda: KNN_POST().sample_logits(X(), 2, seed=-1), VE, "seed")
+case("fit_many", "agent-str", call(jtk.agents.fit_many, "mlp", [np.zeros((2, 2))], [np.zeros(2, int)], None, 0),
+     TE, "agent")
+case("fit_many", "empty", lambda: jtk.agents.fit_many(jtk.agents.make("mlp"), [], [], None, 0), VE, "xs")
+
+# --- posterior.sample_logits
+for mid, m, e in [("0", 0, VE), ("neg", -3, VE), ("float", 2.0, TE), ("bool", True, TE), ("str", "10", TE),
+                  ("huge", 10 ** 12, VE)]:
+    case("posterior.sample_logits", f"num_samples-{mid}", lambda m=m: posterior().sample_logits(X(), m), e,
+         "num_samples")
+case("posterior.sample_logits", "x-wrong-d", lambda: posterior().sample_logits(np.zeros((3, 5)), 2), VE, "x")
+case("posterior.sample_logits", "x-1d", lambda: posterior().sample_logits(np.zeros(2), 2), VE, "x")
+case("posterior.sample_logits", "x-nan", lambda: posterior().sample_logits(np.full((3, 2), np.nan), 2), VE, "x")
+case("posterior.sample_logits", "x-1e39", lambda: posterior().sample_logits(np.full((3, 2), 1e39), 2), VE, "x")
+case("posterior.sample_logits", "seed-2**32", lambda: posterior().sample_logits(X(), 2, seed=2 ** 32), VE, "seed")
+case("posterior.components", "x-wrong-d", lambda: posterior().components(np.zeros((3, 1))), VE, "x")
+
+# --- regression models
+BLR = jtk.agents.BayesianLinearRegression
+case("BayesianLinearRegression", "noise_std-0", lambda: BLR(reg_env().features, 0.0), VE, "noise_std")
+case("BayesianLinearRegression", "features-not-callable", call(BLR, 3, 1.0), TE, "features")
+RX = lambda: reg_env().sample_train(0)[0]  # noqa: E731
+case("BLR.fit", "y-rows", lambda: blr().fit(RX(), np.zeros(len(RX()) - 1)), VE, "y")
+case("BLR.fit", "y-nan", lambda: blr().fit(RX(), np.full(len(RX()), np.nan)), VE, "y")
+case("BLR.fit", "x-rank-deficient", lambda: blr().fit(np.zeros((60, 1)), np.zeros(60)), VE, "x")
+case("BLR.fit", "x-3d", lambda: blr().fit(np.zeros((5, 1, 1)), np.zeros(5)), VE, "x")
+case("BLR.fit", "empty", lambda: blr().fit(np.zeros((0, 1)), np.zeros(0)), VE, "x")
+case("BLR.predict", "x-nan", lambda: blr_post().predict(np.full((3, 1), np.nan)), VE, "x")
+case("BLR.predict", "x-wrong-d", lambda: blr_post().predict(np.zeros((3, 4))), VE, "x")
+case("BLR.sample_functions", "num_samples-0", lambda: blr_post().sample_functions(np.zeros((3, 1)), 0), VE,
+     "num_samples")
+case("BLR.sample_functions", "num_samples-float", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2.5), TE,
+     "num_samples")
+case("BLR.sample_functions", "num_samples-huge", lambda: blr_post().sample_functions(np.zeros((3, 1)), 10 ** 12),
+     VE, "num_samples")
+case("BLR.sample_functions", "seed-2**32", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32),
+     VE, "seed")
+case("BLR.covariance", "x-inf", lambda: blr_post().covariance(np.full((3, 1), np.inf)), VE, "x")
+case("BLR.covariance", "x-huge-n", lambda: blr_post().covariance(np.zeros((10 ** 6, 1), np.float32)), VE, "x")
+case("GPRegression", "noise_var-neg", call(jtk.agents.GPRegression, noise_var=-1.0), VE, "noise_var")
+case("GPRegression", "num_restarts-0", call(jtk.agents.GPRegression, num_restarts=0), VE, "num_restarts")
+case("GPRegression.fit", "x-nan", lambda: jtk.agents.GPRegression().fit(np.full((4, 1), np.nan), np.zeros(4)), VE,
+     "x")
+GP_POST = functools.lru_cache(None)(lambda: jtk.agents.GPRegression(kernel=jtk.envs.ReLUKernelGP(), noise_var=0.01)
+                                   .fit(np.linspace(-1, 1, 5)[:, None], np.zeros(5)))
+case("GP.covariance", "x-huge-n", lambda: GP_POST().covariance(np.zeros((10 ** 6, 1))), VE, "x")
+case("GP.sample_functions", "num_samples-huge", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
+     "num_samples")
+case("GP.sample_functions", "seed-2**32", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
+     "seed")
+case("MonteCarloGP", "num_samples-0", lambda: jtk.agents.MonteCarloGP(jtk.agents.GPRegression(), 0), VE,
+     "num_samples")
+case("DeepRegression", "method-unknown", call(jtk.agents.DeepRegression, "XX"), VE, "method")
+case("DeepRegression", "num_members-0", call(jtk.agents.DeepRegression, "Ens", num_members=0), VE, "num_members")
+case("make_regression", "preset-unknown", call(jtk.agents.make_regression, "Ens", preset="huge"), VE, "preset")
+case("make_regression", "unknown-override", call(jtk.agents.make_regression, "Ens", num_member=3), TE, "num_member")
+case("BBBRegression", "hidden-0", call(jtk.agents.BBBRegression, hidden=0), VE, "hidden")
+case("SGLDRegression", "step_size-neg", call(jtk.agents.SGLDRegression, step_size=-1.0), VE, "step_size")
+
+# --- likelihood functions
+L = jtk.likelihood
+lg = lambda *s: np.zeros(s, np.float32)  # noqa: E731
+case("joint_log_likelihood", "M-0", call(L.joint_log_likelihood, lg(0, 3, 2), np.zeros(3, int)), VE, "logits")
+case("joint_log_likelihood", "tau-mismatch", call(L.joint_log_likelihood, lg(4, 3, 2), np.zeros(5, int)), VE, "y")
+case("joint_log_likelihood", "label-K", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 2)), VE, "y")
+case("joint_log_likelihood", "label-neg", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, -1)), VE, "y")
+case("joint_log_likelihood", "K-1", call(L.joint_log_likelihood, lg(4, 3, 1), np.zeros(3, int)), VE, "logits")
+case("joint_log_likelihood", "logits-2d", call(L.joint_log_likelihood, lg(3, 2), np.zeros(3, int)), VE, "logits")
+case("joint_log_likelihood", "logits-nan",
+     call(L.joint_log_likelihood, np.full((4, 3, 2), np.nan), np.zeros(3, int)), VE, "logits")
+case("joint_log_likelihood", "logits-1e39-float64",
+     call(L.joint_log_likelihood, np.full((4, 3, 2), 1e39), np.zeros(3, int)),
+     None, "")  # valid: float64 logits are computed in float64 (documented)
+case("joint_log_likelihood", "logits-str", call(L.joint_log_likelihood, np.full((4, 3, 2), "a"), np.zeros(3, int)),
+     TE, "logits")
+case("joint_log_likelihood", "y-float-frac", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 0.5)), VE, "y")
+case("joint_log_likelihood", "y-broadcast", call(L.joint_log_likelihood, lg(4, 2, 3, 2), np.zeros(3, int)), VE, "y")
+case("log_likelihood", "shape-mismatch", call(L.log_likelihood, lg(3, 2), np.zeros(4, int)), VE, "y")
+case("log_likelihood", "logits-inf", call(L.log_likelihood, np.full((3, 2), np.inf), np.zeros(3, int)), VE, "logits")
+case("accuracy", "probs-neg", call(jtk.accuracy, np.array([[1.5, -0.5]]), [0]), VE, "probs")
+case("accuracy", "empty", call(jtk.accuracy, np.zeros((0, 2)), np.zeros(0, int)), VE, "probs")
+case("accuracy", "y-rows", call(jtk.accuracy, np.full((3, 2), 0.5), np.zeros(2, int)), VE, "y")
+case("expected_calibration_error", "num_bins-0",
+     call(jtk.expected_calibration_error, np.full((3, 2), 0.5), np.zeros(3, int), 0), VE, "num_bins")
+case("expected_calibration_error", "num_bins-float",
+     call(jtk.expected_calibration_error, np.full((3, 2), 0.5), np.zeros(3, int), 2.0), TE, "num_bins")
+case("summarize_kl", "empty", call(L.summarize_kl, []), VE, "kl_values")
+case("summarize_kl", "nan", call(L.summarize_kl, [0.1, np.nan]), VE, "kl_values")
+
+# --- active learning
+A = jtk.active
+
+
+def cp(**kw):
+    cov, pool, test = cov_problem()
+    args = dict(cov=cov, pool=pool, test=test, noise_var=0.1, batch_size=2)
+    args.update(kw)
+    return args
+
+
+for fn in (A.tig, A.mig, A.batch_mig):
+    nm = fn.__name__
+    case(nm, "overlap", lambda f=fn: f(**cp(test=np.arange(6, 12))), VE, "pool")
+    case(nm, "index-out-of-range", lambda f=fn: f(**cp(pool=np.arange(5, 13))), VE, "pool")
+    case(nm, "index-negative", lambda f=fn: f(**cp(test=np.array([-1, 9]))), VE, "test")
+    case(nm, "index-float", lambda f=fn: f(**cp(pool=np.arange(8) * 1.0)), TE, "pool")
+    case(nm, "index-repeat", lambda f=fn: f(**cp(pool=np.array([0, 0, 1]))), VE, "pool")
+    case(nm, "pool-empty", lambda f=fn: f(**cp(pool=np.array([], int))), VE, "pool")
+    case(nm, "non-psd", lambda f=fn: f(**cp(cov=indefinite())), VE, "cov")
+    case(nm, "asymmetric", lambda f=fn: f(**cp(cov=cov_problem()[0] + np.triu(np.ones((12, 12)), 1))), VE, "cov")
+    case(nm, "cov-nan", lambda f=fn: f(**cp(cov=np.full((12, 12), np.nan))), VE, "cov")
+    case(nm, "cov-not-square", lambda f=fn: f(**cp(cov=np.zeros((12, 11)))), VE, "cov")
+    case(nm, "noise_var-neg", lambda f=fn: f(**cp(noise_var=-0.1)), VE, "noise_var")
+    case(nm, "noise_var-nan", lambda f=fn: f(**cp(noise_var=np.nan)), VE, "noise_var")
+    case(nm, "batch_size-0", lambda f=fn: f(**cp(batch_size=0)), VE, "batch_size")
+    case(nm, "batch_size>pool", lambda f=fn: f(**cp(batch_size=9)), VE, "batch_size")
+    case(nm, "batch_size-float", lambda f=fn: f(**cp(batch_size=2.0)), TE, "batch_size")
+case("batch_mig", "non-psd-3500", lambda: A.batch_mig(**cp(cov=indefinite(3500), pool=np.arange(3000),
+                                                          test=np.arange(3000, 3500))), VE, "cov")
+case("select", "criterion-unknown", lambda: A.select("bald", **cp()), VE, "criterion")
+case("random_selection", "seed-2**32", call(A.random_selection, np.arange(5), 2, seed=2 ** 32), VE, "seed")
+case("random_selection", "batch_size>pool", call(A.random_selection, np.arange(5), 6), VE, "batch_size")
+case("correlation_matrix", "non-square", call(A.correlation_matrix, np.zeros((3, 2))), VE, "cov")
+case("top_correlated_batches", "batch_size-0", lambda: A.top_correlated_batches(cov_problem()[0], 0), VE,
+     "batch_size")
+case("metacorrelation", "shape-mismatch",
+     lambda: A.metacorrelation(cov_problem()[0], np.eye(5), np.arange(8), np.arange(8, 12)), VE, "model_cov")
+case("reference_batch_size", "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
+
+# --- coverage
+C = jtk.coverage
+case("coverage_study", "k-1", lambda: C.coverage_study(reg_env(), ["BLR"], k=1, progress=False), VE, "k")
+case("coverage_study", "k-float", lambda: C.coverage_study(reg_env(), ["BLR"], k=10.0, progress=False), TE, "k")
+case("coverage_study", "k-huge", lambda: C.coverage_study(reg_env(), ["BLR"], k=10 ** 9, progress=False), VE, "k")
+case("coverage_study", "method-unknown", lambda: C.coverage_study(reg_env(), ["GP2"], k=2, progress=False), VE,
+     "methods")
+case("coverage_study", "seed-2**32", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, seed=2 ** 32,
+                                                              progress=False), VE, "seed")
+case("coverage_study", "preset-unknown", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, preset="xl",
+                                                                  progress=False), VE, "preset")
+case("coverage_study", "env-none", lambda: C.coverage_study(None, ["BLR"], k=2, progress=False), TE, "env")
+case("sweep_f_main", "f_mains-neg", lambda: C.sweep_f_main([-1.0], ["BLR"], k=2, progress=False), VE, "f_mains")
+case("sweep_dim", "dims-0", lambda: C.sweep_dim([0], ["BLR"], k=2, progress=False), VE, "dims")
+case("summarise", "not-a-frame", call(C.summarise, [1, 2]), TE, "per_input")
+case("at_inputs", "coordinates-nan", lambda: C.at_inputs(pd.DataFrame({"x": [0.0]}), [np.nan]), VE, "coordinates")
+
+# --- bandit
+B = jtk.bandit
+run = lambda **kw: B.run(**{**dict(agent="uniform", horizon=5, seeds=1, progress=False), **kw})  # noqa: E731
+case("bandit.run", "agent-unknown", lambda: run(agent="ensembel"), VE, "agent")
+case("bandit.run", "agent-knn", lambda: run(agent="knn"), VE, "agent")
+case("bandit.run", "agent-int", lambda: run(agent=3), VE, "agent")
+for hid, h, e in [("0", 0, VE), ("neg", -5, VE), ("float", 5.0, TE), ("bool", True, TE), ("huge", 10 ** 13, VE)]:
+    case("bandit.run", f"horizon-{hid}", lambda h=h: run(horizon=h), e, "horizon")
+for sid, s, e in [("0", 0, VE), ("neg-entry", [-1], VE), ("2**32", [2 ** 32], VE), ("float", 2.5, TE),
+                  ("str", "3", TE), ("empty", [], VE), ("bool", True, TE)]:
+    case("bandit.run", f"seeds-{sid}", lambda s=s: run(seeds=s), e, "seeds")
+case("bandit.run", "input_dim-0", lambda: run(input_dim=0), VE, "input_dim")
+case("bandit.run", "input_dim-huge", lambda: run(input_dim=10 ** 9), VE, "input_dim")
+case("bandit.run", "num_actions-1", lambda: run(num_actions=1), VE, "num_actions")
+for tid, t in [("0", 0.0), ("1e-45", 1e-45), ("nan", np.nan), ("inf", np.inf)]:
+    case("bandit.run", f"temperature-{tid}", lambda t=t: run(temperature=t), VE, "temperature")
+case("bandit.run", "agent_seed-2**32", lambda: run(agent_seed=2 ** 32), VE, "agent_seed")
+case("bandit.run", "agent_seed-float", lambda: run(agent_seed=1.5), TE, "agent_seed")
+case("bandit.run", "agent_kwargs-unknown", lambda: run(agent="ensemble", agent_kwargs={"num_member": 3}), TE,
+     "num_members")
+case("bandit.run", "agent_kwargs-for-uniform", lambda: run(agent_kwargs={"num_members": 3}), TE, "num_members")
+case("bandit.run", "agent_kwargs-list", lambda: run(agent="ensemble", agent_kwargs=[("num_members", 3)]), TE,
+     "agent_kwargs")
+case("bandit.run", "batch_size-0", lambda: run(batch_size=0), VE, "batch_size")
+case("bandit.run", "replay_capacity-huge", lambda: run(agent="ensemble", replay_capacity=10 ** 13), VE,
+     "replay_capacity")
+case("bandit.run", "problems-wrong-type", lambda: run(problems={"seeds": [0]}), TE, "problems")
+case("bandit.make_problems", "num_actions-float", call(B.make_problems, num_actions=2.5), TE, "num_actions")
+case("bandit.expected_uniform_regret", "horizon-0", lambda: B.expected_uniform_regret(B.make_problems(seeds=1), 0),
+     VE, "horizon")
+
+POINTS = lambda: pd.DataFrame({"kl_10": [0.5, 1.0, 2.0, 3.0], "total_regret": [10.0, 20.0, 15.0, 40.0]})  # noqa
+case("bandit.regret_correlation", "seed-2**32", lambda: B.regret_correlation(POINTS(), seed=2 ** 32), VE, "seed")
+case("bandit.regret_correlation", "metric-unknown", lambda: B.regret_correlation(POINTS(), metric="kl_1"), VE,
+     "kl_1")
+case("bandit.regret_correlation", "num_bootstrap-10", lambda: B.regret_correlation(POINTS(), num_bootstrap=10), VE,
+     "num_bootstrap")
+
+# --- widgets (builders and their pure update functions)
+W = jtk.widgets
+case("coin_flip_app", "seed-neg", call(W.coin_flip_app, seed=-1), VE, "seed")
+case("coin_flip_app", "seed-2**32", call(W.coin_flip_app, seed=2 ** 32), VE, "seed")
+case("coin_flip_app", "seed-str", call(W.coin_flip_app, seed="0"), TE, "seed")
+case("decision_app", "horizon-0", call(W.decision_app, horizon=0), VE, "horizon")
+case("decision_app", "horizon>max", call(W.decision_app, horizon=60, max_horizon=50), VE, "horizon")
+case("joint_grid_app", "flips-0", call(W.joint_grid_app, flips=0), VE, "flips")
+case("joint_grid_app", "flips-huge", call(W.joint_grid_app, flips=40), VE, "flips")
+case("joint_grid_app", "coins-not-mapping", call(W.joint_grid_app, coins=[1, 2]), TE, "coins")
+case("BanditExplorer", "num_problems-0", call(W.BanditExplorer, num_problems=0), VE, "num_problems")
+case("BanditExplorer", "max_horizon-float", call(W.BanditExplorer, max_horizon=10.0), TE, "max_horizon")
+case("BanditExplorer", "max_horizon-huge", call(W.BanditExplorer, max_horizon=10 ** 13), VE, "max_horizon")
+case("JointPredictions", "resolution-0", call(W.JointPredictions, resolution=0), VE, "resolution")
+case("JointPredictions", "resolution-huge", call(W.JointPredictions, resolution=10 ** 6), VE, "resolution")
+case("JointPredictions", "num_train_values-empty", call(W.JointPredictions, num_train_values=()), VE,
+     "num_train_values")
+case("joint_predictions_app", "temperature-0", call(W.joint_predictions_app, temperature=0.0, background=False), VE,
+     "temperature")
+case("build_comparison", "temperature-neg", call(W.build_comparison, temperature=-1.0), VE, "temperature")
+case("build_comparison", "seed-2**32", call(W.build_comparison, seed=2 ** 32), VE, "seed")
+case("build_comparison", "prior_scales-no-0", call(W.build_comparison, prior_scales=(1.0,)), VE, "prior_scales")
+case("build_comparison", "resolution-huge", call(W.build_comparison, resolution=10 ** 6), VE, "resolution")
+case("kl_vs_num_train", "seeds-0", call(W.kl_vs_num_train, seeds=0), VE, "seeds")
+case("kl_vs_num_train", "num_test-huge", call(W.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
+case("kl_vs_num_train", "temperature-1e-45", call(W.kl_vs_num_train, temperature=1e-45), VE, "temperature")
+case("make_toy_state", "seed-2**32", call(W.make_toy_state, seed=2 ** 32), VE, "seed")
+case("make_toy_state", "num_pool-0", call(W.make_toy_state, num_pool=0), VE, "num_pool")
+case("make_toy_state", "unknown-kwarg", call(W.make_toy_state, num_pools=5), TE, "num_pools")
+case("make_toy_state", "models-empty", call(W.make_toy_state, models={}), VE, "models")
+case("build_coverage_app", "results-none", call(W.build_coverage_app, None), TE, "results")
+case("ensemble_app", "comp-none", call(W.ensemble_app, None), TE, "comp")
+case("build_toy_app", "state-wrong", call(W.build_toy_app, state=3), TE, "state")
+case("build_bandit_app", "explorer-none", call(W.build_bandit_app, None), TE, "explorer")
+
+# --- jtk.testbed (another owner: failing cases are xfail(strict) until fixed there)
+T = jtk.testbed
+case("testbed.Problem", "temperature-0", lambda: good_problem(temperature=0.0), VE, "temperature")
+case("testbed.Problem", "temperature-1e-45", lambda: good_problem(temperature=1e-45), VE, "temperature")
+case("testbed.Problem", "num_train-0", lambda: good_problem(num_train=0), VE, "num_train")
+case("testbed.Problem", "tau-0", lambda: good_problem(tau=0), VE, "tau")
+case("testbed.Problem", "seed-2**32", lambda: good_problem(seed=2 ** 32), VE, "seed")
+case("testbed.Problem", "seed-bool", lambda: good_problem(seed=True), TE, "seed")
+case("testbed.Problem", "num_test-0", lambda: good_problem(num_test=0), VE, "num_test")
+case("testbed.Problem", "num_samples-huge", lambda: good_problem(num_samples=10 ** 12), VE, "num_samples",
+     marks=TESTBED_OWNER)
+case("testbed.Problem", "test_inputs-unknown", lambda: good_problem(test_inputs="grid"), VE, "test_inputs")
+case("testbed.problems", "name-unknown", call(T.problems, "nope"), VE, "name")
+case("testbed.problems", "seeds-0", call(T.problems, "quick", seeds=0), VE, "seeds")
+case("testbed.problems", "seeds-float", call(T.problems, "quick", seeds=2.0), TE, "seeds")
+case("testbed.evaluate", "agent-none", lambda: T.evaluate(None, [good_problem()], progress=False), TE, "agent")
+case("testbed.evaluate", "problems-unknown", lambda: T.evaluate(jtk.agents.make("uniform"), "nope", progress=False),
+     VE, "problems")
+case("testbed.evaluate", "likelihood-unknown",
+     lambda: T.evaluate(jtk.agents.make("uniform"), [good_problem()], likelihood="exactly", progress=False), VE,
+     "likelihood")
+case("testbed.evaluate", "problems-empty", lambda: T.evaluate(jtk.agents.make("uniform"), [], progress=False), VE,
+     "problems")
+case("testbed.evaluate", "duplicate-problems",
+     lambda: T.evaluate(jtk.agents.make("uniform"), [good_problem(), good_problem()], progress=False), VE, "problems")
+case("testbed.summarize", "not-a-frame", call(T.summarize, [1, 2]), TE, "results")
+case("testbed.summarize", "se-unknown", lambda: T.summarize(results_frame(), se="bootstrap"), VE, "se")
+case("testbed.summarize", "kl-nan", lambda: T.summarize(with_col(results_frame(), kl=np.nan)), VE, "kl")
+case("testbed.summarize", "duplicated-rows",
+     lambda: T.summarize(pd.concat([results_frame(), results_frame()], ignore_index=True)), VE, "results")
+case("testbed.summarize", "missing-column", lambda: T.summarize(results_frame().drop(columns=["kl"])), VE, "kl")
+case("testbed.breakdown", "missing-num_train", lambda: T.breakdown(results_frame().drop(columns=["num_train"])), VE,
+     "num_train")
+
+
+@pytest.mark.parametrize("build, exc, names", CASES)
+def test_bad_input_is_refused_clearly(build, exc, names):
+    if exc is None:  # a documented valid input: it must simply work
+        build()
+        return
+    with pytest.raises(exc) as info:
+        build()
+    message = str(info.value)
+    for name in names.split():
+        assert name in message, f"message does not name {name!r}: {message}"
+
+
+def test_case_table_counts():
+    """Every entry point group has cases, and all ids are unique (readable parametrisation)."""
+    ids = [p.id for p in CASES]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
+    assert len(CASES) >= 250
+
+
+# ------------------------------------------------------------------ float64 precision and seeds
+def test_float64_logits_keep_their_precision():
+    logits = np.array([[[1e8, 1e8 + 1.0]]])  # float64: the float32 cast would make the two logits equal
+    got = float(jtk.joint_log_likelihood(logits, np.array([1])))
+    assert got == pytest.approx(-np.log1p(np.exp(-1.0)), abs=1e-12)
+    got = float(jtk.likelihood.log_likelihood(logits[0], np.array([1])))
+    assert got == pytest.approx(-np.log1p(np.exp(-1.0)), abs=1e-12)
+
+
+def test_float64_and_float32_paths_agree():
+    rng = np.random.default_rng(0)
+    logits, y = rng.normal(size=(7, 3, 4, 3)) * 5, rng.integers(0, 3, size=(3, 4))
+    a = np.asarray(jtk.joint_log_likelihood(logits, y))
+    b = np.asarray(jtk.joint_log_likelihood(logits.astype(np.float32), y))
+    assert a.dtype == np.float64 and b.dtype == np.float32
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_large_seeds_do_not_wrap_and_keys_still_work():
+    import jax
+    env0 = jtk.envs.MLPClassification(0.1, seed=0)
+    env_max = jtk.envs.MLPClassification(0.1, seed=2 ** 32 - 1)
+    env_key = jtk.envs.MLPClassification(0.1, seed=jax.random.key(0))
+    x = np.zeros((3, 2), np.float32)
+    assert not np.allclose(env0.logits(x), env_max.logits(x))
+    np.testing.assert_allclose(env0.logits(x), env_key.logits(x))
+
+
+def test_batch_mig_is_scale_invariant():
+    cov, pool, test = cov_problem()
+    base = A.batch_mig(cov, pool, test, 0.1, 5, return_scores=True)
+    for s in (1e-300, 1e300):
+        got = A.batch_mig(cov * s, pool, test, 0.1 * s, 5, return_scores=True)
+        np.testing.assert_array_equal(got[0], base[0])
+        np.testing.assert_allclose(got[1], base[1], rtol=1e-9)
+
+
+def test_memory_budget_override(monkeypatch):
+    monkeypatch.setenv(_memory.ENV_VAR, "0.001")
+    with pytest.raises(_memory.MemoryBudgetError, match="n .*JTK_MEMORY_BUDGET_GB"):
+        env().sample(10 ** 6)
+    monkeypatch.setenv(_memory.ENV_VAR, "lots")
+    with pytest.raises(ValueError, match=_memory.ENV_VAR):
+        _memory.available_bytes()
+    monkeypatch.setenv(_memory.ENV_VAR, "inf")
+    assert _memory.available_bytes() == float("inf")
+
+
+def test_agents_make_suggests_close_names():
+    with pytest.raises(TypeError, match="did you mean 'num_members'"):
+        jtk.agents.make("ensemble", num_member=3)
+    with pytest.raises(TypeError, match="did you mean 'num_members'"):
+        jtk.bandit.run("ensemble", horizon=5, seeds=1, agent_kwargs={"num_membres": 3}, progress=False)
+
+
+# ------------------------------------------------------------------ size bombs under RLIMIT_AS = 6 GB
+RLIMIT_GB = 6
+BOMBS = {
+    "env-num_classes-1e9": "jtk.envs.MLPClassification(0.1, num_classes=10**9)",
+    "env-hidden-1e6": "jtk.envs.MLPClassification(0.1, hidden=(10**6, 10**6))",
+    "env-sample-1e10": "jtk.envs.MLPClassification(0.1).sample(10**10)",
+    "fit-num_train-2e8": ("x = np.zeros((2 * 10**8, 2), np.float32); y = np.zeros(2 * 10**8, np.int8)\n"
+                          "jtk.agents.make('ensemble', num_members=10).fit(x, y)"),
+    "sample_logits-1e9": ("x, y = jtk.envs.MLPClassification(0.1).sample(10)\n"
+                          "p = jtk.agents.make('ensemble', num_members=2, num_steps=1).fit(x, y)\n"
+                          "p.sample_logits(np.zeros((1000, 2)), 10**9)"),
+    "fit-members-1e6": ("x, y = jtk.envs.MLPClassification(0.1).sample(10)\n"
+                        "jtk.agents.make('ensemble', num_members=10**6).fit(x, y)"),
+    "fit-hidden-1e5": ("x, y = jtk.envs.MLPClassification(0.1).sample(10)\n"
+                       "jtk.agents.make('mlp', hidden=(10**5, 10**5)).fit(x, y)"),
+    "widget-resolution-1e6": "jtk.widgets.JointPredictions(resolution=10**6)",
+    "toy_split-pool-1e6": "jtk.envs.toy_split_1d(num_pool=10**6)",
+    "gp-split-pool-1e6": "jtk.envs.ReLUKernelGP().sample_split(num_pool=10**6)",
+    "bandit-horizon-1e12": "jtk.bandit.run('uniform', horizon=10**12, seeds=1, progress=False)",
+    "bandit-dim-1e8": "jtk.bandit.run('uniform', input_dim=10**8, horizon=5, seeds=1, progress=False)",
+    "coverage-k-1e9": "jtk.coverage.coverage_study(jtk.envs.SinusoidRegression(1.0), ['BLR'], k=10**9, progress=False)",
+    "blr-samples-1e10": ("e = jtk.envs.SinusoidRegression(1.0); x, y = e.sample_train(0)\n"
+                         "jtk.agents.BayesianLinearRegression(e.features, e.noise_std).fit(x, y)"
+                         ".sample_functions(e.test_inputs(), 10**10)"),
+}
+CHILD = """\
+import json, resource, sys, time
+limit = {limit} * 2**30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import numpy as np
+import jtk, jtk.bandit, jtk.coverage, jtk.widgets
+jtk.envs.MLPClassification(0.1).sample(2)  # start JAX's backend before any clock starts
+for name, code in json.loads(sys.argv[1]).items():
+    setup, _, call = code.rpartition("\\n")
+    scope = {{"np": np, "jtk": jtk}}
+    exec(setup, scope)
+    start = time.perf_counter()
+    try:
+        exec(call, scope)
+        row = {{"bomb": name, "refused": False, "seconds": time.perf_counter() - start, "message": "not refused"}}
+    except ValueError as err:
+        row = {{"bomb": name, "refused": True, "seconds": time.perf_counter() - start,
+               "message": f"{{type(err).__name__}}: {{err}}"}}
+    except BaseException as err:  # MemoryError, XLA errors: not the clear jtk error
+        row = {{"bomb": name, "refused": False, "seconds": time.perf_counter() - start,
+               "message": f"{{type(err).__name__}}: {{err}}"[:500]}}
+    scope.clear()
+    print(json.dumps(row), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def bomb_results():
+    """Runs every size bomb in one child process under RLIMIT_AS = 6 GB (one JAX start-up for all)."""
+    import json
+    env_vars = {**os.environ, "JAX_PLATFORMS": "cpu", "JTK_COMPILATION_CACHE": "0"}
+    env_vars.pop(_memory.ENV_VAR, None)
+    proc = subprocess.run([sys.executable, "-c", CHILD.format(limit=RLIMIT_GB), json.dumps(BOMBS)],
+                          capture_output=True, text=True, timeout=300, env=env_vars)
+    rows = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            rows[row["bomb"]] = row
+    return rows, proc
+
+
+@pytest.mark.parametrize("bomb", sorted(BOMBS))
+def test_size_bomb_is_refused_up_front(bomb, bomb_results):
+    rows, proc = bomb_results
+    assert bomb in rows, f"{bomb}: child exited with {proc.returncode} before it; stderr: {proc.stderr[-1500:]}"
+    row = rows[bomb]
+    print(f"{bomb}: {row['seconds']:.3f} s {row['message']}")
+    assert row["refused"], f"{bomb}: {row['message']}"
+    assert "MemoryBudgetError" in row["message"] or "must be" in row["message"], row["message"]
+    assert row["seconds"] < 2.0, f"{bomb}: refusal took {row['seconds']:.2f} s: {row['message']}"
