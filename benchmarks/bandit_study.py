@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="initialisation seeds (points per agent)")
     parser.add_argument("--test-inputs", choices=["auto", "iid", "polyadic"], default="auto",
                         help="testbed test inputs: auto = iid for d = 2 (the paper grid), polyadic for d > 2 "
-                             "(REFERENCE_FACTS: iid inputs in high dimension make τ = 10 nearly marginal)")
+                             "(docs/reference.md, 'The grid': iid inputs in high dimension make τ = 10 nearly marginal)")
     parser.add_argument("--reuse-regret", action="store_true",
                         help="keep the bandit runs already in the regret CSV and rerun only the testbed")
     parser.add_argument("--speed", action="store_true")

@@ -36,7 +36,7 @@ def init_mlp(key: jax.Array, sizes: Sequence[int], first_bias_std: float = 0.0) 
     """Draws MLP parameters with the reference initialisation.
 
     Weights: normal with std 1/sqrt(fan_in), truncated at ±2 std, no variance
-    correction (haiku's default and the testbed prior; REFERENCE_FACTS).
+    correction (haiku's default and the testbed prior; docs/reference.md, "Generative model").
     Biases: 0, except the first layer's, which is N(0, first_bias_std²).
 
     Args:

@@ -8,20 +8,41 @@ How jtk makes the paper grid fast (the reference spends ~60 % of its time
 re-jitting an agent for every problem):
 
 * τ = 1 and τ = 10 problems of one seed share environment and training data,
-  so each agent is trained once for both (REFERENCE_FACTS).
+  so each agent is trained once for both (docs/reference.md, "The grid").
 * Data are generated with fixed shapes (training sets padded to a capacity of
   1024) and the agents' pure ``train`` functions are ``vmap``-ed over whole
   chunks of problems: one compilation per agent configuration and minibatch
   bucket, never one per problem, temperature or seed.
-* A posterior that is a finite uniform mixture (ensembles) is scored by exact
-  enumeration over its members; any other posterior by M = 1000 sampled
-  functions (column ``likelihood``: "exact" or "mc1000").
 
-Random numbers: as in the reference sweep, every (seed, num_train,
-temperature) triple has its own environment and training set, shared by its
-τ = 1 and τ = 10 problems; the test set depends on τ as well. Standard errors
-therefore group the rows of one training group (the reference "groups by
-seed", and its seeds are distinct per triple).
+Two estimators of an agent's joint log-likelihood (``evaluate(likelihood=...)``,
+column ``likelihood``; docs/reference.md, "Estimators"):
+
+* ``"mc"``: M = 1000 sampled functions for every agent, finite mixtures
+  included (their samples draw members uniformly with replacement, or by their
+  weights) — the reference's estimator (column value ``mc1000``);
+* ``"exact"``: enumerate the C components of a finite mixture (ensembles,
+  SG-MCMC samples, k-NN): no Monte Carlo noise and no downward Jensen bias of
+  log-mean-exp over M samples, so it reads lower than ``"mc"``;
+* ``"auto"`` (default): exact where the posterior is a finite mixture, else mc.
+
+Compare agents under one estimator: :func:`summarize` refuses a table that
+mixes them for one τ unless ``allow_mixed=True``.
+
+:func:`check_agent` probes an agent (coherent samples, seeds, shapes, NaN/inf,
+mixture weights, marginal-only sampling) and estimates its paper-grid time
+before a long run (``jtk testbed --check``).
+
+Random numbers: every (seed, num_train, temperature) triple has its own
+environment and training set, shared by its τ = 1 and τ = 10 problems; the
+test set depends on τ as well.
+
+Standard errors (:func:`summarize`, ``se=``): ``"seed"`` (default) is the
+reference leaderboard's: average each agent's rows of one seed, then the
+population std of those per-seed means over sqrt(number of seeds)
+(docs/reference.md, "Statistics"). ``"environment"`` treats every training
+group (seed, num_train, temperature, input_dim) as an independent unit
+(sample std over sqrt(number of groups)); it is larger on the paper grid
+because it counts the spread of d_KL across num_train and temperature as noise.
 """
 
 from __future__ import annotations
@@ -42,12 +63,16 @@ from tqdm.auto import tqdm
 from jtk import _checks, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import sample_labels, sample_prior_params
+from jtk.results import load_results  # noqa: F401  (re-export: results CSV + manifest)
 
 PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
 PAPER_NUM_TRAIN = (1, 3, 10, 30, 100, 300, 1000)
 PAPER_TAUS = (1, 10)
 
 GROUP_COLUMNS = ["seed", "num_train", "temperature", "input_dim"]  # rows sharing one environment
+PROBLEM_COLUMNS = ["agent", "tau", "seed", "num_train", "temperature", "input_dim", "test_inputs"]  # one row each
+LIKELIHOODS = ("auto", "exact", "mc")
+SE_KINDS = ("seed", "environment")
 RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
                   "frac_finite", "accuracy", "ece", "likelihood", "train_seconds", "eval_seconds"]
 
@@ -88,10 +113,10 @@ class Problem:
     num_anchors: int = 2
 
     def __post_init__(self):
-        _checks.positive("temperature", self.temperature)
+        _checks.temperature("temperature", self.temperature)
         _checks.integer("num_train", self.num_train, minimum=1)
         _checks.integer("tau", self.tau, minimum=1)
-        _checks.integer("seed", self.seed, minimum=0)
+        _checks.seed_int("seed", self.seed)
         _checks.integer("input_dim", self.input_dim, minimum=1)
         _checks.integer("num_classes", self.num_classes, minimum=2)
         object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
@@ -115,6 +140,9 @@ def grid(temperatures: Iterable[float] = PAPER_TEMPERATURES, num_train: Iterable
          taus: Iterable[int] = PAPER_TAUS, seeds: Iterable[int] | int = 10, **problem_kwargs) -> list[Problem]:
     """All combinations τ × num_train × temperature × seed (seeds: an int n means 0..n-1)."""
     seeds = _checks.seeds("seeds", seeds, allow_empty=True)
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise ValueError(f"seeds must not repeat (a repeated seed duplicates problems), got {repeated} more than once")
     return [Problem(temperature=t, num_train=n, tau=tau, seed=s, **problem_kwargs)
             for tau, n, t, s in itertools.product(taus, num_train, temperatures, seeds)]
 
@@ -130,7 +158,7 @@ def quick_problems(seeds: int = 2) -> list[Problem]:
 
 
 def classification_problems(seeds: int = 5) -> list[Problem]:
-    """The reference's later "classification" grid (REFERENCE_FACTS): d ∈ {2, 10, 100},
+    """The reference's later "classification" grid (docs/reference.md, "The grid"): d ∈ {2, 10, 100},
     num_train = d × {1, 10, 100, 1000}, ρ ∈ {0.01, 0.1, 0.5}, τ ∈ {1, 10}, polyadic
     test inputs with κ = 2 anchors; 5 seeds give 360 problems."""
     return [p for d in (2, 10, 100)
@@ -291,8 +319,8 @@ def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
     return env_params, states
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: int, env_params, states,
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
                 seeds, temps, ns, eval_seeds):
     """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""
     tests = jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0))(cfg, num_test, tau, env_params, seeds,
@@ -300,7 +328,7 @@ def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: i
 
     def one(args):
         state, test, seed = args
-        if agent.mixture:
+        if exact:
             return _score(agent.components(state, test.x), test, tau, agent.log_weights(state))
         return _score(agent.sample(state, test.x, jax.random.key(seed), num_samples), test, tau)
 
@@ -313,11 +341,21 @@ def _pad(values, size):
     return list(values) + [values[-1]] * (size - len(values))
 
 
-def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]], name: str) -> list[dict]:
+def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
+    """Whether to enumerate components; raises for ``"exact"`` on an agent that is not a finite mixture."""
+    if likelihood_ == "exact" and not is_mixture:
+        raise ValueError(f"likelihood='exact' needs a finite-mixture posterior (components(x) and num_components), "
+                         f"but agent {name!r} has none; use likelihood='mc' or 'auto'")
+    return is_mixture and likelihood_ != "mc"
+
+
+def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]], name: str,
+                        likelihood_: str | tuple[str, ...] = "auto") -> list[dict]:
     """Trains one agent on a chunk of training groups at once (vmap) and scores every τ.
 
     The number of groups is padded to a power of two, so a chunk of any size
-    reuses the compilation of its power-of-two bucket.
+    reuses the compilation of its power-of-two bucket. ``likelihood_`` may be a
+    tuple of estimators: rows for each, from one training (benchmarks compare them).
     """
     heads = [g[0] for g in groups]
     size = train_lib.next_pow2(len(heads))
@@ -332,13 +370,15 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
         jnp.asarray([agent_seed(p, 0) for p in padded], jnp.uint32)))
     train_time = time.perf_counter() - t0
     scorer = dataclasses.replace(agent, num_classes=heads[0].num_classes)  # eval does not depend on batch size
-    kind = "exact" if agent.mixture else f"mc{heads[0].num_samples}"
+    modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
     num_rows = sum(len(g) for g in groups)
     rows = []
-    for tau in sorted(p.tau for p in groups[0]):  # groups of a chunk share their set of τ
+    for mode, tau in itertools.product(modes, sorted(p.tau for p in groups[0])):  # a chunk's groups share their τ
+        exact = _use_exact(mode, agent.mixture, name)
+        kind = "exact" if exact else f"mc{heads[0].num_samples}"
         t0 = time.perf_counter()
         kl, probs, y = jax.block_until_ready(_eval_chunk(
-            scorer, cfg, heads[0].num_test, tau, heads[0].num_samples, env_params, states, seeds, temps, ns,
+            scorer, cfg, heads[0].num_test, tau, heads[0].num_samples, exact, env_params, states, seeds, temps, ns,
             jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)))
         eval_time = time.perf_counter() - t0
         problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
@@ -348,7 +388,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     return rows
 
 
-def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str) -> list[dict]:
+def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likelihood_: str = "auto") -> list[dict]:
     """Scores any object with ``fit`` (a researcher's own agent) problem by problem."""
     rows = []
     for group in groups:
@@ -359,20 +399,16 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str) -> li
         t0 = time.perf_counter()
         posterior = agent.fit(x, y, seed=agent_seed(head, 0), prior=head.prior())
         train_time = (time.perf_counter() - t0) / len(group)
+        exact = _use_exact(likelihood_, bool(_num_components(posterior)), name)
         for p in group:
             t0 = time.perf_counter()
             _, _, test = load_problem(p)
-            comps = _posterior_logits(posterior, np.asarray(test.x), p, agent_seed(p, p.tau))
-            log_w = posterior.log_weights() if _num_components(posterior) and hasattr(posterior, "log_weights") \
-                else None
+            comps = _posterior_logits(posterior, np.asarray(test.x), p, agent_seed(p, p.tau), exact)
+            log_w = posterior.log_weights() if exact and hasattr(posterior, "log_weights") else None
             kl, probs = _score_numpy(comps, test, p.tau, log_w)
-            rows += _rows([p], [kl], [probs], [np.asarray(test.y)], _kind(posterior, p), train_time,
-                          time.perf_counter() - t0, name)
+            rows += _rows([p], [kl], [probs], [np.asarray(test.y)], "exact" if exact else f"mc{p.num_samples}",
+                          train_time, time.perf_counter() - t0, name)
     return rows
-
-
-def _kind(posterior, p: Problem) -> str:
-    return "exact" if _num_components(posterior) else f"mc{p.num_samples}"
 
 
 def _num_components(posterior) -> int | None:
@@ -380,9 +416,9 @@ def _num_components(posterior) -> int | None:
     return n if isinstance(n, int) and n > 0 and hasattr(posterior, "components") else None
 
 
-def _posterior_logits(posterior, x: np.ndarray, p: Problem, key) -> np.ndarray:
-    """[C or M, n, K] logits: all components of a finite mixture, else M samples; validated."""
-    if _num_components(posterior):
+def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) -> np.ndarray:
+    """[C or M, n, K] logits: all components of a finite mixture (exact), else M samples; validated."""
+    if exact:
         logits = posterior.components(x)
         want = "[C, n, K]"
     else:
@@ -390,7 +426,7 @@ def _posterior_logits(posterior, x: np.ndarray, p: Problem, key) -> np.ndarray:
         want = f"[{p.num_samples}, n, K]"
     logits = np.asarray(logits)
     if logits.ndim != 3 or logits.shape[1:] != (x.shape[0], p.num_classes) or (
-            not _num_components(posterior) and logits.shape[0] != p.num_samples):
+            not exact and logits.shape[0] != p.num_samples):
         raise ValueError(f"the posterior returned logits of shape {logits.shape}; expected {want} with "
                          f"n={x.shape[0]}, K={p.num_classes}")
     if np.any(np.isnan(logits)):
@@ -410,10 +446,10 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
     for key, g in groups.items():
         static = (dataclasses.replace(key, temperature=1.0, num_train=1, seed=0),
                   train_lib.capacity_for(key.num_train), train_lib.batch_bucket(key.num_train, agent.batch_size),
-                  tuple(sorted(p.tau for p in g)))
+                  tuple(sorted(p.tau for p in g)), agent.specialize(key.prior()))  # static agent fields too
         by_shape.setdefault(static, []).append(g)
     chunks = []
-    for (_, capacity, _, _), gs in by_shape.items():
+    for (_, capacity, *_), gs in by_shape.items():
         # ~2048 member trainings per vectorised call and at most 2^26 floats of training data,
         # rounded down to a power of two so that full chunks need no padding.
         data_floats = capacity * (gs[0][0].input_dim + 1)
@@ -423,17 +459,17 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
     return chunks
 
 
-def evaluate_chunk(agent, groups: list[list[Problem]], name: str) -> pd.DataFrame:
+def evaluate_chunk(agent, groups: list[list[Problem]], name: str, likelihood: str = "auto") -> pd.DataFrame:
     """Scores one chunk (a picklable unit of work for an executor)."""
     if isinstance(agent, agents_base.JaxAgent):
-        rows = _evaluate_jax_chunk(agent, groups, name)
+        rows = _evaluate_jax_chunk(agent, groups, name, likelihood)
     else:
-        rows = _evaluate_generic_chunk(agent, groups, name)
+        rows = _evaluate_generic_chunk(agent, groups, name, likelihood)
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
 def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, *, name: str | None = None,
-             progress: bool = True) -> pd.DataFrame:
+             progress: bool = True, likelihood: str = "auto") -> pd.DataFrame:
     """Scores an agent on testbed problems: one DataFrame row per problem.
 
     Args:
@@ -448,13 +484,24 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         Default: run in this process.
       name: the value of the ``agent`` column (default: the agent's name).
       progress: show a tqdm progress bar.
+      likelihood: the estimator of the agent's joint log-likelihood (module
+        docstring): "mc" (M = ``Problem.num_samples`` sampled functions for
+        every agent, the reference's), "exact" (enumerate the components of a
+        finite mixture; ValueError for an agent without them) or "auto"
+        (exact where possible, else mc).
 
     Returns:
       DataFrame with columns agent, temperature, num_train, tau, seed,
-      input_dim, kl, kl_std, frac_finite, accuracy, ece, likelihood,
-      train_seconds, eval_seconds (seconds amortised per row, so their sums are
-      the total time).
+      input_dim, kl, kl_std, frac_finite, accuracy, ece, likelihood ("exact"
+      or "mc<M>": the estimator used), train_seconds, eval_seconds (seconds
+      amortised per row, so their sums are the total time).
+
+    Raises:
+      ValueError: an empty or duplicated problem list, an unknown
+        ``likelihood``, or ``likelihood="exact"`` for an agent that is not a
+        finite mixture.
     """
+    _checks.one_of("likelihood", likelihood, LIKELIHOODS)
     if isinstance(agent, str):
         name = name or agent
         agent = agents_base.make(agent)
@@ -469,22 +516,38 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
     for i, p in enumerate(problems):
         if not isinstance(p, Problem):
             raise TypeError(f"problems[{i}] must be a jtk.testbed.Problem, got {type(p).__name__}")
+    _check_unique_problems(problems)
     name = _agent_name(agent, name)
+    if isinstance(agent, agents_base.JaxAgent):
+        _use_exact(likelihood, agent.mixture, name)  # fail before any training
     chunks = _chunks(problems, agent)
     bar = tqdm(total=len(problems), desc=f"testbed {name}", disable=not progress, unit="problem")
     frames = []
     if executor is None:
         for chunk in chunks:
-            frames.append(evaluate_chunk(agent, chunk, name))
+            frames.append(evaluate_chunk(agent, chunk, name, likelihood))
             bar.update(sum(len(g) for g in chunk))
     else:
-        futures = [(executor.submit(evaluate_chunk, agent, chunk, name), chunk) for chunk in chunks]
+        futures = [(executor.submit(evaluate_chunk, agent, chunk, name, likelihood), chunk) for chunk in chunks]
         for future, chunk in futures:
             frames.append(future.result())
             bar.update(sum(len(g) for g in chunk))
     bar.close()
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
+
+
+def _check_unique_problems(problems_: Sequence[Problem]) -> None:
+    """Raises ValueError naming the problems that occur more than once (each would count twice)."""
+    seen: dict[Problem, int] = {}
+    for p in problems_:
+        seen[p] = seen.get(p, 0) + 1
+    repeated = [p for p, c in seen.items() if c > 1]
+    if repeated:
+        shown = "; ".join(f"seed={p.seed} num_train={p.num_train} temperature={p.temperature} tau={p.tau}"
+                          for p in repeated[:5])
+        raise ValueError(f"problems must not repeat: {len(repeated)} problems occur more than once "
+                         f"(e.g. {shown}); check for duplicate seeds")
 
 
 class OracleAgent:
@@ -527,45 +590,107 @@ class _OraclePosterior:
 
 
 # ------------------------------------------------------------------ leaderboard
-def _check_results(results: pd.DataFrame) -> pd.DataFrame:
+def _check_results(results: pd.DataFrame, required=("agent", "tau", "seed", "kl")) -> pd.DataFrame:
+    """Type, required columns, finite ``kl`` and one row per problem; returns a copy with kl clipped at 0."""
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame from jtk.testbed.evaluate, got {type(results).__name__}")
-    missing = {"agent", "tau", "seed", "kl"} - set(results.columns)
+    missing = set(required) - set(results.columns)
     if missing:
-        raise ValueError(f"results is missing the columns {sorted(missing)}")
-    return results
+        raise ValueError(f"results is missing the columns {sorted(missing)} (it has {sorted(results.columns)})")
+    if results.empty:
+        raise ValueError("results must hold at least one row, got an empty DataFrame")
+    kl = pd.to_numeric(results["kl"], errors="coerce").astype(float)
+    bad = ~np.isfinite(kl.to_numpy())
+    if bad.any():
+        agents = sorted(map(str, results.loc[bad, "agent"].unique()))
+        raise ValueError(f"results column 'kl' must be finite, but {int(bad.sum())} of {len(results)} rows are "
+                         f"NaN/inf or not numbers (agents {agents}); drop or rerun those problems first")
+    keys = [c for c in PROBLEM_COLUMNS if c in results.columns]
+    dup = results.duplicated(subset=keys, keep=False)
+    if dup.any():
+        first = results.loc[dup, keys].iloc[0].to_dict()
+        raise ValueError(f"results must hold one row per problem, but {int(dup.sum())} rows share their "
+                         f"{keys} with another row (e.g. {first}); concatenated the same run twice?")
+    df = results.copy()
+    df["kl"] = kl.clip(lower=0.0)  # negative estimates are Monte Carlo noise: 0, as in the reference
+    return df
 
 
-def summarize(results: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """The leaderboard: mean d_KL^τ per agent with standard errors over independent problems.
+def _check_one_estimator(df: pd.DataFrame) -> None:
+    if "likelihood" not in df.columns:
+        return
+    for tau, sub in df.groupby("tau"):
+        kinds = sub.groupby("likelihood")["agent"].unique()
+        if len(kinds) > 1:
+            listing = "; ".join(f"{k}: {sorted(map(str, a))}" for k, a in kinds.items())
+            raise ValueError(f"results mixes likelihood estimators at tau={tau} ({listing}): exact enumeration and "
+                             f"Monte Carlo scores are not comparable; rerun with jtk.testbed.evaluate(..., "
+                             f"likelihood='mc') (or 'exact') for every agent, or pass allow_mixed=True")
+
+
+def _seed_se(values: pd.Series) -> float:
+    """Population std of per-seed means over sqrt(#seeds), the reference leaderboard's error bar."""
+    return float(np.std(values.to_numpy(), ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
+
+
+def _environment_se(values: pd.Series) -> float:
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else np.nan
+
+
+def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "seed",
+              allow_mixed: bool = False) -> pd.DataFrame:
+    """The leaderboard: mean d_KL^τ per agent with standard errors.
 
     Negative per-problem KL (Monte Carlo noise) is set to 0 first, as in the
-    reference. Rows that share an environment (same seed, num_train,
-    temperature, input_dim) are averaged first; the standard error is the std
-    of those group means over sqrt(number of groups), as the reference groups
-    by its per-problem seeds.
+    reference. Two standard errors (``se``; column ``kl_{τ}_se`` either way):
+
+    * ``"seed"`` (default; the reference leaderboard's, docs/reference.md,
+      "Statistics"): for each agent and τ, average the rows of each seed
+      (over num_train, temperature, input_dim), then
+      ``np.std(per-seed means, ddof=0) / sqrt(number of seeds)``. On the
+      paper grid the 10 seeds are the reference's 10 seed classes.
+    * ``"environment"``: average the rows of each training group (seed,
+      num_train, temperature, input_dim), then the sample std (ddof=1) of the
+      group means over sqrt(number of groups). It treats the spread of d_KL
+      across num_train and temperature as noise, so it is larger.
 
     Args:
-      results: rows from :func:`evaluate` (one or several agents).
+      results: rows from :func:`evaluate` (one or several agents): columns
+        agent, tau, seed, kl at least; one row per problem; finite kl.
       baseline: optional agent name in ``results`` (e.g. "mlp" as in Fig. 2, or
         "uniform"); adds columns ``kl_{τ}_rel`` = score / baseline's score.
+      se: "seed" or "environment" (above).
+      allow_mixed: accept a table in which agents were scored by different
+        likelihood estimators (column ``likelihood``) for one τ; by default
+        that raises, since exact enumeration reads lower than Monte Carlo.
 
     Returns:
       DataFrame indexed by agent with columns kl_{τ}, kl_{τ}_se for every τ,
-      accuracy, ece, train_seconds, eval_seconds, num_problems.
+      accuracy, ece, train_seconds, eval_seconds, num_problems (those present
+      in ``results``); NaN standard errors with fewer than two seeds / groups.
+
+    Raises:
+      ValueError: missing columns, NaN/inf kl, duplicated problems, mixed
+        estimators (unless ``allow_mixed``), an unknown ``se`` or ``baseline``.
     """
-    df = _check_results(results).copy()
-    df["kl"] = df["kl"].clip(lower=0.0)
+    _checks.one_of("se", se, SE_KINDS)
+    df = _check_results(results)
+    if not allow_mixed:
+        _check_one_estimator(df)
+    if se == "environment":
+        unit, se_fn = [c for c in GROUP_COLUMNS if c in df.columns], _environment_se
+    else:
+        unit, se_fn = ["seed"], _seed_se
     out = {}
     for tau, sub in df.groupby("tau"):
-        per_seed = sub.groupby(["agent"] + [c for c in GROUP_COLUMNS if c in sub.columns])["kl"].mean()
-        mean = sub.groupby("agent")["kl"].mean()
-        se = per_seed.groupby("agent").agg(lambda s: s.std(ddof=1) / np.sqrt(len(s)) if len(s) > 1 else np.nan)
-        out[f"kl_{tau}"], out[f"kl_{tau}_se"] = mean, se
+        unit_means = sub.groupby(["agent"] + unit)["kl"].mean()
+        out[f"kl_{tau}"] = sub.groupby("agent")["kl"].mean()
+        out[f"kl_{tau}_se"] = unit_means.groupby("agent").agg(se_fn)
     table = pd.DataFrame(out)
-    extra = df.groupby("agent").agg(accuracy=("accuracy", "mean"), ece=("ece", "mean"),
-                                    train_seconds=("train_seconds", "sum"), eval_seconds=("eval_seconds", "sum"),
-                                    num_problems=("kl", "size"))
+    aggs = {k: v for k, v in dict(accuracy=("accuracy", "mean"), ece=("ece", "mean"),
+                                   train_seconds=("train_seconds", "sum"),
+                                   eval_seconds=("eval_seconds", "sum")).items() if v[0] in df.columns}
+    extra = df.groupby("agent").agg(**aggs, num_problems=("kl", "size"))
     table = table.join(extra)
     if baseline is not None:
         if baseline not in table.index:
@@ -576,7 +701,292 @@ def summarize(results: pd.DataFrame, baseline: str | None = None) -> pd.DataFram
 
 
 def breakdown(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean d_KL per agent × τ × temperature × num_train (the Fig. 13/14 breakdown)."""
-    df = _check_results(results).copy()
-    df["kl"] = df["kl"].clip(lower=0.0)
+    """Mean d_KL per agent × τ × temperature × num_train (the Fig. 13/14 breakdown).
+
+    Raises:
+      ValueError: columns missing (agent, tau, seed, kl, temperature,
+        num_train), NaN/inf kl or duplicated problems.
+    """
+    df = _check_results(results, required=("agent", "tau", "seed", "kl", "temperature", "num_train"))
     return df.pivot_table(index=["agent", "tau", "temperature"], columns="num_train", values="kl", aggfunc="mean")
+
+
+# ------------------------------------------------------------------ check_agent
+@dataclass(frozen=True)
+class Probe:
+    """One probe of :func:`check_agent`: its name, verdict, explanation and run time in seconds."""
+
+    name: str
+    ok: bool
+    message: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What :func:`check_agent` found: ``ok`` is True when every probe passed.
+
+    Attributes:
+      agent: the agent's name.
+      probes: one :class:`Probe` per check, in the order run.
+      estimated_paper_seconds: estimated wall time of the 420-problem paper grid
+        on this machine (None when not estimated or when evaluation failed).
+    """
+
+    agent: str
+    probes: tuple[Probe, ...]
+    estimated_paper_seconds: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.probes)
+
+    @property
+    def failures(self) -> list[Probe]:
+        return [p for p in self.probes if not p.ok]
+
+    def __str__(self) -> str:
+        verdict = "OK" if self.ok else f"FAILED ({len(self.failures)} of {len(self.probes)} probes)"
+        lines = [f"check_agent({self.agent}): {verdict}"]
+        lines += [f"  [{'ok' if p.ok else 'FAIL':>4}] {p.name:<16} {p.seconds:6.2f} s  {p.message}"
+                  for p in self.probes]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+        verdict = "OK" if self.ok else f"FAILED ({len(self.failures)} of {len(self.probes)} probes)"
+        rows = "".join(
+            f"<tr><td>{'✓' if p.ok else '✗'}</td><td>{html.escape(p.name)}</td><td>{p.seconds:.2f} s</td>"
+            f"<td style='text-align:left'>{html.escape(p.message)}</td></tr>" for p in self.probes)
+        return (f"<b>check_agent({html.escape(self.agent)}): {verdict}</b><table><tr><th></th><th>probe</th>"
+                f"<th>time</th><th style='text-align:left'>message</th></tr>{rows}</table>")
+
+
+def _probe(name: str, fn) -> Probe:
+    """Runs ``fn() -> (ok, message)``; an exception is a failed probe carrying its message."""
+    t0 = time.perf_counter()
+    try:
+        ok, message = fn()
+    except Exception as err:  # a probe reports; it never crashes the check
+        ok, message = False, f"raised {type(err).__name__}: {err}"
+    return Probe(name, bool(ok), message, time.perf_counter() - t0)
+
+
+def _paper_grid_estimate(agent, name: str, prior: agents_base.Prior, seed: int) -> tuple[bool, str, float]:
+    """Times one training group (τ = 1 and 10 at n = 100) twice and extrapolates to the 420 problems."""
+    group = [Problem(temperature=prior.temperature, num_train=100, tau=tau, seed=seed, input_dim=prior.input_dim,
+                     num_classes=prior.num_classes) for tau in PAPER_TAUS]
+    t0 = time.perf_counter()
+    evaluate(agent, group, name=name, progress=False)
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    evaluate(agent, group, name=name, progress=False)
+    run = time.perf_counter() - t0
+    paper = paper_problems()
+    num_groups = len({p.training_key for p in paper})
+    if isinstance(agent, agents_base.JaxAgent):
+        shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
+                   agent.batch_size), train_lib.next_pow2(len(c))) for c in _chunks(paper, agent)}
+        compile_s = max(first - run, 0.0)
+        total = len(shapes) * compile_s + num_groups * run
+        how = (f"{len(shapes)} compiled shapes × {compile_s:.1f} s + {num_groups} training groups × {run:.2f} s "
+               f"(one group at n = 100, timed after compilation; vectorised chunks are usually faster per group)")
+    else:
+        total = num_groups * run
+        how = f"{num_groups} training groups × {run:.2f} s (one group at n = 100; the fit time depends on n)"
+    return True, f"estimate ≈ {total / 60:.1f} min for the paper grid: {how}", total
+
+
+def check_agent(agent, prior: agents_base.Prior | None = None, *, seed: int = 0, num_samples: int = 100,
+                estimate_time: bool = True) -> AgentReport:
+    """Probes an agent for the mistakes that silently corrupt testbed scores, before a long run.
+
+    Fits the agent once on a testbed training set (from ``prior``: input_dim,
+    num_classes, num_train, temperature) and runs these probes:
+
+    * ``fit``: ``fit(x, y, seed, prior)`` returns without error.
+    * ``shapes``: ``sample_logits(x, M, seed)`` is a float array [M, n, K]; if
+      the posterior has ``components`` / ``num_components``: [C, n, K] with C
+      equal to ``num_components``.
+    * ``finite``: no NaN/inf among M × 500 sampled logits (inputs ~ N(0, 9 I),
+      beyond the training data).
+    * ``coherence``: a call whose x repeats rows gives identical logits to the
+      repeated rows within every sample (|Δ| ≤ 1e-5 · max(1, |logit|)). Sample
+      m must be *one* function at all inputs; an agent that draws a fresh
+      member, dropout mask or weight sample per input row fails here.
+    * ``seed``: the same seed gives the same samples (a different seed may or
+      may not change them: a deterministic posterior is fine).
+    * ``mixture weights``: ``log_weights()``, when present, is [C], has no NaN
+      and logsumexp(log_weights) = 0 within 1e-4.
+    * ``joint dependence``: the marginal-only check. For 64 anchor inputs x it
+      asks for x and x + 1e-4·u (u a random unit direction) in one call and
+      correlates, across the M samples, the centred logits at the two. Any
+      posterior over functions that are continuous at the scale of 1e-4 gives a
+      correlation near 1, so its joint predictions of nearby (and repeated,
+      as in polyadic τ-batches) inputs differ from the product of its
+      marginals; samples drawn independently per input give a correlation
+      near 0, i.e. joint = product of marginals: d_KL^τ of such an agent is
+      that of a marginal predictor whatever its marginals. Fails when the
+      samples differ at the anchors (probability spread ≥ 1e-3) and the median
+      correlation is below 0.5. A posterior whose samples agree is reported,
+      not failed: it expresses no epistemic uncertainty, honestly. (Comparing
+      joint log-likelihoods of polyadic τ = 10 batches with the product of
+      marginals tests the same dependence, but with sampled labels it needs
+      thousands of batches to separate the two at realistic spreads; the
+      correlation at near-identical inputs sees it directly.)
+    * ``paper grid time`` (``estimate_time``): times ``evaluate`` on one
+      training group (τ = 1 and 10, n = 100, 1000 test τ-samples) twice —
+      compile + run, then run — and extrapolates to the 210 training groups of
+      the paper grid, adding one compilation per distinct chunk shape. An
+      estimate, not a measurement: n changes the cost of non-JAX agents.
+
+    Args:
+      agent: an agent name or any object with ``fit`` (see :func:`evaluate`).
+      prior: the problem to probe on (default: d = 2, K = 2, n = 10, ρ = 0.1, τ = 10).
+      seed: seed of the problem and of the agent.
+      num_samples: M, posterior samples drawn per probe.
+      estimate_time: run the ``paper grid time`` probe.
+
+    Returns:
+      An :class:`AgentReport`; ``str(report)`` is one line per probe.
+    """
+    if isinstance(agent, str):
+        name, agent = agent, agents_base.make(agent)
+    else:
+        name = _agent_name(agent, None)
+    if not callable(getattr(agent, "fit", None)):
+        raise TypeError(f"agent must be an agent name or an object with a fit(x, y, seed, prior) method, "
+                        f"got {type(agent).__name__}")
+    if prior is None:
+        prior = agents_base.Prior(input_dim=2, num_classes=2, num_train=10, temperature=0.1, tau=10)
+    if not isinstance(prior, agents_base.Prior):
+        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
+    seed = _checks.seed_int("seed", seed)
+    m = _checks.integer("num_samples", num_samples, minimum=2)
+    problem = Problem(temperature=prior.temperature, num_train=max(prior.num_train, 1), tau=max(prior.tau, 1),
+                      seed=seed, input_dim=prior.input_dim, num_classes=prior.num_classes)
+    d, k = problem.input_dim, problem.num_classes
+    _, data, _ = load_problem(problem)
+    x_train, y_train = np.asarray(data.x[:problem.num_train]), np.asarray(data.y[:problem.num_train])
+    rng = np.random.default_rng(seed)
+    sample_seed = agent_seed(problem, problem.tau)
+    probes = []
+    state: dict[str, Any] = {}
+
+    def fit():
+        state["posterior"] = agent.fit(x_train, y_train, seed=agent_seed(problem, 0), prior=problem.prior())
+        return True, f"fit on n = {problem.num_train} (d = {d}, K = {k}, ρ = {problem.temperature:g})"
+
+    probes.append(_probe("fit", fit))
+    post = state.get("posterior")
+    if post is None:
+        return AgentReport(name, tuple(probes))
+
+    def draw(x, s=sample_seed, num=m):
+        return np.asarray(post.sample_logits(np.asarray(x, np.float32), num, s))
+
+    def shapes():
+        x = rng.normal(size=(8, d)).astype(np.float32)
+        out = draw(x)
+        if out.ndim != 3 or out.shape != (m, 8, k) or not np.issubdtype(out.dtype, np.floating):
+            return False, (f"sample_logits(x [8, {d}], {m}, seed) gave {out.dtype} {out.shape}; "
+                           f"expected float [{m}, 8, {k}]")
+        msg = f"sample_logits → {out.dtype} [{m}, 8, {k}]"
+        c = _num_components(post)
+        if c:
+            comps = np.asarray(post.components(x))
+            if comps.shape != (c, 8, k):
+                return False, f"components(x [8, {d}]) gave {comps.shape}; expected [num_components={c}, 8, {k}]"
+            msg += f"; components → [{c}, 8, {k}]"
+        return True, msg
+
+    def finite():
+        out = draw(3.0 * rng.normal(size=(500, d)))
+        nan, inf = int(np.isnan(out).sum()), int(np.isinf(out).sum())
+        if nan or inf:
+            return False, (f"{nan} NaN and {inf} ±inf of {out.size} sampled logits at inputs ~ N(0, 9 I): a -inf "
+                           f"logit is a probability of exactly 0, so one label of that class makes the joint "
+                           f"log-likelihood -inf (the testbed clips such KL values, hiding them); NaN poisons it")
+        return True, f"all {out.size} sampled logits finite at inputs ~ N(0, 9 I)"
+
+    def coherence():
+        base = rng.normal(size=(6, d)).astype(np.float32)
+        order = np.array([0, 1, 2, 3, 4, 5, 0, 3, 0, 5, 2])
+        out = draw(base[order])  # [M, 11, K]
+        first = {}
+        gaps = []
+        for row, src in enumerate(order):
+            if src in first:
+                a, b = out[:, first[src]], out[:, row]
+                gaps.append(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a)), axis=-1))  # [M]
+            else:
+                first[src] = row
+        gap = np.max(gaps, axis=0)  # [M] worst relative gap per sample
+        bad = int(np.sum(gap > 1e-5))
+        if bad:
+            return False, (f"identical input rows got different logits within {bad} of {m} samples (max relative "
+                           f"|Δ| {gap.max():.3g}): sample m must be one function evaluated at every input, not a "
+                           f"fresh member / noise draw per input row")
+        return True, f"repeated rows identical within every sample (max relative |Δ| {gap.max():.1e})"
+
+    def seed_probe():
+        x = rng.normal(size=(16, d))
+        a, b, c = draw(x, sample_seed), draw(x, sample_seed), draw(x, (sample_seed + 1) % 2 ** 31)
+        if not np.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True):
+            return False, f"the same seed gave different samples (max |Δ| {np.nanmax(np.abs(a - b)):.3g})"
+        other = "changes them" if not np.allclose(a, c) else "gives the same samples (a deterministic posterior)"
+        return True, f"the same seed gives identical samples; another seed {other}"
+
+    def weights():
+        c = _num_components(post)
+        if not c:
+            return True, "not a finite mixture (no components / num_components): nothing to check"
+        lw = post.log_weights() if callable(getattr(post, "log_weights", None)) else None
+        if lw is None:
+            return True, f"uniform mixture of {c} component{'s' if c > 1 else ''}"
+        lw = np.asarray(lw, np.float64)
+        if lw.shape != (c,) or np.any(np.isnan(lw)) or np.any(lw == np.inf):
+            return False, f"log_weights() must be [{c}] without NaN/+inf, got shape {lw.shape}"
+        total = float(np.logaddexp.reduce(lw))
+        if abs(total) > 1e-4:
+            return False, f"log_weights() are not normalised: logsumexp = {total:.3g} (must be 0)"
+        return True, f"{c} weights, logsumexp = {total:.1e}, Kish ESS {np.exp(-np.logaddexp.reduce(2 * lw)):.1f}"
+
+    def dependence():
+        anchors = rng.normal(size=(64, d))
+        u = rng.normal(size=(64, d))
+        near = anchors + 1e-4 * u / np.linalg.norm(u, axis=1, keepdims=True)
+        out = draw(np.concatenate([anchors, near]))  # [M, 128, K]
+        z = out - out.mean(-1, keepdims=True)  # logits are defined up to a constant per class vector
+        za, zn = z[:, :64], z[:, 64:]
+        probs = np.exp(out - out.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        spread = probs[:, :64].std(axis=0).max(-1)  # [64] largest class-probability std over samples
+        varying = spread >= 1e-3
+        if not varying.any():
+            return True, (f"samples agree at every anchor (probability spread < 1e-3): joint = product of "
+                          f"marginals by construction; the agent expresses no epistemic uncertainty here")
+        za, zn = za[:, varying] - za[:, varying].mean(0), zn[:, varying] - zn[:, varying].mean(0)
+        cov = (za * zn).sum((0, 2))
+        corr = cov / np.sqrt((za ** 2).sum((0, 2)) * (zn ** 2).sum((0, 2)) + 1e-30)
+        med = float(np.median(corr))
+        if med < 0.5:
+            return False, (f"samples differ (median probability spread {np.median(spread[varying]):.3g}) but are "
+                           f"uncorrelated between inputs 1e-4 apart (median correlation {med:.2f} over "
+                           f"{int(varying.sum())} anchors): they behave as independent draws per input, so joint "
+                           f"predictions equal the product of marginals (marginal-only)")
+        return True, (f"median correlation {med:.3f} between samples at inputs 1e-4 apart over "
+                      f"{int(varying.sum())} anchors where samples differ: joint predictions carry the dependence")
+
+    for probe_name, fn in (("shapes", shapes), ("finite", finite), ("coherence", coherence), ("seed", seed_probe),
+                           ("mixture weights", weights), ("joint dependence", dependence)):
+        probes.append(_probe(probe_name, fn))
+    estimate = None
+    if estimate_time:
+        t0 = time.perf_counter()
+        try:
+            ok, msg, estimate = _paper_grid_estimate(agent, name, prior, seed)
+        except Exception as err:
+            ok, msg = False, f"evaluate raised {type(err).__name__}: {err}"
+        probes.append(Probe("paper grid time", ok, msg, time.perf_counter() - t0))
+    return AgentReport(name, tuple(probes), estimate)

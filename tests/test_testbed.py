@@ -109,7 +109,9 @@ def test_summarize_clips_negatives_groups_and_normalises():
     table = testbed.summarize(pd.DataFrame(rows), baseline="a")
     assert np.isclose(table.loc["a", "kl_1"], (0.1 + 0.2 + 0.3 + 0.0) / 4)
     assert np.isclose(table.loc["b", "kl_10"], 4.0)
-    assert np.isclose(table.loc["b", "kl_10_se"], np.std([2, 4, 6], ddof=1) / np.sqrt(3))
+    assert np.isclose(table.loc["b", "kl_10_se"], np.std([2, 4, 6], ddof=0) / np.sqrt(3))  # per-seed means
+    by_env = testbed.summarize(pd.DataFrame(rows), se="environment")
+    assert np.isclose(by_env.loc["b", "kl_10_se"], np.std([2, 4, 6], ddof=1) / np.sqrt(3))
     assert np.isclose(table.loc["b", "kl_10_rel"], 2.0)
     with pytest.raises(ValueError, match="baseline"):
         testbed.summarize(pd.DataFrame(rows), baseline="mlp")

@@ -10,7 +10,7 @@ the reference ``ElboLoss`` with ``adaptive_scale``: the KL to the prior is
 divided by n (a per-example ELBO) and multiplied by sqrt(temperature) · d.
 
 Prior: the scale mixture π N(0, σ1²) + (1 − π) N(0, σ2²) with σ1 = 1,
-σ2 = 0.75 and mixture weight π = 1 (REFERENCE_FACTS), which is the Gaussian
+σ2 = 0.75 and mixture weight π = 1 (docs/reference.md, "Agent defaults"), which is the Gaussian
 N(0, σ1²): the KL is then exact and analytic, as in the reference
 (``kl_method='analytical'``). For 0 < π < 1 the KL has no closed form and the
 single-sample estimate log q(θ) − log p(θ) of Blundell et al. is used on each

@@ -9,7 +9,7 @@ reference ENN, whose index is the mask's PRNG key). Training draws one mask per
 step, shared by the minibatch (the reference trains with one index sample per
 step).
 
-Defaults (REFERENCE_FACTS, reference factory and the paper's sweep): rate 0.1,
+Defaults (docs/reference.md, "Agent defaults": reference factory and the paper's sweep): rate 0.1,
 length_scale 1, hidden (50, 50), no dropout on the inputs, Adam 1e-3, 1000
 steps, minibatch 100.
 """

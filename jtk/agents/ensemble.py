@@ -10,16 +10,13 @@ in their initialisation, with an L2 penalty on all parameters.
   sqrt(temperature) (reference: 3 / sqrt(ρ)): output = trained net(x) +
   scale · prior net(x), with the prior net never trained (Osband et al. 2018,
   "randomized prior functions"). Prior networks are drawn from the generative
-  model's own prior (first-layer bias N(0, 1/d)); on the paper grid with K = 100
-  this gives d_KL^10 0.984 vs mlp's 1.205 (0.82×). The reference's haiku
-  default (zero biases) gives smaller prior functions; measured with K = 10 on
-  the n = 1 cells (10 seeds) it lowered d_KL^10 from 9.84 / 3.73 / 1.48 to
-  6.91 / 3.35 / 1.13 at ρ = 0.01 / 0.1 / 0.5 — a candidate once it is measured
-  on the full grid. Optional bootstrap weights per (member, example).
+  model's own prior (first-layer bias N(0, 1/d)), as the reference's are
+  (docs/reference.md, "Agent defaults"; jtk's prior functions are within 2 % of
+  the reference's in size). Optional bootstrap weights per (member, example).
 
 Loss (reference factories): mean over members of the (weighted) mean
 cross-entropy on the minibatch + l2 · Σ params², with
-l2 = λ · sqrt(ρ) · d / (K · n) (REFERENCE_FACTS; λ = 1).
+l2 = λ · sqrt(ρ) · d / (K · n) (docs/reference.md, "Agent defaults"; λ = 1).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ Presets:
   (100 samples). About 13× the mlp's training steps; measured in
   docs/results.md.
 
-Defaults: learning rate 1e-4, momentum 0.9, prior_variance 0.1, T = 1 (REFERENCE_FACTS).
+Defaults: learning rate 1e-4, momentum 0.9, prior_variance 0.1, T = 1 (docs/reference.md, "Agent defaults").
 The paper's Table 2 row is the best configuration of its sweep (``jtk.sweep.PAPER_SWEEPS["sgmcmc"]``,
 learning rate × prior variance, selected on d_KL^1 + d_KL^10 / 10). On jtk's paper grid with the fast
 preset that is ``make("sgmcmc", learning_rate=5e-3, prior_variance=0.2)``: d_KL^10 0.75 × mlp's, against

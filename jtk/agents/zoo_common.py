@@ -23,7 +23,7 @@ SAMPLE_CHUNK = 50
 
 
 def reference_l2(prior: Prior, scale: float, num_members: int = 1) -> float:
-    """The reference weight decay ``scale · sqrt(ρ) · d / (num_members · n)`` (REFERENCE_FACTS)."""
+    """The reference weight decay ``scale · sqrt(ρ) · d / (num_members · n)`` (docs/reference.md, "Agent defaults")."""
     return scale * float(np.sqrt(prior.temperature)) * prior.input_dim / (num_members * max(prior.num_train, 1))
 
 

@@ -1,0 +1,38 @@
+"""Writes a benchmark's measured table into its own marked section of a document in docs/.
+
+Every generated section sits between ``<!-- NAME begin -->`` and ``<!-- NAME end -->``; rerunning a script
+replaces only its own section (or appends it once), so several scripts can share docs/results.md and a person's
+prose around the sections survives regeneration.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The begin and end markers of section ``name``."""
+    return f"<!-- {name} begin -->", f"<!-- {name} end -->"
+
+
+def write_section(name: str, text: str, path: Path = DOCS / "results.md") -> None:
+    """Replaces section ``name`` of ``path`` by ``text`` (appends it if the file has none)."""
+    begin, end = markers(name)
+    block = f"{begin}\n{text.rstrip()}\n{end}\n"
+    old = path.read_text() if path.exists() else ""
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + block + rest.split(end, 1)[1].lstrip("\n")
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old else "") + block
+    path.write_text(new)
+    print(f"wrote the section {name!r} of {path}")
+
+
+def sections(text: str) -> dict[str, str]:
+    """All marked sections of a document: name → the whole block, markers included."""
+    pattern = re.compile(r"<!-- (\S+) begin -->\n.*?<!-- \1 end -->\n?", re.S)
+    return {m.group(1): m.group(0) for m in pattern.finditer(text)}
