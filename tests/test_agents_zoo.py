@@ -19,6 +19,7 @@ FAST = {
     "dropout": dict(num_steps=50),
     "bbb": dict(num_steps=50),
     "hypermodel": dict(num_steps=50),
+    "epinet": dict(num_steps=50),
     "sgmcmc": dict(num_steps=300, burn_in=100, thin=20, warm_start_steps=50),
     "sgld": dict(num_steps=300, burn_in=100, thin=20, warm_start_steps=50),
     "knn": {},
@@ -26,7 +27,7 @@ FAST = {
     "deep_kernel": dict(num_steps=50),
     "bayes_optimal": dict(num_particles=256, num_components=16),
 }
-ZOO = ["dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
+ZOO = ["dropout", "bbb", "hypermodel", "epinet", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
 
 
 def _data(n=20, temperature=0.1, seed=0):

@@ -14,7 +14,7 @@ from jtk.agents.bnn_regression import BBBRegression, SGLDRegression
 from jtk.agents.blr import BayesianLinearRegression, BLRPosterior
 from jtk.agents.deep_regression import DeepRegression, DeepRegressionPosterior, make_regression
 # The agent zoo: importing the modules registers their agents.
-from jtk.agents import bayes_optimal, bbb, deep_kernel, dropout, hypermodel, nonparametric, sgmcmc  # noqa: F401
+from jtk.agents import bayes_optimal, bbb, deep_kernel, dropout, epinet, hypermodel, nonparametric, sgmcmc  # noqa: F401
 
 __all__ = ["Agent", "BBBRegression", "BayesianLinearRegression", "BLRPosterior", "DeepRegression",
            "DeepRegressionPosterior", "EnsembleAgent", "GaussianProcessPosterior", "GPRegression", "JaxAgent",
