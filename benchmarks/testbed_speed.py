@@ -82,13 +82,43 @@ def _run_one(label: str, grid: str) -> dict:
     }
 
 
+def write_docs(grid: str) -> None:
+    """The cold / warm rows of every stored ``testbed_speed_GRID*.csv`` as one table in docs/results.md."""
+    import pandas as pd
+
+    from _docs import write_section
+
+    lines = [f"## Testbed speed: grid `{grid}`", "",
+             f"`python benchmarks/testbed_speed.py --grid {grid}` (one fresh process per row; cold = empty compilation "
+             "cache, warm = the cache the cold run filled). d_KL ± the standard error each run printed (these runs predate the "
+             "seed-mean default of `summarize`: per-environment errors). "
+             "Regenerate this table with `python benchmarks/testbed_speed.py --grid " + grid + " --docs`.", "",
+             "| machine | agent | cache | wall | XLA compile | train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted(RESULTS.glob(f"testbed_speed_{grid}*.csv")):
+        tag = path.stem[len(f"testbed_speed_{grid}"):].lstrip("_")
+        machine = {"": "2 CPU cores (the project's machine)", "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda)"}.get(tag, tag)
+        table = pd.read_csv(path, index_col=0)
+        for _, r in table[table.get("compilation_cache").notna()].iterrows():
+            lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {r.compile_s:.1f} s "
+                         f"({int(r.compilations)} programs) | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
+                         f"{r.kl_1:.4f} ± {r.kl_1_se:.4f} | {r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.jax} |")
+    write_section(f"testbed-speed-{grid}", "\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), choices=list(AGENTS))
     parser.add_argument("--grid", default="paper", choices=["paper", "quick"])
     parser.add_argument("--cold-only", action="store_true", help="skip the warm-cache rerun")
+    parser.add_argument("--tag", default="", help="suffix of the results CSV, e.g. h100 (testbed_speed_GRID_TAG.csv)")
+    parser.add_argument("--docs", action="store_true",
+                        help="no run: write the table of the stored CSVs into docs/results.md (its own section)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.docs:
+        write_docs(args.grid)
+        return
     if args.child:
         print("RESULT " + json.dumps(_run_one(args.child, args.grid)), flush=True)
         return
@@ -96,7 +126,7 @@ def main() -> None:
     for label in args.agents:
         with tempfile.TemporaryDirectory() as cache:  # cold: empty compilation cache; warm: filled by cold
             for cache_state in ("cold",) if args.cold_only else ("cold", "warm"):
-                env = {**os.environ, "JAX_PLATFORMS": "cpu", "JTK_CACHE_DIR": cache}
+                env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "JTK_CACHE_DIR": cache}
                 proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid],
                                       capture_output=True, text=True, env=env)
                 line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -111,7 +141,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     table.index = table.agent + " (" + table.compilation_cache + " cache)"
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"testbed_speed_{args.grid}.csv"
+    out = RESULTS / f"testbed_speed_{args.grid}{'_' + args.tag if args.tag else ''}.csv"
     if out.exists():  # keep the rows of agents not rerun this time
         old = pd.read_csv(out, index_col=0)
         table = pd.concat([old[~old.index.isin(table.index)], table])

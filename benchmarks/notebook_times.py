@@ -1,0 +1,88 @@
+"""Headless run time of each lab notebook, with an empty (cold) or a filled (warm) compilation cache.
+
+    JAX_PLATFORMS=cpu python benchmarks/notebook_times.py [NOTEBOOK ...] [--warm] [--repeats 1] [--csv FILE]
+
+Each notebook runs top to bottom in a fresh kernel (nbclient, as ``jupyter nbconvert --execute`` does), from
+``notebooks/`` as its working directory, with ``JTK_CACHE_DIR`` pointing at a new empty directory: every XLA
+program compiles, as on a student's first run. ``--warm`` runs each notebook once to fill that directory and times
+a second run. The time includes starting the kernel and ``import jtk``. Target: every lab ≤ 30 s cold on a 2-core
+laptop CPU (issue #15).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABS = sorted(p.name for p in (ROOT / "notebooks").glob("0[1-9]_*.ipynb"))
+
+
+def run_once(path: pathlib.Path, cache_dir: str, timeout: int = 600) -> float:
+    """Executes one notebook in a fresh kernel; returns its wall time in seconds."""
+    nb = nbformat.read(path, as_version=4)
+    env = {**os.environ, "JTK_CACHE_DIR": cache_dir, "JTK_COMPILATION_CACHE": "1",
+           "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    with _environ(env):
+        client.execute()
+    return time.perf_counter() - start
+
+
+class _environ:
+    """Temporarily replaces os.environ (the kernel inherits it)."""
+
+    def __init__(self, env):
+        self.env, self.saved = env, None
+
+    def __enter__(self):
+        self.saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc):
+        os.environ.clear()
+        os.environ.update(self.saved)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", default=LABS, help="notebook file names in notebooks/ (default: 01–06)")
+    parser.add_argument("--warm", action="store_true", help="time a second run with the cache the first one filled")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per notebook (each with a new cold cache)")
+    parser.add_argument("--csv", default=None, help="also write the rows to this CSV file")
+    args = parser.parse_args(argv)
+    rows = []
+    for name in args.notebooks:
+        path = ROOT / "notebooks" / name
+        if not path.is_file():
+            print(f"notebook_times: no notebook {path}", file=sys.stderr)
+            return 2
+        times = []
+        for _ in range(args.repeats):
+            with tempfile.TemporaryDirectory(prefix="jtk-xla-") as cache:
+                if args.warm:
+                    run_once(path, cache)
+                times.append(run_once(path, cache))
+        row = {"notebook": name, "cache": "warm" if args.warm else "cold", "median_s": statistics.median(times),
+               "max_s": max(times), "runs": len(times), "load_1min": os.getloadavg()[0]}
+        rows.append(row)
+        print(f"{name:40s} {row['cache']}  median {row['median_s']:6.1f} s  max {row['max_s']:6.1f} s  "
+              f"(load {row['load_1min']:.1f})", flush=True)
+    if args.csv:
+        import pandas as pd
+        pd.DataFrame(rows).to_csv(args.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
