@@ -39,7 +39,7 @@ from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likel
 
 __version__ = "0.1.0"
 _SUBMODULES = ("active", "agents", "bandit", "coverage", "envs", "executors", "exercises", "grading", "likelihood",
-               "nets", "plots", "sandbox", "sweep", "testbed", "train", "widgets")
+               "nets", "plots", "results", "sandbox", "sweep", "testbed", "train", "widgets")
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 
 

@@ -2,29 +2,44 @@
 
 A sweep is agents × hyperparameter grids × problems. Work is cut into the
 testbed's chunks (problems sharing compiled code) and each finished chunk is
-written at once to ``results_dir/<config>/chunk-<hash>.csv`` (write to a
-temporary name, then rename, so a killed run never leaves half a file). A
-rerun skips every chunk whose file exists, so an interrupted sweep resumes
-where it stopped and never recomputes or loses finished work. Each agent's best
-configuration is the one with the lowest d_KL^agg = d_KL^1 + d_KL^10 / 10, the
-paper's selection rule (App. D).
+written at once to ``results_dir/<config>/chunk-<hash>.csv`` with a sidecar
+``chunk-<hash>.json`` holding its row count and SHA-256 (both written
+atomically: unique temporary file, fsync, rename; see :mod:`jtk.results`). A
+rerun skips every chunk whose file matches its sidecar, so an interrupted sweep
+resumes where it stopped and never recomputes or loses finished work; a
+truncated or edited chunk is reported and recomputed.
+
+Rules of a results directory: its ``manifest.json`` records the problem set,
+and each ``<config>/manifest.json`` the agent's full configuration; a sweep with
+other problems, or a configuration whose agent now differs (jtk's defaults
+changed), is refused (:class:`jtk.results.ConfigMismatch`) instead of mixed in.
+More configurations over the same problems may be added to a directory. One
+process at a time writes a directory (``sweep.lock``). When every chunk is
+done, all rows of the run's configurations go to ``results.csv`` with its
+provenance manifest (``results.manifest.json``), which ``jtk verify`` checks.
+
+Each agent's best configuration is the one with the lowest d_KL^agg =
+d_KL^1 + d_KL^10 / 10, the paper's selection rule (App. D).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 import pathlib
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, testbed
+from jtk import _checks, results as results_lib, testbed
 from jtk.agents import base as agents_base
+
+#: The file (in the results directory) holding every row of a finished sweep run, with its manifest beside it.
+RESULTS_CSV = "results.csv"
 
 LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
@@ -92,24 +107,37 @@ def _chunk_id(chunk: list[list[testbed.Problem]]) -> str:
 
 
 def _write_atomic(df: pd.DataFrame, path: pathlib.Path) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    """Writes a CSV atomically under a unique temporary name (kept for callers of the old helper)."""
+    results_lib.write_atomic(path, results_lib.csv_bytes(df))
+
+
+def _agent_record(config: Config) -> dict:
+    return results_lib.agent_config(config.agent, name=config.agent, hyperparameters=dict(config.hyperparameters))
 
 
 def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], results_dir, executor=None,
-        progress: bool = True) -> pd.DataFrame:
+        progress: bool = True, *, interrupt: results_lib.DeferredInterrupt | None = None,
+        config: dict | None = None) -> pd.DataFrame:
     """Runs (or resumes) a sweep and returns every row of it.
 
     Args:
       sweep_configs: configurations to evaluate.
       problems: testbed problems for every configuration.
-      results_dir: directory for the per-chunk CSV files (created if missing).
+      results_dir: directory for the per-chunk CSV files (created if missing; its parent must exist).
       executor: optional ``submit``-style executor (see :mod:`jtk.executors`).
       progress: show a tqdm progress bar over chunks.
+      interrupt: a :class:`jtk.results.DeferredInterrupt` checked between chunks.
+      config: the sweep's settings, recorded in ``results.manifest.json``.
 
     Returns:
       DataFrame of all rows (columns of ``testbed.evaluate`` plus ``config``).
+
+    Raises:
+      jtk.results.OutputError: ``results_dir`` cannot be created or written.
+      jtk.results.LockedError: another process is writing ``results_dir``.
+      jtk.results.ConfigMismatch: ``results_dir`` holds another problem set, or
+        a configuration whose recorded agent differs from today's.
+      jtk.results.Interrupted: Ctrl-C; finished chunks are kept.
     """
     sweep_configs = list(sweep_configs)
     if not sweep_configs:
@@ -120,37 +148,72 @@ def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], re
     problems = list(problems)
     if not problems:
         raise ValueError("problems must hold at least one Problem, got an empty list")
-    root = pathlib.Path(results_dir)
-    todo, files = [], []
-    for config in sweep_configs:
-        agent = config.make()
-        (root / config.id).mkdir(parents=True, exist_ok=True)
-        for chunk in testbed._chunks(problems, agent):
-            path = root / config.id / f"chunk-{_chunk_id(chunk)}.csv"
-            files.append(path)
-            if not path.exists():
-                todo.append((config, agent, chunk, path))
-    bar = tqdm(total=len(files), initial=len(files) - len(todo), desc="sweep", unit="chunk", disable=not progress)
-    if executor is None:
-        for config, agent, chunk, path in todo:
-            _write_atomic(testbed.evaluate_chunk(agent, chunk, config.id).assign(config=config.id), path)
+    root = results_lib.check_output(results_dir, option="results_dir", directory=True)
+    root.mkdir(exist_ok=True)
+    started = results_lib._now()
+    records = {c.id: _agent_record(c) for c in sweep_configs}
+    with results_lib.Lock(root, root / "sweep.lock"):
+        results_lib.ChunkStore(root, {"kind": "sweep", "problems": results_lib.problems_record(problems)},
+                               label="--results")
+        todo, total = [], 0
+        for c in sweep_configs:
+            agent = c.make()
+            store = results_lib.ChunkStore(root / c.id, {"kind": "sweep-config", "config": c.id,
+                                                         "agent": records[c.id]}, label="--results")
+            for chunk in testbed._chunks(problems, agent):
+                total += 1
+                cid = _chunk_id(chunk)
+                if not store.finished(cid):
+                    todo.append((c, agent, chunk, store, cid))
+        bar = tqdm(total=total, initial=total - len(todo), desc="sweep", unit="chunk", disable=not progress)
+        prov = results_lib.provenance()
+        done = total - len(todo)
+
+        def save(task, frame):
+            nonlocal done
+            c, _, chunk, store, cid = task
+            store.write(cid, frame.assign(config=c.id), {"provenance": prov})
+            done += 1
             bar.update()
-    else:
-        futures = [(executor.submit(testbed.evaluate_chunk, agent, chunk, config.id), config, path)
-                   for config, agent, chunk, path in todo]
-        for future, config, path in futures:
-            _write_atomic(future.result().assign(config=config.id), path)
-            bar.update()
-    bar.close()
-    return load(root, sweep_configs)
+
+        def stop():
+            bar.close()
+            return results_lib.Interrupted(f"interrupted: {done} of {total} chunks are saved in {str(root)!r}",
+                                           done, total, root)
+
+        results_lib.run_chunks(todo, lambda task: (testbed.evaluate_chunk, (task[1], task[2], task[0].id), {}), save,
+                               executor=executor, interrupt=interrupt, stop=stop)
+        bar.close()
+        rows = load(root, sweep_configs)
+        results_lib.save_results(rows, root / RESULTS_CSV, agents=records, agent_column="config", problems=problems,
+                                 started=started, force=True, config=config)
+        return rows
 
 
 def load(results_dir, sweep_configs: Sequence[Config] | None = None) -> pd.DataFrame:
-    """Reads the finished chunks of a sweep (all configurations, or the given ones)."""
+    """Reads the finished chunks of a sweep (all configurations, or the given ones).
+
+    Chunks that do not match their checksum sidecar are reported
+    (:class:`jtk.results.ResultsWarning`) and left out; rerunning the sweep recomputes them.
+    A directory written before jtk kept checksums (no manifest, no sidecars) is
+    read with one warning that its chunks are unverified.
+    """
     root = pathlib.Path(results_dir)
+    if not root.is_dir():
+        raise ValueError(f"results_dir: expected a sweep results directory, but {str(root)!r} does not exist")
     dirs = [root / c.id for c in sweep_configs] if sweep_configs is not None else sorted(
         d for d in root.iterdir() if d.is_dir())
-    frames = [pd.read_csv(f) for d in dirs for f in sorted(d.glob("chunk-*.csv"))]
+    frames = []
+    for d in dirs:
+        store = results_lib.ChunkStore(d, None)
+        ids = store.chunk_ids()
+        if ids and not (d / "manifest.json").exists() and not any(store.sidecar_path(c).exists() for c in ids):
+            warnings.warn(f"{str(d)!r} was written by an older jtk without checksums: its {len(ids)} chunks are "
+                          "read unverified (a rerun of the sweep recomputes them with checksums)",
+                          results_lib.ResultsWarning, stacklevel=2)
+            frames += [pd.read_csv(store.csv_path(c)) for c in ids]
+            continue
+        frames += [store.read(cid) for cid in ids if store.finished(cid, remove=False)]
     if not frames:
         raise ValueError(f"results_dir {str(root)!r} holds no finished chunks")
     df = pd.concat(frames, ignore_index=True)
@@ -166,7 +229,8 @@ def best_configs(results: pd.DataFrame) -> pd.DataFrame:
     """
     if not isinstance(results, pd.DataFrame) or "config" not in results:
         raise TypeError("results must be the DataFrame returned by jtk.sweep.run / load")
-    table = testbed.summarize(results.assign(agent=results["config"]))
+    # configurations are compared within a family, which has one estimator: mixing across families is harmless
+    table = testbed.summarize(results.assign(agent=results["config"]), allow_mixed=True)
     if "kl_1" not in table or "kl_10" not in table:
         raise ValueError("results must contain both τ = 1 and τ = 10 problems to compute d_KL^agg")
     table["kl_agg"] = table["kl_1"] + table["kl_10"] / 10
