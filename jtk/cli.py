@@ -5,13 +5,23 @@
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
     jtk info
-    jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv]
+    jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
+    jtk verify ROWS.csv [--sample N] [--seed S]
+    jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] |
+                  practice AGENT.py [--config PRACTICE.toml]
 
-    jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv]
+    jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv [--force|--resume]]
                 [--set KEY=VALUE ...] [--scheduler local|dask|tcp://HOST:PORT]
 
 prints the leaderboard row (mean d_KL^1 and d_KL^10 with standard errors over
 seeds, accuracy, ECE, seconds) and writes one CSV row per problem.
+
+Results files (see jtk.results): output paths are checked before any
+computation; files are written atomically with a FILE.manifest.json beside
+them (provenance, row count, SHA-256); a FILE.lock keeps a second writer out;
+``jtk testbed --out`` keeps finished chunks in FILE.parts/ so Ctrl-C (exit 130)
+or a kill loses at most the running chunk and ``--resume`` continues;
+``jtk verify`` recomputes a sample of rows and compares.
 """
 
 from __future__ import annotations
@@ -77,13 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--agent", required=True, choices=agents.names(), help="agent name")
     tb.add_argument("--grid", default="quick", choices=sorted(testbed.GRIDS), help="problem grid (default quick)")
     tb.add_argument("--seeds", type=_positive_int, default=None, help="number of seeds (default: the grid's)")
-    tb.add_argument("--out", default=None, help="CSV file for the per-problem rows")
+    tb.add_argument("--out", default=None,
+                    help="CSV file for the per-problem rows (with FILE.manifest.json; finished chunks are kept in "
+                         "FILE.parts/ until the run completes)")
+    tb.add_argument("--force", action="store_true", help="overwrite an existing --out file (and discard its parts)")
+    tb.add_argument("--resume", action="store_true",
+                    help="continue an interrupted run of the same configuration from FILE.parts/")
     tb.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
                     metavar="KEY=VALUE", help="agent hyperparameter, e.g. --set num_members=10")
     tb.add_argument("--scheduler", default="local",
                     help="local (in-process, default), dask (embedded 2-worker LocalCluster on loopback) "
                          "or tcp://HOST:PORT of a running Dask scheduler")
     tb.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    tb.add_argument("--likelihood", default="auto", choices=list(testbed.LIKELIHOODS),
+                    help="estimator: auto (exact for finite mixtures, default), exact, or mc (1000 sampled "
+                         "functions for every agent, the reference's)")
+    tb.add_argument("--check", action="store_true",
+                    help="run jtk.testbed.check_agent first; stop with exit status 2 if a probe fails")
 
     ex = sub.add_parser("exercises", help="build exercises/ from solutions/, or check it is up to date")
     ex.add_argument("action", choices=["build", "check"])
@@ -113,7 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--sweep", default="small", choices=["small", "paper"], help="hyperparameter grid")
     sw.add_argument("--grid", default="quick", choices=sorted(testbed.GRIDS), help="problem grid (default quick)")
     sw.add_argument("--seeds", type=_positive_int, default=None, help="number of seeds (default: the grid's)")
-    sw.add_argument("--results", required=True, help="directory for per-chunk results (resumes if it exists)")
+    sw.add_argument("--results", required=True,
+                    help="directory for per-chunk results (resumes if it holds the same problems; refuses others)")
+    sw.add_argument("--new", action="store_true",
+                    help="insist on a fresh run: refuse a --results directory that is not empty")
     sw.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
                     metavar="KEY=VALUE", help="fixed hyperparameter for every configuration, e.g. num_steps=200")
     sw.add_argument("--scheduler", default="local", help="local, dask or tcp://HOST:PORT")
@@ -129,36 +152,131 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--temperature", type=float, default=0.1, help="environment temperature (default 0.1)")
     bd.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
                     metavar="KEY=VALUE", help="agent hyperparameter, e.g. --set num_members=10")
-    bd.add_argument("--out", default=None, help="CSV file for the cumulative regret curves")
+    bd.add_argument("--out", default=None, help="CSV file for the cumulative regret curves (with a manifest)")
+    bd.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     bd.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    vf = sub.add_parser("verify", help="check a results CSV against its manifest and recompute a sample of its rows")
+    vf.add_argument("csv", metavar="ROWS.csv", help="results CSV written by jtk testbed --out or jtk sweep")
+    vf.add_argument("--sample", type=_positive_int, default=10, help="rows to recompute (default 10)")
+    vf.add_argument("--seed", type=_nonnegative_int, default=0, help="picks the sample (default 0)")
+    vf.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    xp = sub.add_parser("export", help="execute notebooks and write self-contained interactive web pages (no kernel)")
+    xp.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help=".ipynb files to export")
+    xp.add_argument("--all", action="store_true", help="every lab in ./notebooks (00_… to 06_…)")
+    xp.add_argument("--out", required=True, help="folder for the pages and index.html")
+    xp.add_argument("--max-frames", type=_positive_int, default=None,
+                    help="most control combinations exported per app (default: jtk.export.MAX_FRAMES)")
+    ch = sub.add_parser("challenge", help="class challenge: score students' agents on hidden seeds (new|score|practice)")
+    chs = ch.add_subparsers(dest="challenge_command", required=True)
+    chn = chs.add_parser("new", help="write a challenge file with a fresh secret salt (mode 0600) and practice.toml")
+    chn.add_argument("config", metavar="CHALLENGE.toml", help="file to create (refused if it exists)")
+    chn.add_argument("--grid", choices=sorted(testbed.GRIDS), default="quick", help="testbed grid (default quick)")
+    chn.add_argument("--seeds", type=_positive_int, default=5, help="number of hidden seeds (default 5)")
+    chn.add_argument("--practice", default=None, help="public practice file (default: practice.toml beside it)")
+    chsc = chs.add_parser("score", help="score every *.py in a folder and the baselines on the hidden problems")
+    chsc.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of .py files defining make_agent()")
+    chsc.add_argument("--config", required=True, help="the challenge file (with its salt)")
+    chsc.add_argument("--out", required=True, help="board folder (must be empty unless --force)")
+    chsc.add_argument("--workers", type=_positive_int, default=1, help="submissions scored at once (default 1)")
+    chsc.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    chp = chs.add_parser("practice", help="score one agent file on the public practice seeds (no salt needed)")
+    chp.add_argument("submission", metavar="AGENT.py", help="a .py file defining make_agent()")
+    chp.add_argument("--config", default=None, help="practice.toml from the instructor (default: quick grid, 1 seed)")
+    chp.add_argument("--out", default=None, help="optional board folder")
+    chp.add_argument("--no-baselines", action="store_true", help="score only the submission")
+    chp.add_argument("--force", action="store_true", help="write into a non-empty --out")
     return parser
 
 
-def _testbed(args) -> int:
-    from jtk import agents, executors, testbed
+def _fail(command: str, message: str, code: int = 2) -> int:
+    print(f"jtk {command}: {message}", file=sys.stderr)
+    return code
 
+
+def _testbed(args) -> int:
+    from jtk import agents, executors, results as results_lib, testbed
+
+    hyperparameters = dict(args.hyperparameters)
+    estimator = getattr(args, "likelihood", None)
     try:
-        agent = agents.make(args.agent, **dict(args.hyperparameters))
+        if args.force and args.resume:
+            raise ValueError("--force and --resume are exclusive: --resume continues a run, --force discards it")
+        if (args.force or args.resume) and not args.out:
+            raise ValueError("--force and --resume need --out FILE.csv")
+        if args.out:  # before any computation: a run must never end unable to write its rows
+            results_lib.check_output(args.out, option="--out", force=args.force, resume=args.resume)
+            parts = results_lib.parts_dir(args.out)
+            if parts.exists() and not (args.resume or args.force):
+                raise results_lib.OutputError(
+                    f"--out: expected no unfinished run, but {str(parts)!r} holds the finished chunks of one; pass "
+                    "--resume to continue it, --force to discard it, or choose another name")
+        agent = agents.make(args.agent, **hyperparameters)
         executors._check_scheduler(args.scheduler)
     except (TypeError, ValueError) as err:
-        print(f"jtk testbed: {err}", file=sys.stderr)
-        return 2
+        return _fail("testbed", str(err))
     problems = testbed.problems(args.grid, seeds=args.seeds)
+    if estimator == "exact" and not getattr(agent, "mixture", True):
+        return _fail("testbed", f"--likelihood exact needs a finite-mixture agent, but {args.agent} is not one; "
+                                "use --likelihood mc or auto")
+    if getattr(args, "check", False):  # probes the agent before the long run (jtk.testbed.check_agent)
+        report = testbed.check_agent(agent)
+        print(report)
+        if not report.ok:
+            return _fail("testbed", f"check_agent: {report.failures[0].name}: {report.failures[0].message}")
     start = time.perf_counter()
-    with executors.executor(args.scheduler) as ex:
-        results = testbed.evaluate(agent, problems, executor=ex, name=args.agent, progress=not args.no_progress)
+    try:
+        with results_lib.DeferredInterrupt() as interrupt, executors.executor(args.scheduler) as ex:
+            if args.out:
+                results = results_lib.evaluate_to_file(
+                    args.agent, problems, args.out, name=args.agent, hyperparameters=hyperparameters, executor=ex,
+                    resume=args.resume, force=args.force, progress=not args.no_progress, estimator=estimator,
+                    config={"command": "testbed", "grid": args.grid, "seeds": args.seeds, "scheduler": args.scheduler},
+                    interrupt=interrupt)
+            else:
+                results = _evaluate_interruptible(testbed, agent, problems, ex, args, estimator, interrupt)
+    except results_lib.Interrupted as err:
+        again = ("run the same command with --resume to continue" if args.out
+                 else "no --out was given, so nothing was saved")
+        return _fail("testbed", f"{err}; {again}", 130)
+    except KeyboardInterrupt:
+        return _fail("testbed", "interrupted" + ("; run the same command with --resume to continue" if args.out
+                                                 else ""), 130)
+    except (results_lib.LockedError, results_lib.ConfigMismatch, results_lib.OutputError) as err:
+        return _fail("testbed", str(err))
+    except OSError as err:  # e.g. an unreachable --scheduler tcp:// address, a full disk
+        return _fail("testbed", f"{type(err).__name__}: {err}")
     wall = time.perf_counter() - start
-    if args.out:
-        results.to_csv(args.out, index=False)
     table = testbed.summarize(results)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(table.round(4).to_string())
-    print(f"{len(results)} problems in {wall:.1f} s" + (f"; rows written to {args.out}" if args.out else ""))
+    print(f"{len(results)} problems in {wall:.1f} s" + (f"; rows written to {args.out} (with its manifest)"
+                                                        if args.out else ""))
     return 0
 
 
+def _evaluate_interruptible(testbed, agent, problems, ex, args, estimator, interrupt):
+    """testbed.evaluate chunk by chunk, stopping between chunks on Ctrl-C (no --out: nothing is kept)."""
+    from jtk import results as results_lib
+
+    if ex is not None:
+        kwargs = {"likelihood": estimator} if estimator is not None else {}
+        return testbed.evaluate(agent, problems, executor=ex, name=args.agent, progress=not args.no_progress,
+                                **kwargs)
+    kwargs = ({"likelihood": estimator}
+              if estimator is not None and "likelihood" in results_lib._parameters(testbed.evaluate_chunk) else {})
+    frames, done = [], 0
+    for chunk in testbed._chunks(problems, agent):
+        if interrupt.requested:
+            raise results_lib.Interrupted(f"interrupted after {done} of {len(problems)} problems", done,
+                                          len(problems), None)
+        frames.append(testbed.evaluate_chunk(agent, chunk, args.agent, **kwargs))
+        done += len(frames[-1])
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
+
+
 def _sweep(args) -> int:
-    from jtk import executors, sweep, testbed
+    from jtk import executors, results as results_lib, sweep, testbed
 
     try:
         grids = sweep.sweep_by_name(args.sweep)
@@ -168,54 +286,107 @@ def _sweep(args) -> int:
         for c in configs:
             c.make()
         executors._check_scheduler(args.scheduler)
+        results_lib.check_output(args.results, option="--results", directory=True)
+        root = pathlib.Path(args.results)
+        if args.new and root.is_dir() and any(root.iterdir()):
+            raise results_lib.OutputError(f"--results: --new expects a missing or empty directory, but "
+                                          f"{args.results!r} is not empty; choose a new directory")
     except (TypeError, ValueError) as err:
-        print(f"jtk sweep: {err}", file=sys.stderr)
-        return 2
+        return _fail("sweep", str(err))
     problems = testbed.problems(args.grid, seeds=args.seeds)
     start = time.perf_counter()
-    with executors.executor(args.scheduler) as ex:
-        results = sweep.run(configs, problems, args.results, executor=ex, progress=not args.no_progress)
+    try:
+        with results_lib.DeferredInterrupt() as interrupt, executors.executor(args.scheduler) as ex:
+            results = sweep.run(configs, problems, args.results, executor=ex, progress=not args.no_progress,
+                                interrupt=interrupt,
+                                config={"command": "sweep", "sweep": args.sweep, "grid": args.grid,
+                                        "seeds": args.seeds, "set": fixed, "agents": list(args.agents)})
+    except results_lib.Interrupted as err:
+        return _fail("sweep", f"{err}; run the same command to continue", 130)
+    except KeyboardInterrupt:
+        return _fail("sweep", "interrupted; run the same command to continue", 130)
+    except (results_lib.LockedError, results_lib.ConfigMismatch, results_lib.OutputError) as err:
+        return _fail("sweep", str(err))
+    except OSError as err:  # e.g. an unreachable --scheduler tcp:// address, a full disk
+        return _fail("sweep", f"{type(err).__name__}: {err}")
     best = sweep.best_configs(results)
     with pd.option_context("display.width", 200, "display.max_colwidth", 80):
         print(best.round(4).to_string())
     print(f"{len(configs)} configurations x {len(problems)} problems in {time.perf_counter() - start:.1f} s; "
-          f"results in {args.results}")
+          f"results in {args.results} (all rows: {sweep.RESULTS_CSV} with its manifest)")
+    return 0
+
+
+def _verify(args) -> int:
+    from jtk import results as results_lib
+
+    try:
+        table = results_lib.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
+    except results_lib.ManifestMismatch as err:
+        return _fail("verify", f"FAILED: {err}", 1)
+    except (TypeError, ValueError) as err:
+        return _fail("verify", str(err))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.8g}".format):
+        print(table.to_string(index=False))
+    bad = int((~table["ok"]).sum())
+    tol = f"rtol {results_lib.VERIFY_RTOL:g}, atol {results_lib.VERIFY_ATOL:g}"
+    if bad:
+        print(f"jtk verify: FAILED: {bad} of {len(table)} recomputed rows differ from {args.csv} beyond {tol}",
+              file=sys.stderr)
+        return 1
+    print(f"verified: {len(table)} recomputed rows match {args.csv} within {tol}, and the file matches its manifest")
     return 0
 
 
 def _bandit(args) -> int:
+    import contextlib
+
     import numpy as np
 
-    from jtk import bandit
+    from jtk import bandit, results as results_lib
 
-    try:
-        result = bandit.run(args.agent, input_dim=args.input_dim, horizon=args.horizon, seeds=args.seeds,
-                            temperature=args.temperature, agent_kwargs=dict(args.hyperparameters),
-                            progress=not args.no_progress)
-    except (TypeError, ValueError) as err:
-        print(f"jtk bandit: {err}", file=sys.stderr)
-        return 2
-    total = result.total_regret
-    uniform = bandit.expected_uniform_regret(result.problems, args.horizon)
-    print(f"{args.agent}: total regret {total.mean():.2f} ± {total.std(ddof=1) / np.sqrt(len(total)) if len(total) > 1 else 0:.2f} "
-          f"(s.e. over {len(total)} problems; uniform random: {uniform.mean():.2f}) "
-          f"at d = {args.input_dim}, T = {args.horizon}, in {result.seconds:.1f} s")
-    if args.out:
-        result.frame(every=max(1, args.horizon // 100)).to_csv(args.out, index=False)
-        print(f"curves written to {args.out}")
+    with contextlib.ExitStack() as stack:
+        try:
+            if args.out:  # before the run: never compute what cannot be written, and one writer per file
+                results_lib.check_output(args.out, option="--out", force=args.force)
+                stack.enter_context(results_lib.Lock(args.out))
+            started = results_lib._now()
+            result = bandit.run(args.agent, input_dim=args.input_dim, horizon=args.horizon, seeds=args.seeds,
+                                temperature=args.temperature, agent_kwargs=dict(args.hyperparameters),
+                                progress=not args.no_progress)
+        except (TypeError, ValueError, results_lib.LockedError) as err:
+            return _fail("bandit", str(err))
+        total = result.total_regret
+        uniform = bandit.expected_uniform_regret(result.problems, args.horizon)
+        se = total.std(ddof=1) / np.sqrt(len(total)) if len(total) > 1 else 0
+        print(f"{args.agent}: total regret {total.mean():.2f} ± {se:.2f} "
+              f"(s.e. over {len(total)} problems; uniform random: {uniform.mean():.2f}) "
+              f"at d = {args.input_dim}, T = {args.horizon}, in {result.seconds:.1f} s")
+        if args.out:
+            try:
+                results_lib.save_results(
+                    result.frame(every=max(1, args.horizon // 100)), args.out, force=True, started=started,
+                    agent=results_lib.agent_config(args.agent, hyperparameters=dict(args.hyperparameters)),
+                    config={"command": "bandit", "input_dim": args.input_dim, "horizon": args.horizon,
+                            "seeds": args.seeds, "temperature": args.temperature,
+                            "hyperparameters": dict(args.hyperparameters)})
+            except (OSError, ValueError) as err:
+                return _fail("bandit", f"--out: could not write {args.out!r}: {err}")
+            print(f"curves written to {args.out} (with its manifest)")
     return 0
 
 
 def _exercises(args) -> int:
-    from jtk import exercises
+    from jtk import exercises, results as results_lib
 
     try:
         if args.action == "build":
+            results_lib.check_output(args.exercises, option="--exercises", directory=True)
             for path in exercises.build(args.solutions, args.exercises):
                 print(f"wrote {path}")
             return 0
         stale = exercises.stale(args.solutions, args.exercises)
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         print(f"jtk exercises: {err}", file=sys.stderr)
         return 2
     if stale:
@@ -292,8 +463,54 @@ def _hidden_paths(paths) -> list[str]:
     return out
 
 
+def _export(args) -> int:
+    from jtk import export
+
+    try:
+        paths = list(args.notebooks) + ([str(p) for p in export.lab_notebooks()] if args.all else [])
+        if not paths:
+            return _fail("export", "name at least one NOTEBOOK, or --all")
+        kwargs = {} if args.max_frames is None else {"max_frames": args.max_frames}
+        results = export.export_site(paths, args.out, **kwargs)
+    except ValueError as e:
+        return _fail("export", str(e))
+    for r in results:
+        print(f"{r.page}: {r.bytes / 2**20:.1f} MB, {len(r.apps)} app(s), executed in {r.execute_seconds:.0f} s, "
+              f"apps captured in {r.capture_seconds:.0f} s")
+    print(f"{len(results)} page(s) exported, {sum(r.bytes for r in results) / 2**20:.1f} MB; "
+          f"{pathlib.Path(args.out) / 'index.html'} lists every page in that folder")
+    return 0
+
+
+def _challenge(args) -> int:
+    from jtk import challenge
+
+    try:
+        if args.challenge_command == "new":
+            path, practice = challenge.new_config(args.config, grid=args.grid, seeds=args.seeds,
+                                                  practice=args.practice)
+            print(f"wrote {path} (mode 0600, keep it private: its salt defines the hidden seeds) and {practice} "
+                  f"(hand this one out for practice)")
+            return 0
+        if args.challenge_command == "score":
+            board = challenge.score(args.submissions, args.config, args.out, workers=args.workers, force=args.force)
+        else:
+            board = challenge.practice(args.submission, args.config, out=args.out, baselines=not args.no_baselines,
+                                       force=args.force)
+    except (ValueError, TypeError, FileExistsError) as e:
+        return _fail(f"challenge {args.challenge_command}", str(e))
+    print(challenge.format_board(board.leaderboard))
+    where = f"; board in {board.out}" if board.out is not None else ""
+    print(f"{len(board.entries)} entries in {board.seconds:.0f} s (sandbox: {board.sandbox}){where}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
+    except KeyboardInterrupt:
+        print("jtk: interrupted before starting; nothing was written", file=sys.stderr)
+        return 130
     if args.command == "testbed":
         return _testbed(args)
     if args.command == "sweep":
@@ -304,6 +521,12 @@ def main(argv: list[str] | None = None) -> int:
         return _grade(args)
     if args.command == "bandit":
         return _bandit(args)
+    if args.command == "verify":
+        return _verify(args)
+    if args.command == "export":
+        return _export(args)
+    if args.command == "challenge":
+        return _challenge(args)
     if args.command == "info":
         from jtk._info import format_info, info
 
