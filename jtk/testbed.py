@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, likelihood, nets, train as train_lib
+from jtk import _checks, _memory, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import sample_labels, sample_prior_params
 from jtk.results import load_results  # noqa: F401  (re-export: results CSV + manifest)
@@ -125,6 +125,9 @@ class Problem:
         _checks.integer("num_samples", self.num_samples, minimum=1)
         _checks.one_of("test_inputs", self.test_inputs, ("iid", "polyadic"))
         _checks.integer("num_anchors", self.num_anchors, minimum=1)
+        _memory.check_budget("num_samples × num_test × τ × num_classes float32 logits of one problem",
+                             4.0 * self.num_samples * self.num_test * self.tau * self.num_classes,
+                             "lower num_samples or num_test")
 
     @property
     def training_key(self) -> "Problem":

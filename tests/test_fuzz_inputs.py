@@ -2,9 +2,7 @@
 
 A table of cases: each names the entry point, builds its bad call lazily (a
 callable, so collection is fast), the exception type it must raise and the
-argument names its message must mention. Cases for jtk.testbed entry points
-that do not validate yet are marked xfail(strict=True) so they turn into
-failures once fixed. A second part runs size bombs in subprocesses under a
+argument names its message must mention. A second part runs size bombs in subprocesses under a
 6 GB RLIMIT_AS and checks each is refused by the memory budget within seconds.
 """
 
@@ -127,7 +125,6 @@ X, Y = lambda: train_data()[0], lambda: train_data()[1]  # noqa: E731
 
 # ------------------------------------------------------------------ the table
 CASES: list = []
-TESTBED_OWNER = pytest.mark.xfail(strict=True, reason="testbed owner")
 
 
 def case(entry: str, cid: str, build, exc, names: str, marks=()):
@@ -492,7 +489,7 @@ case("ensemble_app", "comp-none", call(W.ensemble_app, None), TE, "comp")
 case("build_toy_app", "state-wrong", call(W.build_toy_app, state=3), TE, "state")
 case("build_bandit_app", "explorer-none", call(W.build_bandit_app, None), TE, "explorer")
 
-# --- jtk.testbed (another owner: failing cases are xfail(strict) until fixed there)
+# --- jtk.testbed
 T = jtk.testbed
 case("testbed.Problem", "temperature-0", lambda: good_problem(temperature=0.0), VE, "temperature")
 case("testbed.Problem", "temperature-1e-45", lambda: good_problem(temperature=1e-45), VE, "temperature")
@@ -501,8 +498,7 @@ case("testbed.Problem", "tau-0", lambda: good_problem(tau=0), VE, "tau")
 case("testbed.Problem", "seed-2**32", lambda: good_problem(seed=2 ** 32), VE, "seed")
 case("testbed.Problem", "seed-bool", lambda: good_problem(seed=True), TE, "seed")
 case("testbed.Problem", "num_test-0", lambda: good_problem(num_test=0), VE, "num_test")
-case("testbed.Problem", "num_samples-huge", lambda: good_problem(num_samples=10 ** 12), VE, "num_samples",
-     marks=TESTBED_OWNER)
+case("testbed.Problem", "num_samples-huge", lambda: good_problem(num_samples=10 ** 12), VE, "num_samples")
 case("testbed.Problem", "test_inputs-unknown", lambda: good_problem(test_inputs="grid"), VE, "test_inputs")
 case("testbed.problems", "name-unknown", call(T.problems, "nope"), VE, "name")
 case("testbed.problems", "seeds-0", call(T.problems, "quick", seeds=0), VE, "seeds")
