@@ -41,7 +41,7 @@ def _stems() -> list[str]:
 def site(tmp_path_factory, chromium) -> pathlib.Path:
     given = os.environ.get("JTK_EXPORT_SITE")
     if given and pathlib.Path(given, "index.html").is_file():
-        return pathlib.Path(given)
+        return pathlib.Path(given).resolve()  # a relative $JTK_EXPORT_SITE (as .ci/run gives) becomes a file:// URI
     out = tmp_path_factory.mktemp("site")
     export.export_site([ROOT / "notebooks" / f"{s}.ipynb" for s in _stems()], out)
     return out
