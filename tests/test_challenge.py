@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from jtk import challenge, cli, sandbox
+import _readme
 
 TINY = dict(grid="quick", seeds=2, baselines=["mlp"], time_limit_s=90.0, memory_limit_mb=2048, practice_seeds=1,
             num_train=[10], temperatures=[0.5], num_test=100, num_samples=100)
@@ -31,27 +32,7 @@ SUBMISSIONS = {
         def make_agent():
             return jtk.agents.make("ensemble+", num_members=3, num_steps=50)
         """,
-    "sklearn_readme": """
-        import numpy as np
-        from sklearn.linear_model import LogisticRegression
-
-        class BootstrapLogistic:
-            def fit(self, x, y, seed=0, prior=None):
-                rng = np.random.default_rng(seed)
-                idx = [rng.integers(0, len(x), len(x)) for _ in range(20)]
-                self.models = [LogisticRegression().fit(x[i], y[i]) if len(set(y[i])) > 1 else None for i in idx]
-                return self
-
-            def sample_logits(self, x, num_samples, seed=0):
-                rng = np.random.default_rng(seed)
-                picks = rng.integers(0, len(self.models), num_samples)
-                out = [m.predict_log_proba(x) if m is not None else np.log(np.full((len(x), 2), 0.5))
-                       for m in self.models]
-                return np.stack([out[i] for i in picks])   # [M, n, K] log-probabilities are valid logits
-
-        def make_agent():
-            return BootstrapLogistic()
-        """,
+    "sklearn_readme": _readme.agent_source() + "\n\ndef make_agent():\n    return BootstrapLogistic()\n",
     "incoherent": """
         import numpy as np
 

@@ -5,6 +5,7 @@ import pytest
 
 import jtk
 from jtk import testbed
+import _readme
 
 
 class PerInputMember:
@@ -25,21 +26,7 @@ class PerInputMember:
         return comps[pick, np.arange(comps.shape[1])[None, :]]  # [M, n, K]
 
 
-class BootstrapLogistic:
-    """The README's ten-line scikit-learn agent."""
-
-    def fit(self, x, y, seed=0, prior=None):
-        from sklearn.linear_model import LogisticRegression
-        rng = np.random.default_rng(seed)
-        idx = [rng.integers(0, len(x), len(x)) for _ in range(20)]
-        self.models = [LogisticRegression().fit(x[i], y[i]) if len(set(y[i])) > 1 else None for i in idx]
-        return self
-
-    def sample_logits(self, x, num_samples, seed=0):
-        rng = np.random.default_rng(seed)
-        picks = rng.integers(0, len(self.models), num_samples)
-        out = [m.predict_log_proba(x) if m is not None else np.log(np.full((len(x), 2), 0.5)) for m in self.models]
-        return np.stack([out[i] for i in picks])
+BootstrapLogistic = _readme.agent_class()  # the README's ten-line scikit-learn agent
 
 
 def by_name(report):

@@ -151,8 +151,8 @@ def test_sigint_exits_130_keeps_finished_chunks_and_resume_matches_uninterrupted
     _rows_equal_bitwise(results.load_results(out), uninterrupted)
 
 
-def test_sigkill_loses_at_most_the_running_chunk(tmp_path, capsys, uninterrupted):
-    out = tmp_path / "rows.csv"
+def _killed_after_first_chunk(out) -> int:
+    """Starts ``jtk testbed ... --out out`` in a subprocess, SIGKILLs it once its first chunk is saved; its exit code."""
     parts = results.parts_dir(out)
     proc = subprocess.Popen([sys.executable, "-m", "jtk.cli", *MLP, "--out", str(out)], env=ENV,
                             stderr=subprocess.DEVNULL)
@@ -162,7 +162,13 @@ def test_sigkill_loses_at_most_the_running_chunk(tmp_path, capsys, uninterrupted
         proc.wait(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    return proc.returncode
+
+
+def test_sigkill_loses_at_most_the_running_chunk(tmp_path, capsys, uninterrupted):
+    out = tmp_path / "rows.csv"
+    parts = results.parts_dir(out)
+    assert _killed_after_first_chunk(out) == -signal.SIGKILL
     kept = {p.name: p.read_bytes() for p in parts.glob("chunk-*.csv")}
     assert len(kept) == 1  # the finished chunk survived
     assert (tmp_path / "rows.csv.lock").exists()
@@ -191,16 +197,8 @@ def test_resume_recomputes_a_truncated_chunk(tmp_path, uninterrupted):
     import shutil
 
     shutil.rmtree(results.parts_dir(out))
-    proc = subprocess.Popen([sys.executable, "-m", "jtk.cli", *MLP, "--out", str(out)], env=ENV,
-                            stderr=subprocess.DEVNULL)
-    parts = results.parts_dir(out)
-    try:
-        _wait_for(lambda: any(parts.glob("chunk-*.json")), proc)
-        proc.kill()
-        proc.wait(timeout=60)
-    finally:
-        proc.kill()
-    chunk = next(parts.glob("chunk-*.csv"))
+    _killed_after_first_chunk(out)
+    chunk = next(results.parts_dir(out).glob("chunk-*.csv"))
     chunk.write_bytes(chunk.read_bytes()[:-40])
     with pytest.warns(results.ResultsWarning, match=re.escape(chunk.name)):
         assert cli.main([*MLP, "--out", str(out), "--resume"]) == 0
