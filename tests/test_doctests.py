@@ -1,0 +1,24 @@
+"""The examples in jtk's docstrings run and print what they say (doctest, every module of the package)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import jtk
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(jtk.__path__, "jtk."))
+
+
+def test_every_module_is_found():
+    assert {"jtk.testbed", "jtk.results", "jtk.agents.deep_regression", "jtk.likelihood"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples of {name} failed"
