@@ -1,0 +1,95 @@
+"""Achieved training GFLOP/s on the testbed against what this machine's matrix multiply reaches.
+
+    JAX_PLATFORMS=cpu python benchmarks/training_flops.py [--agents mlp ensemble+_K10] [--grid paper]
+
+For every chunk of the grid the script compiles the testbed's training program once (not timed), then times a
+second, identical call: pure training compute, data generation included. The floating-point work is counted
+analytically, since XLA's cost analysis counts a loop body once rather than once per step: an MLP step costs
+≈ 3 × 2 × Σ(fan_in · fan_out) multiply-adds per example (forward, and a backward pass of twice the work), times the
+static minibatch size, the steps, the members and the problems of the chunk (padding included: the program
+computes it). ensemble+'s prior networks are evaluated once before training, so they are not counted.
+
+The reference point is measured, not quoted: a 2048 × 2048 float32 matrix product (``jnp.dot``) on the same
+device, the rate well-shaped matrix work reaches here. The ratio says how far the small, batched matrices of
+testbed training (2 → 50 → 50 → 2 at batch ≤ 100) are from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jtk
+from jtk import testbed, train as train_lib
+
+AGENTS = {"mlp": ("mlp", {}), "ensemble+_K10": ("ensemble+", {"num_members": 10}),
+          "ensemble+_K100": ("ensemble+", {"num_members": 100})}
+
+
+def gemm_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of a float32 size × size matrix product on the default device (best of ``repeats``)."""
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    dot = jax.jit(jnp.dot)
+    dot(a, a).block_until_ready()
+    best = min(_timed(lambda: dot(a, a).block_until_ready()) for _ in range(repeats))
+    return 2 * size ** 3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def step_flops(agent, input_dim: int, num_classes: int) -> float:
+    """Floating-point operations of one training step per example: 3 × 2 × Σ fan_in · fan_out."""
+    sizes = (input_dim, *agent.hidden, num_classes)
+    return 6.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+def measure(label: str, grid: str) -> dict:
+    name, kw = AGENTS[label]
+    agent = jtk.agents.make(name, **kw)
+    problems = testbed.problems(grid)
+    flops = seconds = 0.0
+    for chunk in testbed._chunks(problems, agent):
+        heads = [g[0] for g in chunk]
+        padded = testbed._pad(heads, train_lib.next_pow2(len(heads)))
+        cfg = testbed._data_config(heads[0])
+        seeds, temps, ns = testbed._group_arrays(padded)
+        rows = [agent.hyper(p.prior()) for p in padded]
+        hyper = {k: jnp.asarray([h[k] for h in rows], jnp.float32) for k in rows[0]}
+        spec = agent.specialize(heads[0].prior())
+        args = (spec, cfg, seeds, temps, ns, hyper, jnp.asarray([testbed.agent_seed(p, 0) for p in padded], jnp.uint32))
+        jax.block_until_ready(testbed._train_chunk(*args))  # compile (and a first run)
+        seconds += _timed(lambda: jax.block_until_ready(testbed._train_chunk(*args)))
+        flops += (len(padded) * spec.num_members * spec.num_steps * spec.batch_size
+                  * step_flops(spec, heads[0].input_dim, heads[0].num_classes))
+    return {"agent": label, "grid": grid, "train_seconds": seconds, "gflop": flops / 1e9,
+            "gflops_per_s": flops / seconds / 1e9}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", nargs="+", default=["mlp", "ensemble+_K10"], choices=list(AGENTS))
+    parser.add_argument("--grid", default="paper", choices=sorted(testbed.GRIDS))
+    args = parser.parse_args(argv)
+    peak = gemm_gflops()
+    print(f"device {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"reference: float32 2048 x 2048 matrix product {peak:.1f} GFLOP/s")
+    for label in args.agents:
+        r = measure(label, args.grid)
+        print(f"{label:15s} grid {r['grid']}: {r['gflop']:8.1f} GFLOP of training in {r['train_seconds']:7.1f} s "
+              f"(compiled, warm) = {r['gflops_per_s']:6.1f} GFLOP/s, {100 * r['gflops_per_s'] / peak:5.1f} % of the "
+              f"matrix-product rate", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
