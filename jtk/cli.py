@@ -197,7 +197,7 @@ def _testbed(args) -> int:
     from jtk import agents, executors, results as results_lib, testbed
 
     hyperparameters = dict(args.hyperparameters)
-    estimator = getattr(args, "likelihood", None)
+    estimator = args.likelihood
     try:
         if args.force and args.resume:
             raise ValueError("--force and --resume are exclusive: --resume continues a run, --force discards it")
@@ -233,7 +233,8 @@ def _testbed(args) -> int:
                     config={"command": "testbed", "grid": args.grid, "seeds": args.seeds, "scheduler": args.scheduler},
                     interrupt=interrupt)
             else:
-                results = _evaluate_interruptible(testbed, agent, problems, ex, args, estimator, interrupt)
+                results = testbed.evaluate(agent, problems, executor=ex, name=args.agent,
+                                           progress=not args.no_progress, likelihood=estimator, interrupt=interrupt)
     except results_lib.Interrupted as err:
         again = ("run the same command with --resume to continue" if args.out
                  else "no --out was given, so nothing was saved")
@@ -252,27 +253,6 @@ def _testbed(args) -> int:
     print(f"{len(results)} problems in {wall:.1f} s" + (f"; rows written to {args.out} (with its manifest)"
                                                         if args.out else ""))
     return 0
-
-
-def _evaluate_interruptible(testbed, agent, problems, ex, args, estimator, interrupt):
-    """testbed.evaluate chunk by chunk, stopping between chunks on Ctrl-C (no --out: nothing is kept)."""
-    from jtk import results as results_lib
-
-    if ex is not None:
-        kwargs = {"likelihood": estimator} if estimator is not None else {}
-        return testbed.evaluate(agent, problems, executor=ex, name=args.agent, progress=not args.no_progress,
-                                **kwargs)
-    kwargs = ({"likelihood": estimator}
-              if estimator is not None and "likelihood" in results_lib._parameters(testbed.evaluate_chunk) else {})
-    frames, done = [], 0
-    for chunk in testbed._chunks(problems, agent):
-        if interrupt.requested:
-            raise results_lib.Interrupted(f"interrupted after {done} of {len(problems)} problems", done,
-                                          len(problems), None)
-        frames.append(testbed.evaluate_chunk(agent, chunk, args.agent, **kwargs))
-        done += len(frames[-1])
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
 
 
 def _sweep(args) -> int:
@@ -505,33 +485,23 @@ def _challenge(args) -> int:
     return 0
 
 
+def _info(args) -> int:
+    from jtk._info import format_info, info
+
+    print(format_info(info()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
     except KeyboardInterrupt:
         print("jtk: interrupted before starting; nothing was written", file=sys.stderr)
         return 130
-    if args.command == "testbed":
-        return _testbed(args)
-    if args.command == "sweep":
-        return _sweep(args)
-    if args.command == "exercises":
-        return _exercises(args)
-    if args.command == "grade":
-        return _grade(args)
-    if args.command == "bandit":
-        return _bandit(args)
-    if args.command == "verify":
-        return _verify(args)
-    if args.command == "export":
-        return _export(args)
-    if args.command == "challenge":
-        return _challenge(args)
-    if args.command == "info":
-        from jtk._info import format_info, info
-
-        print(format_info(info()))
-        return 0
+    commands = {"testbed": _testbed, "sweep": _sweep, "exercises": _exercises, "grade": _grade, "bandit": _bandit,
+                "verify": _verify, "export": _export, "challenge": _challenge, "info": _info}
+    if args.command in commands:
+        return commands[args.command](args)
     return 2  # pragma: no cover - argparse enforces the choices
 
 

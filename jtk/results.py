@@ -775,11 +775,9 @@ def verify(path, sample: int = 10, seed: int = 0, *, progress: bool = False) -> 
             (problems.append(by_key[k]) if k in by_key else unknown.append(k))
         if unknown:
             raise ValueError(f"path: rows {unknown[:3]} of {str(path)!r} are not among the manifest's problems")
-        kwargs = {}
         requested = (manifest.get("estimator") or {}).get("requested")
-        if requested is not None and "likelihood" in _parameters(testbed.evaluate):
-            kwargs["likelihood"] = requested
-        new = testbed.evaluate(agents[str(name)], problems, name=str(name), progress=progress, **kwargs)
+        new = testbed.evaluate(agents[str(name)], problems, name=str(name), progress=progress,
+                               likelihood=requested or "auto")
         new_by_key = {_key(r, key_cols): r for _, r in new.iterrows()}
         for _, r in sub.iterrows():
             n = new_by_key[_key(r, key_cols)]
@@ -790,15 +788,6 @@ def verify(path, sample: int = 10, seed: int = 0, *, progress: bool = False) -> 
             out.append({column: name, **{c: r[c] for c in key_cols}, "recorded": rec, "recomputed": now,
                         "abs_diff": abs(rec - now), "ok": same})
     return pd.DataFrame(out)
-
-
-def _parameters(fn) -> set[str]:
-    import inspect
-
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):  # pragma: no cover
-        return set()
 
 
 # ------------------------------------------------------------------ resumable testbed runs
@@ -946,8 +935,6 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
         raise ValueError("problems must hold at least one Problem, got an empty list")
     identity = {"kind": "testbed", "name": name, "agent": agent_cfg, "problems": problems_record(problems),
                 "estimator": estimator}
-    chunk_kwargs = ({"likelihood": estimator}
-                    if estimator is not None and "likelihood" in _parameters(testbed.evaluate_chunk) else {})
     started = _now()
     with Lock(out):
         if resume and out.exists() and not parts.exists():
@@ -982,15 +969,14 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
             return Interrupted(f"interrupted: {kept} of {len(problems)} problems are saved in {str(parts)!r}",
                                kept, len(problems), parts)
 
-        run_chunks(todo, lambda i: (testbed.evaluate_chunk, (agent, chunks[i], name), chunk_kwargs), save,
+        run_chunks(todo, lambda i: (testbed.evaluate_chunk, (agent, chunks[i], name, estimator or "auto"), {}), save,
                    executor=executor, interrupt=interrupt, stop=stop)
         bar.close()
         if interrupt is not None and interrupt.requested and kept < len(problems):  # pragma: no cover
             raise stop()
         frames = [store.read(cid) for cid in ids]
         chunk_prov = _distinct(store.sidecar(cid).get("provenance") for cid in ids)
-        df = pd.concat(frames, ignore_index=True)
-        df = df.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
+        df = testbed.sort_rows(pd.concat(frames, ignore_index=True))
         save_results(df, out, agent=agent_cfg, problems=problems, estimator=estimator, started=started, force=True,
                      config=config, extra={"identity": _identity_hash(identity), "chunks": len(ids),
                                            "chunk_provenance": chunk_prov})

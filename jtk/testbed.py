@@ -63,7 +63,7 @@ from tqdm.auto import tqdm
 from jtk import _checks, _memory, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import sample_labels, sample_prior_params
-from jtk.results import load_results  # noqa: F401  (re-export: results CSV + manifest)
+from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
 
 PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
 PAPER_NUM_TRAIN = (1, 3, 10, 30, 100, 300, 1000)
@@ -472,7 +472,7 @@ def evaluate_chunk(agent, groups: list[list[Problem]], name: str, likelihood: st
 
 
 def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, *, name: str | None = None,
-             progress: bool = True, likelihood: str = "auto") -> pd.DataFrame:
+             progress: bool = True, likelihood: str = "auto", interrupt=None) -> pd.DataFrame:
     """Scores an agent on testbed problems: one DataFrame row per problem.
 
     Args:
@@ -492,6 +492,10 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         every agent, the reference's), "exact" (enumerate the components of a
         finite mixture; ValueError for an agent without them) or "auto"
         (exact where possible, else mc).
+      interrupt: optional object whose ``requested`` turns true on Ctrl-C
+        (:class:`jtk.results.DeferredInterrupt`); checked between chunks, then
+        :class:`jtk.results.Interrupted` is raised (nothing is kept: use
+        ``jtk testbed --out`` for resumable runs).
 
     Returns:
       DataFrame with columns agent, temperature, num_train, tau, seed,
@@ -525,19 +529,26 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         _use_exact(likelihood, agent.mixture, name)  # fail before any training
     chunks = _chunks(problems, agent)
     bar = tqdm(total=len(problems), desc=f"testbed {name}", disable=not progress, unit="problem")
-    frames = []
-    if executor is None:
-        for chunk in chunks:
-            frames.append(evaluate_chunk(agent, chunk, name, likelihood))
-            bar.update(sum(len(g) for g in chunk))
-    else:
-        futures = [(executor.submit(evaluate_chunk, agent, chunk, name, likelihood), chunk) for chunk in chunks]
-        for future, chunk in futures:
-            frames.append(future.result())
-            bar.update(sum(len(g) for g in chunk))
+    frames: dict[int, pd.DataFrame] = {}
+
+    def save(i, frame):
+        frames[i] = frame
+        bar.update(sum(len(g) for g in chunks[i]))
+
+    def stop():
+        bar.close()
+        done = sum(len(f) for f in frames.values())
+        return Interrupted(f"interrupted after {done} of {len(problems)} problems", done, len(problems), None)
+
+    run_chunks(range(len(chunks)), lambda i: (evaluate_chunk, (agent, chunks[i], name, likelihood), {}), save,
+               executor=executor, interrupt=interrupt, stop=stop)
     bar.close()
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
+    return sort_rows(pd.concat([frames[i] for i in sorted(frames)], ignore_index=True))
+
+
+def sort_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Results rows in the testbed's order: by τ, num_train, temperature, seed (stable)."""
+    return results.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
 
 
 def _check_unique_problems(problems_: Sequence[Problem]) -> None:
