@@ -22,10 +22,9 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import jtk
-from jtk import testbed, train as train_lib
+from jtk import testbed
 
 AGENTS = {"mlp": ("mlp", {}), "ensemble+_K10": ("ensemble+", {"num_members": 10}),
           "ensemble+_K100": ("ensemble+", {"num_members": 100})}
@@ -59,13 +58,8 @@ def measure(label: str, grid: str) -> dict:
     flops = seconds = 0.0
     for chunk in testbed._chunks(problems, agent):
         heads = [g[0] for g in chunk]
-        padded = testbed._pad(heads, train_lib.next_pow2(len(heads)))
-        cfg = testbed._data_config(heads[0])
-        seeds, temps, ns = testbed._group_arrays(padded)
-        rows = [agent.hyper(p.prior()) for p in padded]
-        hyper = {k: jnp.asarray([h[k] for h in rows], jnp.float32) for k in rows[0]}
-        spec = agent.specialize(heads[0].prior())
-        args = (spec, cfg, seeds, temps, ns, hyper, jnp.asarray([testbed.agent_seed(p, 0) for p in padded], jnp.uint32))
+        padded, args = testbed._train_inputs(agent, heads)
+        spec = args[0]
         jax.block_until_ready(testbed._train_chunk(*args))  # compile (and a first run)
         seconds += _timed(lambda: jax.block_until_ready(testbed._train_chunk(*args)))
         flops += (len(padded) * spec.num_members * spec.num_steps * spec.batch_size

@@ -352,6 +352,16 @@ def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
     return is_mixture and likelihood_ != "mc"
 
 
+def _train_inputs(agent: agents_base.JaxAgent, heads: Sequence[Problem]) -> tuple[list[Problem], tuple]:
+    """The training groups padded to a power of two, and the arguments of :func:`_train_chunk` for them."""
+    padded = _pad(list(heads), train_lib.next_pow2(len(heads)))
+    seeds, temps, ns = _group_arrays(padded)
+    hyper_rows = [agent.hyper(p.prior()) for p in padded]
+    hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
+    agent_seeds = jnp.asarray([agent_seed(p, 0) for p in padded], jnp.uint32)
+    return padded, (agent.specialize(heads[0].prior()), _data_config(heads[0]), seeds, temps, ns, hyper, agent_seeds)
+
+
 def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]], name: str,
                         likelihood_: str | tuple[str, ...] = "auto") -> list[dict]:
     """Trains one agent on a chunk of training groups at once (vmap) and scores every τ.
@@ -361,16 +371,10 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     tuple of estimators: rows for each, from one training (benchmarks compare them).
     """
     heads = [g[0] for g in groups]
-    size = train_lib.next_pow2(len(heads))
-    padded = _pad(heads, size)
-    cfg = _data_config(heads[0])
-    seeds, temps, ns = _group_arrays(padded)
-    hyper_rows = [agent.hyper(p.prior()) for p in padded]
-    hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
+    padded, train_args = _train_inputs(agent, heads)
+    _, cfg, seeds, temps, ns, _, _ = train_args
     t0 = time.perf_counter()
-    env_params, states = jax.block_until_ready(_train_chunk(
-        agent.specialize(heads[0].prior()), cfg, seeds, temps, ns, hyper,
-        jnp.asarray([agent_seed(p, 0) for p in padded], jnp.uint32)))
+    env_params, states = jax.block_until_ready(_train_chunk(*train_args))
     train_time = time.perf_counter() - t0
     scorer = dataclasses.replace(agent, num_classes=heads[0].num_classes)  # eval does not depend on batch size
     modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
