@@ -25,7 +25,8 @@ def write_section(name: str, text: str, path: Path = DOCS / "results.md") -> Non
     old = path.read_text() if path.exists() else ""
     if begin in old and end in old:
         head, rest = old.split(begin, 1)
-        new = head + block + rest.split(end, 1)[1].lstrip("\n")
+        rest = rest.split(end, 1)[1].lstrip("\n")
+        new = head + block + ("\n" + rest if rest else "")  # one blank line before what follows, as appended
     else:
         new = old.rstrip("\n") + ("\n\n" if old else "") + block
     path.write_text(new)

@@ -49,9 +49,8 @@ PAPER = {"mlp": (0.129, 1.367), "hypermodel": (0.130, 1.107), "ensemble+_K100": 
 
 
 def seed_se(per_problem: pd.DataFrame, column: str) -> float:
-    """The reference leaderboard's error: population std of the per-seed means / sqrt(#seeds)."""
-    means = per_problem.groupby("seed")[column].mean().to_numpy()
-    return float(np.std(means, ddof=0) / np.sqrt(len(means))) if len(means) > 1 else float("nan")
+    """The reference leaderboard's error of ``column`` (jtk.testbed.seed_se of its per-seed means)."""
+    return testbed.seed_se(per_problem.groupby("seed")[column].mean())
 
 
 def run_agent(name: str, problems, path: Path, force: bool) -> pd.DataFrame:
@@ -105,14 +104,13 @@ def summary(frames: dict[str, pd.DataFrame], mlp: pd.DataFrame) -> pd.DataFrame:
 
 def paired_line(a: pd.DataFrame, b: pd.DataFrame, label: str) -> str:
     """Paired difference a − b of clipped d_KL^τ on shared problems, ± the seed-mean standard error."""
-    both = clipped(a).merge(clipped(b), on=KEY, suffixes=("", "_b"))
-    both["diff"] = both["kl"] - both["kl_b"]
+    shared = len(a.merge(b, on=KEY))
     parts = []
     for tau in (1, 10):
-        sub = both[both.tau == tau]
-        if len(sub):
-            parts.append(f"Δ d_KL^{tau} = {sub['diff'].mean():+.4f} ± {seed_se(sub, 'diff'):.4f}")
-    return f"Paired {label} on {len(both)} problems: " + ", ".join(parts) + ".\n"
+        d, se = testbed.paired_difference(a, b, tau)
+        if np.isfinite(d):
+            parts.append(f"Δ d_KL^{tau} = {d:+.4f} ± {se:.4f}")
+    return f"Paired {label} on {shared} problems: " + ", ".join(parts) + ".\n"
 
 
 def markdown(table: pd.DataFrame, grid: str) -> str:

@@ -57,15 +57,6 @@ def run_agent(name: str, problems) -> tuple[pd.DataFrame, float]:
     return df, time.perf_counter() - t0
 
 
-def paired(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float]:
-    """Mean of b − a over shared problems and its seed-mean standard error (as jtk.testbed.summarize)."""
-    keys = ["seed", "num_train", "temperature", "input_dim"]
-    d = (b.set_index(keys)["kl"].clip(lower=0) - a.set_index(keys)["kl"].clip(lower=0)).dropna()
-    per_seed = d.groupby(level="seed").mean()
-    se = np.std(per_seed.to_numpy(), ddof=0) / np.sqrt(len(per_seed)) if len(per_seed) > 1 else np.nan
-    return float(d.mean()), float(se)
-
-
 def table(frames: dict[str, pd.DataFrame], mlp_name: str = "mlp") -> pd.DataFrame:
     rows = []
     mc_all = pd.concat([f[f.likelihood.str.startswith("mc")] for f in frames.values()], ignore_index=True)
@@ -82,7 +73,7 @@ def table(frames: dict[str, pd.DataFrame], mlp_name: str = "mlp") -> pd.DataFram
             if auto is mc:
                 row[f"mc − auto d_KL^{tau}"] = "0 (same computation)"
             else:
-                d, se = paired(auto[auto.tau == tau], mc[mc.tau == tau])
+                d, se = testbed.paired_difference(mc, auto, tau)
                 row[f"mc − auto d_KL^{tau}"] = f"{d:+.3f} ± {se:.3f}"
         if mlp_name in mc_sum.index:
             row["mc d_KL^10 / mlp"] = f"{mc_sum.loc[name, 'kl_10'] / mc_sum.loc[mlp_name, 'kl_10']:.3f}"

@@ -639,11 +639,6 @@ def _score_baseline(name: str, problems: Sequence, config: ChallengeConfig) -> E
 
 
 # ------------------------------------------------------------------ the leaderboard
-_KEY_COLUMNS = ["tau", "seed", "num_train", "temperature", "input_dim", "test_inputs"]
-
-
-def _seed_se(per_seed: pd.Series) -> float:
-    return float(np.std(per_seed.to_numpy(), ddof=0) / np.sqrt(len(per_seed))) if len(per_seed) > 1 else np.nan
 
 
 def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame:
@@ -669,13 +664,8 @@ def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame
                     row[f"kl_{tau}"] = float(table[f"kl_{tau}"].iloc[0])
                     row[f"kl_{tau}_se"] = float(table[f"kl_{tau}_se"].iloc[0])
             if ref_rows is not None:
-                m = e.rows.merge(ref_rows, on=_KEY_COLUMNS, suffixes=("", "_ref"))
                 for tau in taus:
-                    sub = m[m["tau"] == tau]
-                    if len(sub):
-                        d = sub["kl"].clip(lower=0) - sub["kl_ref"].clip(lower=0)
-                        row[f"diff_{tau}"] = float(d.mean())
-                        row[f"diff_{tau}_se"] = _seed_se(d.groupby(sub["seed"]).mean())
+                    row[f"diff_{tau}"], row[f"diff_{tau}_se"] = testbed.paired_difference(e.rows, ref_rows, tau)
         row["reference"] = reference
         row["seconds"] = round(e.seconds, 1)
         row["message"] = e.message

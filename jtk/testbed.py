@@ -646,9 +646,32 @@ def _check_one_estimator(df: pd.DataFrame) -> None:
                              f"likelihood='mc') (or 'exact') for every agent, or pass allow_mixed=True")
 
 
-def _seed_se(values: pd.Series) -> float:
-    """Population std of per-seed means over sqrt(#seeds), the reference leaderboard's error bar."""
-    return float(np.std(values.to_numpy(), ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
+def seed_se(per_seed_means: pd.Series) -> float:
+    """The reference leaderboard's error bar: population std of per-seed means over sqrt(#seeds) (NaN below 2)."""
+    values = per_seed_means.to_numpy()
+    return float(np.std(values, ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
+
+
+def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -> tuple[float, float]:
+    """Mean d_KL^τ difference results − baseline over the problems both scored, and its seed-mean standard error.
+
+    Negative KL is set to 0 first, as in :func:`summarize`. Problems are matched on the columns of
+    ``PROBLEM_COLUMNS`` (but agent) both frames have; the error is :func:`seed_se` of the per-seed mean differences.
+
+    Args:
+      results: rows of one agent from :func:`evaluate`.
+      baseline: rows of the agent to compare with, on (some of) the same problems.
+      tau: the τ to compare.
+
+    Returns:
+      (mean difference, standard error); (NaN, NaN) when no problem is shared.
+    """
+    keys = [c for c in PROBLEM_COLUMNS if c != "agent" and c in results.columns and c in baseline.columns]
+    both = results[results["tau"] == tau].merge(baseline[baseline["tau"] == tau], on=keys, suffixes=("", "_base"))
+    if both.empty:
+        return np.nan, np.nan
+    diff = both["kl"].clip(lower=0.0) - both["kl_base"].clip(lower=0.0)
+    return float(diff.mean()), seed_se(diff.groupby(both["seed"]).mean())
 
 
 def _environment_se(values: pd.Series) -> float:
@@ -698,7 +721,7 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
     if se == "environment":
         unit, se_fn = [c for c in GROUP_COLUMNS if c in df.columns], _environment_se
     else:
-        unit, se_fn = ["seed"], _seed_se
+        unit, se_fn = ["seed"], seed_se
     out = {}
     for tau, sub in df.groupby("tau"):
         unit_means = sub.groupby(["agent"] + unit)["kl"].mean()

@@ -165,3 +165,19 @@ def test_generic_agents_follow_the_estimator_choice():
     assert set(mc.likelihood) == {"mc16"} and np.allclose(mc.kl, 0.0, atol=1e-5)
     with pytest.raises(ValueError, match="likelihood='exact' needs a finite-mixture posterior"):
         testbed.evaluate(testbed.OracleAgent(problems, exact=False), problems, progress=False, likelihood="exact")
+
+
+def test_paired_difference_matches_numpy_and_uses_only_shared_problems():
+    df = synthetic()
+    a, b = df[df.agent == "a"], df[df.agent == "b"]
+    b = b[~((b.seed == 3) & (b.num_train == NS[0]))]  # the baseline misses some problems
+    for tau in (1, 10):
+        keys = ["seed", "num_train", "temperature"]
+        aa = a[a.tau == tau].set_index(keys)["kl"].clip(lower=0)
+        bb = b[b.tau == tau].set_index(keys)["kl"].clip(lower=0)
+        d = (aa - bb).dropna()
+        per_seed = d.groupby(level="seed").mean().to_numpy()
+        mean, se = testbed.paired_difference(a, b, tau)
+        assert len(d) == 4 * len(NS) * len(TEMPS) - len(TEMPS)
+        assert np.isclose(mean, d.mean()) and np.isclose(se, np.sqrt(np.mean((per_seed - per_seed.mean()) ** 2) / 4))
+    assert all(np.isnan(testbed.paired_difference(a, b, tau=100)))
