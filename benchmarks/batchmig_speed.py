@@ -24,8 +24,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from jtk import active  # noqa: E402
-from jtk.agents.gp import GPRegression  # noqa: E402
-from jtk.envs.gp import NOISE_VAR, ReLUKernelGP, serial_blas  # noqa: E402
+from jtk.regression.gp import GPRegression  # noqa: E402
+from jtk._numerics import serial_blas  # noqa: E402
+from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 

@@ -8,7 +8,7 @@ after the round for BatchMIG, MIG, TIG and random selection, with standard error
 Part 2 (Figs. 4, 5): selection models of varying quality (GP-RBF with fitted and
 fixed lengthscales, the oracle GP seen through M posterior samples, a ReLU-kernel
 GP with wrong constants, BBB and SGLD BNNs, and deep ensemble / MC dropout from
-``jtk.agents.deep_regression`` when available). For each: metacorrelations with
+``jtk.regression.deep`` when available). For each: metacorrelations with
 the oracle, BatchMIG (and TIG) test log-likelihood with the oracle prediction model,
 and XLL / XLLR with every model as reference. Reports the Pearson correlation
 between metacorrelation and BatchMIG performance across models (paper: 0.762)
@@ -34,9 +34,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import scipy.stats  # noqa: E402
 
-from jtk import active  # noqa: E402
-from jtk.agents.bnn_regression import BBBRegression, SGLDRegression  # noqa: E402
-from jtk.agents.gp import GPRegression, MonteCarloGP  # noqa: E402
+from jtk import active, ppc  # noqa: E402
+from jtk.regression.bnn import BBBRegression, SGLDRegression  # noqa: E402
+from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
@@ -60,7 +60,7 @@ def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
         zoo["SGLD"] = SGLDRegression()
         zoo["SGLD short chains"] = SGLDRegression(burn_in=500, thin=10, samples_per_chain=10)
         try:  # the deep-regression module is another engineer's; use it when it is there and works
-            from jtk.agents.deep_regression import make_regression
+            from jtk.regression.deep import make_regression
             common = dict(preset="lab", noise_std=float(np.sqrt(NOISE_VAR)), complexity=float(oracle.input_dim))
             zoo["Deep ensemble"] = make_regression("Ens", **common)
             zoo["MC dropout"] = make_regression("BD", **common)
@@ -77,7 +77,7 @@ def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
     criteria = active.tal_comparison(splits, exact, exact, criteria=active.CRITERIA)
     criteria = criteria[criteria["round"] == 1].reset_index(drop=True)
     print(f"TAL with the oracle: {time.perf_counter() - t0:.1f} s", flush=True)
-    study = active.ppc_study(splits, model_zoo(oracle, with_bnn), exact, noise_var=NOISE_VAR, verbose=True)
+    study = ppc.ppc_study(splits, model_zoo(oracle, with_bnn), exact, noise_var=NOISE_VAR, verbose=True)
     return {"criteria": criteria, **study}
 
 
@@ -96,7 +96,7 @@ def summarise(res: dict) -> pd.DataFrame:
               f"{a} better on {(d > 0).sum()}/{len(d)} splits")
         rows.append({"quantity": f"paired_{a}_minus_{b}", "value": d.mean(),
                      "stderr": d.std(ddof=1) / np.sqrt(len(d)), "n": len(d)})
-    per_model = active.ppc_per_model(res).join(models.groupby("model")["fit_seconds"].mean())
+    per_model = ppc.ppc_per_model(res).join(models.groupby("model")["fit_seconds"].mean())
     print("\nPer model (means over splits):")
     with pd.option_context("display.width", 160, "display.precision", 3):
         print(per_model)

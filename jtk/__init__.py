@@ -1,8 +1,9 @@
 """jtk: a Jupyter-first toolkit for teaching and exploring joint predictive uncertainty.
 
-The library behind the notebooks: generative models (``jtk.envs``), agents
-(``jtk.agents``), joint likelihoods and d_KL^τ (``jtk.likelihood``), the
-Neural Testbed (``jtk.testbed``), sweeps and executors.
+The library behind the notebooks: generative models (``jtk.envs``), testbed classification
+agents (``jtk.agents``), regression models (``jtk.regression``), joint likelihoods and d_KL^τ (``jtk.likelihood``),
+the Neural Testbed (``jtk.testbed``), active learning (``jtk.active``) and posterior predictive correlations
+(``jtk.ppc``), sweeps and executors.
 
 On import jtk turns on JAX's persistent compilation cache (in
 ``$JTK_CACHE_DIR``, default ``~/.cache/jtk/xla``), so a second run of a sweep or
@@ -39,7 +40,7 @@ from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likel
 
 __version__ = "0.1.0"
 _SUBMODULES = ("active", "agents", "bandit", "coverage", "envs", "executors", "exercises", "grading", "likelihood",
-               "nets", "plots", "results", "sandbox", "sweep", "testbed", "train", "widgets")
+               "nets", "plots", "ppc", "regression", "results", "sandbox", "sweep", "testbed", "train", "widgets")
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 
 

@@ -74,9 +74,9 @@ def write_frame(f, obj) -> None:
 
 
 def _prior(d: dict):
-    from jtk.agents.base import Prior
+    from jtk.agents.base import ProblemInfo
 
-    return Prior(**d)
+    return ProblemInfo(**d)
 
 
 def _error(err: BaseException) -> dict:

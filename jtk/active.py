@@ -1,7 +1,9 @@
-"""Transductive active learning (TAL) and posterior-predictive-correlation (PPC) metrics.
+"""Transductive active learning (TAL): TIG, MIG, BatchMIG and the TAL loop.
 
 Wang, Sun & Grosse (2021), "Beyond marginal uncertainty: how accurately can
 Bayesian regression models estimate posterior predictive correlations?"
+The posterior-predictive-correlation metrics of the same paper
+(metacorrelations, XLL / XLLR, the synthetic PPC study) are in :mod:`jtk.ppc`.
 
 Acquisition (§3.2; exact scores as in the reference code; docs/reference.md, "Active learning").
 Every function takes ``cov``, the noise-free posterior covariance of f over
@@ -21,11 +23,6 @@ model (the oracle GP on synthetic data) is refitted on train + queried points
 and scored by its mean test log-likelihood; one round with batch size
 max(⌊0.01 (train + pool + test)⌋, 1), or several rounds for learning curves.
 
-PPC metrics (§3.1, §3.3): metacorrelations (Pearson / Spearman correlation of
-a model's pool × test predictive correlations with the oracle's, and of the
-pool variances), joint log-likelihoods of top-correlated batches, and XLL /
-XLLR with every model serving once as the reference.
-
 Example:
   >>> import numpy as np
   >>> a = np.random.default_rng(0).normal(size=(30, 5)); cov = a @ a.T
@@ -38,13 +35,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
-from jtk.envs.gp import numpy_rng, serial_blas
+from jtk._numerics import numpy_rng, serial_blas
 
 CRITERIA = ("batchmig", "mig", "tig", "random")
 _FLOOR = 1e-12  # floor on 1 − ρ² (guards log 0 when σ² = 0)
@@ -369,7 +366,7 @@ def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tupl
     Args:
       split: a GPSplit; queried: indices into ``split.x_pool``;
       prediction_model: an agent whose posterior has ``log_likelihood(x, y)``
-        (e.g. :class:`jtk.agents.gp.GPRegression` with the oracle kernel) or
+        (e.g. :class:`jtk.regression.gp.GPRegression` with the oracle kernel) or
         ``predict(x)`` plus a ``noise_var`` attribute.
     """
     _check_split(split)
@@ -472,251 +469,18 @@ def summarize(df: pd.DataFrame, value: str = "test_log_likelihood", by: str | Se
     return out.sort_values("mean", ascending=False)
 
 
-# ------------------------------------------------------------------ PPC metrics
-def correlation_matrix(cov) -> np.ndarray:
-    """cov [n, n] → correlations [n, n]; rows of zero variance get correlation 0 (1 on the diagonal)."""
-    cov = _checks.as_float_array("cov", cov, ndim=2).astype(np.float64)
-    if cov.shape[0] != cov.shape[1]:
-        raise ValueError(f"cov must be a square [n, n] matrix, got shape {cov.shape}")
-    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    denom = np.outer(sd, sd)
-    corr = np.divide(cov, denom, out=np.zeros_like(cov), where=denom > 0)
-    np.fill_diagonal(corr, 1.0)
-    return np.clip(corr, -1.0, 1.0)
+# Names that moved to jtk.ppc: they keep working here for a deprecation period, with a warning.
+_MOVED_TO_PPC = ("Metacorrelation", "correlation_matrix", "cross_normalized_log_likelihood", "metacorrelation",
+                 "ppc_per_model", "ppc_study", "top_correlated_batches", "top_correlated_log_likelihood", "xll_summary",
+                 "xll_table")
 
 
-class Metacorrelation(NamedTuple):
-    """Agreement of a model's PPCs (and variances) with the oracle's (§3.1)."""
+def __getattr__(name: str):
+    if name in _MOVED_TO_PPC:
+        import warnings
 
-    pearson: float  # Pearson over pool × test predictive correlations
-    spearman: float  # Spearman over the same pairs
-    variance_pearson: float  # Pearson over pool predictive variances
-    variance_spearman: float  # Spearman over the same
+        from jtk import ppc
 
-
-@serial_blas
-def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
-    """Metacorrelations of a model against the oracle (noise-free covariances).
-
-    Args:
-      model_cov, oracle_cov: [n, n] noise-free posterior covariances over the same points.
-      pool: [P] and test: [U] disjoint index arrays into them.
-
-    Returns:
-      Metacorrelation (NaN where a model's values are constant).
-    """
-    model_cov = _checks.as_float_array("model_cov", model_cov, ndim=2)
-    oracle_cov = _checks.as_float_array("oracle_cov", oracle_cov, ndim=2)
-    if model_cov.shape != oracle_cov.shape:
-        raise ValueError(f"model_cov must have the oracle's shape {oracle_cov.shape}, got {model_cov.shape}")
-    _check_problem(oracle_cov, pool, test, 0.0, 1)
-    pool, test = np.asarray(pool), np.asarray(test)
-    cm = correlation_matrix(model_cov)[np.ix_(pool, test)].ravel()
-    co = correlation_matrix(oracle_cov)[np.ix_(pool, test)].ravel()
-    vm, vo = np.diag(model_cov)[pool], np.diag(oracle_cov)[pool]
-
-    def pair(a, b):
-        if np.ptp(a) == 0 or np.ptp(b) == 0:
-            return float("nan"), float("nan")
-        import scipy.stats  # imported on use: it costs 0.8 s at import jtk
-
-        return float(scipy.stats.pearsonr(a, b)[0]), float(scipy.stats.spearmanr(a, b)[0])
-
-    p, s = pair(cm, co)
-    vp, vs = pair(vm, vo)
-    return Metacorrelation(p, s, vp, vs)
-
-
-def top_correlated_batches(cov, batch_size: int = 5) -> np.ndarray:
-    """For every point i, the ``batch_size`` points with the largest |correlation| to i (i first).
-
-    Args:
-      cov: [n, n] noise-free covariance of the reference model.
-      batch_size: b ≤ n (5 in the paper).
-
-    Returns:
-      [n, b] int indices.
-    """
-    corr = np.abs(correlation_matrix(cov))
-    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=len(corr))
-    np.fill_diagonal(corr, np.inf)
-    return np.argsort(-corr, axis=1, kind="stable")[:, :batch_size]
-
-
-def _batched_gaussian_logpdf(y, mean, cov) -> np.ndarray:
-    """log N(y_i | mean_i, cov_i) for y, mean [B, b] and cov [B, b, b] → [B]."""
-    chol = np.linalg.cholesky(cov)
-    diff = (y - mean)[..., None]
-    z = np.linalg.solve(chol, diff)[..., 0]
-    b = y.shape[-1]
-    return -0.5 * np.sum(z * z, -1) - np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), -1) \
-        - 0.5 * b * np.log(2 * np.pi)
-
-
-def _check_y_mean_cov(y, mean, cov, noise_var, prefix=""):
-    y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
-    mean = _checks.as_float_array(prefix + "mean", mean, ndim=1).astype(np.float64)
-    cov = check_covariance(cov, prefix + "cov")
-    if not (len(y) == len(mean) == len(cov)):
-        raise ValueError(f"y, {prefix}mean and {prefix}cov must describe the same points, got lengths "
-                         f"{len(y)}, {len(mean)} and {len(cov)}")
-    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
-    return y, mean, cov, noise_var
-
-
-@serial_blas
-def top_correlated_log_likelihood(y, mean, cov, noise_var: float, batch_size: int = 5,
-                                  batches: np.ndarray | None = None) -> float:
-    """Joint log-likelihood of top-correlated batches under a model, per point (§3.3.1).
-
-    Each batch B (default: :func:`top_correlated_batches` of ``cov``) is scored by
-    log N(y_B | mean_B, cov_BB + σ² I) / b; the result is the mean over batches.
-
-    Args:
-      y: [n] noisy targets; mean: [n]; cov: [n, n] noise-free covariance; noise_var: σ².
-      batch_size: b; batches: optional [B, b] index array.
-    """
-    y, mean, cov, noise_var = _check_y_mean_cov(y, mean, cov, noise_var)
-    batches = top_correlated_batches(cov, batch_size) if batches is None else np.asarray(batches)
-    full = cov + noise_var * np.eye(len(cov))
-    sub = full[batches[:, :, None], batches[:, None, :]]  # [B, b, b]
-    sub = sub + 1e-10 * np.mean(np.diag(full)) * np.eye(batches.shape[1])
-    return float(np.mean(_batched_gaussian_logpdf(y[batches], mean[batches], sub)) / batches.shape[1])
-
-
-@serial_blas
-def cross_normalized_log_likelihood(y, ref_mean, ref_cov, model_cov, noise_var: float, batch_size: int = 5,
-                                    batches: np.ndarray | None = None) -> float:
-    """XLL (eq. 3): joint log-likelihood with the reference's marginals and the model's correlations.
-
-    For each test point i, B_i = the b points most |correlated| with i under the
-    reference (noise-free); y_B is scored by
-    N(μ_ref, diag(σ_ref) C_M diag(σ_ref)) with σ²_ref = Var_ref(f) + σ² and C_M the
-    model's correlation matrix of the noisy observations (cov_M + σ² I). The
-    mean over batches is divided by b.
-
-    Args:
-      y: [n] noisy test targets; ref_mean: [n]; ref_cov, model_cov: [n, n]
-        noise-free covariances; noise_var: σ²; batch_size: b (5).
-      batches: optional [B, b] index array (default from ref_cov).
-
-    Returns:
-      XLL per point (higher is better).
-    """
-    y, ref_mean, ref_cov, noise_var = _check_y_mean_cov(y, ref_mean, ref_cov, noise_var, "ref_")
-    model_cov = check_covariance(model_cov, "model_cov")
-    if model_cov.shape != ref_cov.shape:
-        raise ValueError(f"model_cov must have ref_cov's shape {ref_cov.shape}, got {model_cov.shape}")
-    batches = top_correlated_batches(ref_cov, batch_size) if batches is None else np.asarray(batches)
-    eye = np.eye(len(y))
-    corr_m = correlation_matrix(model_cov + noise_var * eye)
-    sd_ref = np.sqrt(np.maximum(np.diag(ref_cov), 0.0) + noise_var)
-    cross = corr_m * np.outer(sd_ref, sd_ref)
-    sub = cross[batches[:, :, None], batches[:, None, :]]
-    sub = sub + 1e-10 * np.mean(sd_ref ** 2) * np.eye(batches.shape[1])
-    return float(np.mean(_batched_gaussian_logpdf(y[batches], ref_mean[batches], sub)) / batches.shape[1])
-
-
-@serial_blas
-def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: float, batch_size: int = 5
-              ) -> pd.DataFrame:
-    """XLL and XLLR with every model serving once as the reference (§3.3.2, Alg. 2).
-
-    Args:
-      y: [n] noisy test targets.
-      means: model name → [n] predictive mean of f.
-      covs: model name → [n, n] noise-free predictive covariance (same names).
-      noise_var: σ²; batch_size: b (5).
-
-    Returns:
-      DataFrame with one row per (reference, model) and columns reference, model,
-      xll, xllr (rank of the model's XLL under that reference, 0 = best).
-    """
-    if set(means) != set(covs):
-        raise ValueError(f"means and covs must have the same model names, got {sorted(means)} and {sorted(covs)}")
-    if len(means) < 1:
-        raise ValueError("means must name at least one model, got none")
-    names = list(means)
-    covs = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
-    rows = []
-    for ref in names:
-        batches = top_correlated_batches(covs[ref], batch_size)
-        vals = [cross_normalized_log_likelihood(y, means[ref], covs[ref], covs[m], noise_var, batches=batches)
-                for m in names]
-        import scipy.stats
-
-        ranks = scipy.stats.rankdata(-np.asarray(vals), method="average") - 1.0
-        rows += [{"reference": ref, "model": m, "xll": v, "xllr": r} for m, v, r in zip(names, vals, ranks)]
-    return pd.DataFrame(rows)
-
-
-def xll_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean XLL and XLLR per model over references (and seeds, if the table has them)."""
-    missing = [c for c in ("model", "xll", "xllr") if c not in getattr(table, "columns", [])]
-    if missing:
-        raise ValueError(f"table must come from xll_table (columns model, xll, xllr), missing {missing}")
-    return table.groupby("model")[["xll", "xllr"]].mean().sort_values("xll", ascending=False)
-
-
-# ------------------------------------------------------------------ the synthetic PPC study (§5.2, §5.3)
-def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, noise_var: float = 0.01,
-              batch_size: int | None = None, xll_batch_size: int = 5, verbose: bool = False) -> dict:
-    """Metacorrelations, one-round BatchMIG / TIG performance and XLL for many selection models.
-
-    For each split, every model is fitted on the training points; its noise-free
-    covariance over (pool ∪ test) gives its metacorrelations with the oracle
-    model's, its BatchMIG and TIG queries (scored by the oracle prediction model
-    refitted on train + queries), and, restricted to the test points, its XLL
-    with every model in turn as reference.
-
-    Args:
-      splits: GPSplits.
-      models: name → agent (``fit(x, y, seed)`` → posterior with covariance / predict).
-      oracle_model: the oracle agent (true kernel), used for metacorrelations and predictions.
-      noise_var: σ²; batch_size: default the reference size; xll_batch_size: b (5).
-      verbose: print one line a split.
-
-    Returns:
-      {"models": DataFrame (split, model, pearson, spearman, variance_pearson,
-      variance_spearman, batchmig_log_likelihood, tig_log_likelihood, fit_seconds),
-      "xll": DataFrame (split, reference, model, xll, xllr)}.
-    """
-    import time
-
-    if not models:
-        raise ValueError("models must name at least one model, got none")
-    model_rows, xll_tables = [], []
-    for s, split in enumerate(splits):
-        _check_split(split)
-        n_pool, n_test = len(split.x_pool), len(split.x_test)
-        q = reference_batch_size(len(split.x_train), n_pool, n_test) if batch_size is None else batch_size
-        pool, test = np.arange(n_pool), n_pool + np.arange(n_test)
-        x_all = np.concatenate([split.x_pool, split.x_test])
-        cov_oracle = oracle_model.fit(split.x_train, split.y_train, seed=s).covariance(x_all)
-        means, covs = {}, {}
-        for name, model in models.items():
-            t0 = time.perf_counter()
-            post = model.fit(split.x_train, split.y_train, seed=s)
-            cov = np.asarray(post.covariance(x_all), np.float64)
-            cov = 0.5 * (cov + cov.T)
-            mean = np.asarray(post.predict(split.x_test)[0], np.float64)
-            fit_s = time.perf_counter() - t0
-            meta = metacorrelation(cov, cov_oracle, pool, test)
-            ll_b, _ = evaluate_prediction(split, batch_mig(cov, pool, test, noise_var, q), oracle_model)
-            ll_t, _ = evaluate_prediction(split, tig(cov, pool, test, noise_var, q), oracle_model)
-            means[name], covs[name] = mean, cov[np.ix_(test, test)]
-            model_rows.append({"split": s, "model": name, **meta._asdict(), "batchmig_log_likelihood": ll_b,
-                               "tig_log_likelihood": ll_t, "fit_seconds": fit_s})
-        table = xll_table(split.y_test, means, covs, noise_var, batch_size=xll_batch_size)
-        table.insert(0, "split", s)
-        xll_tables.append(table)
-        if verbose:
-            print(f"split {s + 1}/{len(splits)} done", flush=True)
-    return {"models": pd.DataFrame(model_rows), "xll": pd.concat(xll_tables, ignore_index=True)}
-
-
-def ppc_per_model(study: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per model: means over splits of the :func:`ppc_study` columns, XLL and XLLR."""
-    cols = ["pearson", "spearman", "variance_pearson", "batchmig_log_likelihood", "tig_log_likelihood"]
-    per_model = study["models"].groupby("model")[cols].mean().join(xll_summary(study["xll"]))
-    return per_model.sort_values("pearson", ascending=False)
+        warnings.warn(f"jtk.active.{name} is deprecated; use jtk.ppc.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(ppc, name)
+    raise AttributeError(f"module 'jtk.active' has no attribute {name!r}")

@@ -392,7 +392,7 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
         name = agent if isinstance(agent, str) else type(getattr(policy, "agent", policy)).__name__
     hyper = {}
     if isinstance(policy, ThompsonSampling):
-        prior = agents_base.Prior(problems.input_dim, 2, 1, problems.temperature, 1)
+        prior = agents_base.ProblemInfo(problems.input_dim, 2, 1, problems.temperature, 1)
         hyper = {k: jnp.asarray(v, jnp.float32) for k, v in policy.agent.online_hyper(prior).items()}
     num_problems = len(problems.seeds)
     base = jax.random.fold_in(agent_key, 0x7A6E7)

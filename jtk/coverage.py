@@ -10,11 +10,11 @@ method on each, and record per test input
 
 The coverage at an input is the fraction of covered repetitions, with the
 binomial error bar sqrt(p(1 − p)/k). The BLR anchor covers 95 % at every input
-(probability matching, :mod:`jtk.agents.blr`).
+(probability matching, :mod:`jtk.regression.blr`).
 
 All methods see the *same* k training sets (paired comparison); deep methods
 train the k sets as one vmapped program (see
-:meth:`jtk.agents.deep_regression.DeepRegression.fit_predict_many`).
+:meth:`jtk.regression.deep.DeepRegression.fit_predict_many`).
 
 Example:
   >>> from jtk.envs.regression import SinusoidRegression
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
-from jtk.agents.blr import BayesianLinearRegression
-from jtk.agents.deep_regression import METHODS, PRESETS, DeepRegression, make_regression
+from jtk.regression.blr import BayesianLinearRegression
+from jtk.regression.deep import METHODS, PRESETS, DeepRegression, make_regression
 
 Z95 = 1.96  # the normal-approximation factor of §3
 ALL_METHODS = ("BLR",) + METHODS

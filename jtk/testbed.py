@@ -134,9 +134,9 @@ class Problem:
         """The problem with τ blanked out: problems with equal keys share training."""
         return dataclasses.replace(self, tau=1)
 
-    def prior(self) -> agents_base.Prior:
+    def prior(self) -> agents_base.ProblemInfo:
         """What the agent is told about this problem."""
-        return agents_base.Prior(self.input_dim, self.num_classes, self.num_train, self.temperature, self.tau)
+        return agents_base.ProblemInfo(self.input_dim, self.num_classes, self.num_train, self.temperature, self.tau)
 
 
 def grid(temperatures: Iterable[float] = PAPER_TEMPERATURES, num_train: Iterable[int] = PAPER_NUM_TRAIN,
@@ -813,7 +813,7 @@ def _probe(name: str, fn) -> Probe:
     return Probe(name, bool(ok), message, time.perf_counter() - t0)
 
 
-def _paper_grid_estimate(agent, name: str, prior: agents_base.Prior, seed: int) -> tuple[bool, str, float]:
+def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed: int) -> tuple[bool, str, float]:
     """Times one training group (τ = 1 and 10 at n = 100) twice and extrapolates to the 420 problems."""
     group = [Problem(temperature=prior.temperature, num_train=100, tau=tau, seed=seed, input_dim=prior.input_dim,
                      num_classes=prior.num_classes) for tau in PAPER_TAUS]
@@ -838,7 +838,7 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.Prior, seed: int) 
     return True, f"estimate ≈ {total / 60:.1f} min for the paper grid: {how}", total
 
 
-def check_agent(agent, prior: agents_base.Prior | None = None, *, seed: int = 0, num_samples: int = 100,
+def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: int = 0, num_samples: int = 100,
                 estimate_time: bool = True) -> AgentReport:
     """Probes an agent for the mistakes that silently corrupt testbed scores, before a long run.
 
@@ -899,9 +899,9 @@ def check_agent(agent, prior: agents_base.Prior | None = None, *, seed: int = 0,
         raise TypeError(f"agent must be an agent name or an object with a fit(x, y, seed, prior) method, "
                         f"got {type(agent).__name__}")
     if prior is None:
-        prior = agents_base.Prior(input_dim=2, num_classes=2, num_train=10, temperature=0.1, tau=10)
-    if not isinstance(prior, agents_base.Prior):
-        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
+        prior = agents_base.ProblemInfo(input_dim=2, num_classes=2, num_train=10, temperature=0.1, tau=10)
+    if not isinstance(prior, agents_base.ProblemInfo):
+        raise TypeError(f"prior must be a jtk.agents.ProblemInfo or None, got {type(prior).__name__}")
     seed = _checks.seed_int("seed", seed)
     m = _checks.integer("num_samples", num_samples, minimum=2)
     problem = Problem(temperature=prior.temperature, num_train=max(prior.num_train, 1), tau=max(prior.tau, 1),

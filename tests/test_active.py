@@ -5,8 +5,8 @@ import pytest
 import scipy.stats
 from hypothesis import given, settings, strategies as st
 
-from jtk import active
-from jtk.agents.gp import GPRegression
+from jtk import active, ppc
+from jtk.regression.gp import GPRegression
 from jtk.envs.gp import ReLUKernelGP
 
 
@@ -166,13 +166,13 @@ def test_metacorrelation_properties():
     x = np.concatenate([s.x_pool, s.x_test])
     cov = GPRegression(kernel=oracle.kernel, noise_var=0.01).fit(s.x_train, s.y_train).covariance(x)
     pool, test = np.arange(60), 60 + np.arange(20)
-    m = active.metacorrelation(cov, cov, pool, test)
+    m = ppc.metacorrelation(cov, cov, pool, test)
     np.testing.assert_allclose(m, [1, 1, 1, 1], atol=1e-12)
-    m2 = active.metacorrelation(3.0 * cov, cov, pool, test)  # correlations are scale-free
+    m2 = ppc.metacorrelation(3.0 * cov, cov, pool, test)  # correlations are scale-free
     np.testing.assert_allclose(m2, [1, 1, 1, 1], atol=1e-12)
-    noisy = active.metacorrelation(cov + np.diag(np.linspace(0, 1, 80)), cov, pool, test)
+    noisy = ppc.metacorrelation(cov + np.diag(np.linspace(0, 1, 80)), cov, pool, test)
     assert noisy.pearson < 1 and noisy.variance_spearman < 1
-    corr = active.correlation_matrix(cov)
+    corr = ppc.correlation_matrix(cov)
     np.testing.assert_allclose(corr[3, 7], cov[3, 7] / np.sqrt(cov[3, 3] * cov[7, 7]))
 
 
@@ -180,24 +180,24 @@ def test_top_correlated_batches_and_xll():
     rng = np.random.default_rng(0)
     a = rng.normal(size=(30, 4))
     cov = a @ a.T + 0.1 * np.eye(30)
-    batches = active.top_correlated_batches(cov, 5)
+    batches = ppc.top_correlated_batches(cov, 5)
     assert batches.shape == (30, 5)
     np.testing.assert_array_equal(batches[:, 0], np.arange(30))
-    corr = np.abs(active.correlation_matrix(cov))
+    corr = np.abs(ppc.correlation_matrix(cov))
     for i in range(30):
         others = np.setdiff1d(np.arange(30), batches[i])
         assert corr[i, batches[i, 1:]].min() >= corr[i, others].max() - 1e-12
     y, mean, noise = rng.normal(size=30), rng.normal(size=30), 0.05
     # XLL with the model as its own reference is its top-correlated joint log-likelihood
-    np.testing.assert_allclose(active.cross_normalized_log_likelihood(y, mean, cov, cov, noise),
-                               active.top_correlated_log_likelihood(y, mean, cov, noise), rtol=1e-8)
+    np.testing.assert_allclose(ppc.cross_normalized_log_likelihood(y, mean, cov, cov, noise),
+                               ppc.top_correlated_log_likelihood(y, mean, cov, noise), rtol=1e-8)
     # direct evaluation of eq. (3) for one batch
     model_cov = np.diag(np.linspace(1, 2, 30)) + 0.5
     b = batches[:1]
     sd = np.sqrt(np.diag(cov) + noise)[b[0]]
-    c_m = active.correlation_matrix(model_cov + noise * np.eye(30))[np.ix_(b[0], b[0])]
+    c_m = ppc.correlation_matrix(model_cov + noise * np.eye(30))[np.ix_(b[0], b[0])]
     direct = scipy.stats.multivariate_normal(mean[b[0]], np.outer(sd, sd) * c_m).logpdf(y[b[0]]) / 5
-    np.testing.assert_allclose(active.cross_normalized_log_likelihood(y, mean, cov, model_cov, noise, batches=b),
+    np.testing.assert_allclose(ppc.cross_normalized_log_likelihood(y, mean, cov, model_cov, noise, batches=b),
                                direct, rtol=1e-6)
 
 
@@ -210,13 +210,13 @@ def test_xll_prefers_the_true_correlations():
     wins = 0
     for i in range(10):  # fresh targets drawn from the true posterior predictive
         y = mean + np.linalg.cholesky(cov + 0.01 * np.eye(20)) @ rng.normal(size=20)
-        table = active.xll_table(y, {"true": mean, "independent": mean},
+        table = ppc.xll_table(y, {"true": mean, "independent": mean},
                                  {"true": cov, "independent": np.diag(np.diag(cov))}, 0.01)
         assert set(table["xllr"]) <= {0.0, 1.0, 0.5}
-        wins += active.xll_summary(table).index[0] == "true"
+        wins += ppc.xll_summary(table).index[0] == "true"
     assert wins >= 8
 
 
 def test_xll_table_rejects_mismatched_models():
     with pytest.raises(ValueError, match="same model names"):
-        active.xll_table(np.zeros(3), {"a": np.zeros(3)}, {"b": np.eye(3)}, 0.1)
+        ppc.xll_table(np.zeros(3), {"a": np.zeros(3)}, {"b": np.eye(3)}, 0.1)

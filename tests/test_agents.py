@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import jtk
-from jtk.agents import Prior, base
+from jtk.agents import ProblemInfo, base
 from jtk.agents.ensemble import EnsembleAgent, bootstrap_weights
 from jtk.envs import MLPClassification
 
@@ -35,7 +35,7 @@ def test_unknown_agent_and_hyperparameter_are_clear_errors():
 
 
 def test_l2_and_prior_scale_follow_reference_formulas():
-    prior = Prior(input_dim=2, num_classes=2, num_train=50, temperature=0.04)
+    prior = ProblemInfo(input_dim=2, num_classes=2, num_train=50, temperature=0.04)
     assert np.isclose(jtk.agents.make("mlp").hyper(prior)["l2"], 1.0 * 0.2 * 2 / 50)
     h = jtk.agents.make("ensemble+", num_members=10).hyper(prior)
     assert np.isclose(h["l2"], 0.2 * 2 / (10 * 50)) and np.isclose(h["prior_scale"], 3 / 0.2)
@@ -43,7 +43,7 @@ def test_l2_and_prior_scale_follow_reference_formulas():
 
 def test_mlp_learns_the_environment():
     env, x, y = _data(n=300, temperature=0.01)
-    post = jtk.agents.make("mlp").fit(x, y, seed=0, prior=Prior(2, 2, 300, 0.01))
+    post = jtk.agents.make("mlp").fit(x, y, seed=0, prior=ProblemInfo(2, 2, 300, 0.01))
     xt, yt = env.sample(2000, seed=5)
     acc = jtk.accuracy(np.asarray(post.mean_probs(xt)), np.asarray(yt))
     assert acc > 0.85, acc
@@ -68,7 +68,7 @@ def test_prior_networks_spread_members_away_from_data():
     far = np.random.default_rng(0).normal(size=(200, 2)) * 4
     spread = {}
     for name in ("ensemble", "ensemble+"):
-        post = jtk.agents.make(name, num_members=8, **FAST).fit(x, y, seed=0, prior=Prior(2, 2, 20, 0.1))
+        post = jtk.agents.make(name, num_members=8, **FAST).fit(x, y, seed=0, prior=ProblemInfo(2, 2, 20, 0.1))
         p1 = np.asarray(jax_softmax(post.components(far)))[..., 1]  # [K, n]
         spread[name] = p1.std(0).mean()
     assert spread["ensemble+"] > spread["ensemble"] + 0.05, spread
@@ -93,10 +93,10 @@ def test_bootstrap_weights_have_mean_one(kind):
 def test_new_num_train_and_temperature_do_not_recompile():
     agent = jtk.agents.make("mlp", num_steps=50)
     _, x, y = _data(n=400)
-    agent.fit(x[:150], y[:150], prior=Prior(2, 2, 150, 0.1))
+    agent.fit(x[:150], y[:150], prior=ProblemInfo(2, 2, 150, 0.1))
     before = base._train_one._cache_size()
-    agent.fit(x[:390], y[:390], prior=Prior(2, 2, 390, 0.5))  # same minibatch bucket, other temperature
-    agent.fit(x[:120], y[:120], prior=Prior(2, 2, 120, 0.01))
+    agent.fit(x[:390], y[:390], prior=ProblemInfo(2, 2, 390, 0.5))  # same minibatch bucket, other temperature
+    agent.fit(x[:120], y[:120], prior=ProblemInfo(2, 2, 120, 0.01))
     assert base._train_one._cache_size() == before
 
 
@@ -116,7 +116,7 @@ def test_uniform_agent_predicts_one_half():
 ])
 def test_fit_rejects_bad_training_data(x, y, err, match):
     with pytest.raises(err, match=match):
-        jtk.agents.make("mlp", num_steps=5).fit(x, y, prior=Prior(2, 2, 5, 0.1))
+        jtk.agents.make("mlp", num_steps=5).fit(x, y, prior=ProblemInfo(2, 2, 5, 0.1))
 
 
 def test_posterior_rejects_bad_queries():
@@ -127,14 +127,14 @@ def test_posterior_rejects_bad_queries():
     with pytest.raises(ValueError, match="num_samples must be >= 1"):
         post.sample_logits(x, 0)
     with pytest.raises(ValueError, match="temperature"):
-        Prior(2, 2, 5, temperature=0.0)
+        ProblemInfo(2, 2, 5, temperature=0.0)
 
 
 def test_fit_many_equals_fitting_one_by_one():
     agent = jtk.agents.make("ensemble+", num_members=3, num_steps=30)
     _, x, y = _data(n=250)
     sizes = (5, 40, 250)
-    priors = [Prior(2, 2, n, t) for n, t in zip(sizes, (0.1, 0.5, 0.01))]
+    priors = [ProblemInfo(2, 2, n, t) for n, t in zip(sizes, (0.1, 0.5, 0.01))]
     many = jtk.agents.fit_many(agent, [x[:n] for n in sizes], [y[:n] for n in sizes], priors, [0, 1, 2])
     for n, prior, seed, post in zip(sizes, priors, [0, 1, 2], many):
         one = agent.fit(x[:n], y[:n], seed=seed, prior=prior)

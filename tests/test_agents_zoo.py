@@ -7,7 +7,7 @@ import pytest
 
 import jtk
 from jtk import testbed
-from jtk.agents import Prior
+from jtk.agents import ProblemInfo
 from jtk.agents.bbb import BBBAgent, diag_gaussian_log_prob, gaussian_kl, scale_mixture_log_prob
 from jtk.agents.deep_kernel import direct_covariance, woodbury_covariance
 from jtk.agents.sgmcmc import PRESETS, langevin_chain
@@ -43,7 +43,7 @@ def test_every_zoo_agent_is_registered():
 @pytest.mark.parametrize("name", ZOO)
 def test_agent_fits_and_samples_coherent_functions(name):
     _, x, y = _data()
-    post = jtk.agents.make(name, **FAST[name]).fit(x, y, seed=0, prior=Prior(2, 2, len(x), 0.1))
+    post = jtk.agents.make(name, **FAST[name]).fit(x, y, seed=0, prior=ProblemInfo(2, 2, len(x), 0.1))
     xa, xb = x[:5], x[5:12]
     joint = np.asarray(post.sample_logits(np.concatenate([xa, xb]), 6, seed=3))
     assert joint.shape == (6, 12, 2) and np.all(np.isfinite(joint))
@@ -79,7 +79,7 @@ def test_bad_hyperparameters_name_the_argument(name, kwargs, arg):
 def test_nonparametric_agents_are_deterministic_and_clipped():
     _, x, y = _data(n=1)  # one point: the origin points still make both classes present
     for name in ("knn", "random_forest"):
-        post = jtk.agents.make(name, **FAST[name]).fit(x, y, seed=0, prior=Prior(2, 2, 1, 0.1))
+        post = jtk.agents.make(name, **FAST[name]).fit(x, y, seed=0, prior=ProblemInfo(2, 2, 1, 0.1))
         p = np.asarray(jax.nn.softmax(post.sample_logits(np.random.default_rng(0).normal(size=(50, 2)), 3), -1))
         assert p.min() >= 0.01 - 1e-6 and p.max() <= 0.99 + 1e-6
         np.testing.assert_allclose(p[0], p[1])  # every sample is the same function
@@ -97,7 +97,7 @@ def test_deep_kernel_woodbury_equals_direct_formula():
 def test_deep_kernel_samples_have_the_woodbury_covariance():
     _, x, y = _data(n=40)
     agent = jtk.agents.make("deep_kernel", num_steps=100)
-    prior = Prior(2, 2, 40, 0.1)
+    prior = ProblemInfo(2, 2, 40, 0.1)
     post = agent.fit(x, y, seed=0, prior=prior)
     xt = x[:3] + 0.5
     s = np.asarray(post.sample_logits(xt, 20000, seed=1))[..., 0]  # [M, 3] logits of class 0
@@ -170,7 +170,7 @@ def test_bayes_optimal_equals_exact_enumeration_over_a_finite_prior():
     y = rng.integers(0, 2, size=4)
     agent = jtk.agents.make("bayes_optimal", env_sampler=sampler, env_apply=apply, num_particles=30_000,
                             num_components=3000)
-    post = agent.fit(x, y, seed=0, prior=Prior(2, 2, 4, 1.0))
+    post = agent.fit(x, y, seed=0, prior=ProblemInfo(2, 2, 4, 1.0))
     # exact posterior over the three environments
     ll = np.array([np.sum(np.asarray(jax.nn.log_softmax(apply(i, x), -1))[np.arange(4), y]) for i in range(3)])
     w = np.exp(ll - ll.max()) / np.exp(ll - ll.max()).sum()

@@ -79,7 +79,7 @@ def test_runs_are_reproducible_and_independent_of_chunking(problems):
 def test_replay_buffer_overwrites_the_oldest():
     policy = bandit.make_policy("mlp", replay_capacity=3)
     actions = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2)), jnp.float32)
-    prior = jtk.agents.Prior(2, 2, 1, 0.1)
+    prior = jtk.agents.ProblemInfo(2, 2, 1, 0.1)
     hyper = {k: jnp.float32(v) for k, v in policy.agent.online_hyper(prior).items()}
     assert hyper["l2"] == pytest.approx(2 * 0.1)  # λ · 2ρ / K with K = 1
     state = policy.init(jax.random.key(0), actions, jnp.zeros(5), hyper)
@@ -98,7 +98,7 @@ def test_replay_buffer_overwrites_the_oldest():
 ])
 def test_online_regularisers_follow_the_reference_bandit(name, kw, expected):
     agent = jtk.agents.make(name, **kw)
-    hyper = agent.online_hyper(jtk.agents.Prior(2, 2, 1, 0.1))
+    hyper = agent.online_hyper(jtk.agents.ProblemInfo(2, 2, 1, 0.1))
     assert hyper == pytest.approx(expected)
     assert set(agent.annealed) <= set(hyper)
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from jtk.agents.blr import BayesianLinearRegression
-from jtk.agents.regression_base import RegressionPosterior
+from jtk.regression.blr import BayesianLinearRegression
+from jtk.regression.base import RegressionPosterior
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression, StyblinskiTangRegression
 
 

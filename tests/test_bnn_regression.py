@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jtk.agents.bnn_regression import (BBBRegression, GaussianWeightPosterior, ParticlePosterior, SGLDRegression,
+from jtk.regression.bnn import (BBBRegression, GaussianWeightPosterior, ParticlePosterior, SGLDRegression,
                                        apply_raw, apply_raw_numpy, init_raw)
 from jtk.envs.gp import relu_kernel
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from jtk import coverage as cv
-from jtk.agents import deep_regression as dr
+from jtk.regression import deep as dr
 from jtk.envs.regression import SinusoidRegression
 
 TINY = dict(hidden=(8,), num_members=2, epochs_per_complexity=40, num_samples=8, learning_rate=3e-2)

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jtk.agents import deep_regression as dr
-from jtk.agents.regression_base import RegressionPosterior
+from jtk.regression import deep as dr
+from jtk.regression.base import RegressionPosterior
 from jtk.envs.regression import SinusoidRegression
 
 TINY = dict(hidden=(8,), num_members=2, epochs_per_complexity=40, num_samples=8, learning_rate=3e-2)
@@ -154,7 +154,7 @@ def test_bad_input(env):
 @pytest.mark.parametrize("method", ["BD", "CD", "VD"])
 def test_dropout_function_draws_are_coherent_across_inputs(method):
     """One posterior draw is one function: the same input twice gets the same value in every draw."""
-    from jtk.agents.deep_regression import make_regression
+    from jtk.regression.deep import make_regression
 
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, size=(30, 1))
@@ -214,7 +214,7 @@ def test_common_max_epochs_trains_each_method_only_its_own_epochs():
     """With max_epochs > num_epochs, training stops after num_epochs: more steps would move the weights."""
     import dataclasses
 
-    from jtk.agents.deep_regression import make_regression
+    from jtk.regression.deep import make_regression
     from jtk.envs.regression import SinusoidRegression
 
     env = SinusoidRegression(f_main=0.5, seed=0)

@@ -14,7 +14,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(jtk.__path__, "jtk."))
 
 
 def test_every_module_is_found():
-    assert {"jtk.testbed", "jtk.results", "jtk.agents.deep_regression", "jtk.likelihood"} <= set(MODULES)
+    assert {"jtk.testbed", "jtk.results", "jtk.regression.deep", "jtk.likelihood"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -7,11 +7,11 @@ import pytest
 
 import jtk
 from jtk import testbed, train as train_lib
-from jtk.agents import Prior
+from jtk.agents import ProblemInfo
 from jtk.agents.epinet import EpinetAgent
 from jtk.envs import MLPClassification
 
-PRIOR = Prior(2, 2, 30, 0.1)
+PRIOR = ProblemInfo(2, 2, 30, 0.1)
 
 
 def _data(n=30, temperature=0.1, seed=0):
@@ -35,12 +35,12 @@ def test_registered_with_the_reference_defaults():
     assert (agent.prior_scale, agent.epinet_prior_scale, agent.num_index_samples) == (0.3, 0.0, 8)
     assert (agent.l2_scale, agent.learning_rate, agent.num_steps, agent.batch_size) == (0.2, 1e-3, 1000, 100)
     assert not agent.mixture  # Gaussian index: scored by sampling
-    hyper = agent.hyper(Prior(2, 2, 30, 0.1))
+    hyper = agent.hyper(ProblemInfo(2, 2, 30, 0.1))
     assert hyper["l2"] == pytest.approx(0.2 * (2 / 30) ** 0.7)
     assert hyper["prior_scale"] == pytest.approx(0.3 / 0.1)  # linear in 1/ρ, not 1/sqrt(ρ)
     # ×10 steps only when n / d > 500 (never on the paper's 2-D grid, where n ≤ 1000 = 500 d)
-    assert agent.specialize(Prior(2, 2, 1000, 0.1)).num_steps == 1000
-    assert agent.specialize(Prior(2, 2, 1002, 0.1)).num_steps == 10_000
+    assert agent.specialize(ProblemInfo(2, 2, 1000, 0.1)).num_steps == 1000
+    assert agent.specialize(ProblemInfo(2, 2, 1002, 0.1)).num_steps == 10_000
 
 
 @pytest.mark.parametrize("kwargs, arg", [

@@ -69,7 +69,7 @@ def reg_env():
 @functools.lru_cache(None)
 def blr():
     e = reg_env()
-    return jtk.agents.BayesianLinearRegression(e.features, e.noise_std)
+    return jtk.regression.BayesianLinearRegression(e.features, e.noise_std)
 
 
 @functools.lru_cache(None)
@@ -251,18 +251,18 @@ case("agent.fit", "y-2d", lambda: fit(np.zeros((4, 2)), np.zeros((4, 1), int)), 
 case("agent.fit", "y-neg", lambda: fit(np.zeros((4, 2)), -np.ones(4, int)), VE, "y")
 case("agent.fit", "y-float-frac", lambda: fit(np.zeros((4, 2)), np.full(4, 0.5)), VE, "y")
 case("agent.fit", "y-out-of-range", lambda: fit(np.zeros((4, 2)), np.full(4, 2),
-                                                 prior=jtk.agents.Prior(2, 2, 4)), VE, "y")
+                                                 prior=jtk.agents.ProblemInfo(2, 2, 4)), VE, "y")
 case("agent.fit", "y-str", lambda: fit(np.zeros((4, 2)), np.array(["a"] * 4)), TE, "y")
 case("agent.fit", "prior-input_dim", lambda: fit(np.zeros((4, 2)), np.zeros(4, int),
-                                                  prior=jtk.agents.Prior(3, 2, 4)), VE, "input_dim")
+                                                  prior=jtk.agents.ProblemInfo(3, 2, 4)), VE, "input_dim")
 case("agent.fit", "prior-dict", lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
 for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**64", 2 ** 64, VE), ("float", 0.5, TE),
                   ("bool", False, TE), ("none", None, TE)]:
     case("agent.fit", f"seed-{sid}", lambda s=s: fit(X(), Y(), seed=s), e, "seed")
 for tid, t in [("0", 0.0), ("1e-45", 1e-45), ("nan", np.nan)]:
-    case("Prior", f"temperature-{tid}", call(jtk.agents.Prior, 2, 2, 4, temperature=t), VE, "temperature")
-case("Prior", "num_classes-1", call(jtk.agents.Prior, 2, 1, 4), VE, "num_classes")
-case("Prior", "tau-0", call(jtk.agents.Prior, 2, 2, 4, tau=0), VE, "tau")
+    case("ProblemInfo", f"temperature-{tid}", call(jtk.agents.ProblemInfo, 2, 2, 4, temperature=t), VE, "temperature")
+case("ProblemInfo", "num_classes-1", call(jtk.agents.ProblemInfo, 2, 1, 4), VE, "num_classes")
+case("ProblemInfo", "tau-0", call(jtk.agents.ProblemInfo, 2, 2, 4, tau=0), VE, "tau")
 for name in ("knn", "random_forest", "uniform"):
     case("agent.fit", f"{name}-x-nan", lambda n=name: jtk.agents.make(n).fit(np.full((4, 2), np.nan),
                                                                               np.zeros(4, int)), VE, "x")
@@ -288,7 +288,7 @@ case("posterior.sample_logits", "seed-2**32", lambda: posterior().sample_logits(
 case("posterior.components", "x-wrong-d", lambda: posterior().components(np.zeros((3, 1))), VE, "x")
 
 # --- regression models
-BLR = jtk.agents.BayesianLinearRegression
+BLR = jtk.regression.BayesianLinearRegression
 case("BayesianLinearRegression", "noise_std-0", lambda: BLR(reg_env().features, 0.0), VE, "noise_std")
 case("BayesianLinearRegression", "features-not-callable", call(BLR, 3, 1.0), TE, "features")
 RX = lambda: reg_env().sample_train(0)[0]  # noqa: E731
@@ -309,25 +309,25 @@ case("BLR.sample_functions", "seed-2**32", lambda: blr_post().sample_functions(n
      VE, "seed")
 case("BLR.covariance", "x-inf", lambda: blr_post().covariance(np.full((3, 1), np.inf)), VE, "x")
 case("BLR.covariance", "x-huge-n", lambda: blr_post().covariance(np.zeros((10 ** 6, 1), np.float32)), VE, "x")
-case("GPRegression", "noise_var-neg", call(jtk.agents.GPRegression, noise_var=-1.0), VE, "noise_var")
-case("GPRegression", "num_restarts-0", call(jtk.agents.GPRegression, num_restarts=0), VE, "num_restarts")
-case("GPRegression.fit", "x-nan", lambda: jtk.agents.GPRegression().fit(np.full((4, 1), np.nan), np.zeros(4)), VE,
+case("GPRegression", "noise_var-neg", call(jtk.regression.GPRegression, noise_var=-1.0), VE, "noise_var")
+case("GPRegression", "num_restarts-0", call(jtk.regression.GPRegression, num_restarts=0), VE, "num_restarts")
+case("GPRegression.fit", "x-nan", lambda: jtk.regression.GPRegression().fit(np.full((4, 1), np.nan), np.zeros(4)), VE,
      "x")
-GP_POST = functools.lru_cache(None)(lambda: jtk.agents.GPRegression(kernel=jtk.envs.ReLUKernelGP(), noise_var=0.01)
+GP_POST = functools.lru_cache(None)(lambda: jtk.regression.GPRegression(kernel=jtk.envs.ReLUKernelGP(), noise_var=0.01)
                                    .fit(np.linspace(-1, 1, 5)[:, None], np.zeros(5)))
 case("GP.covariance", "x-huge-n", lambda: GP_POST().covariance(np.zeros((10 ** 6, 1))), VE, "x")
 case("GP.sample_functions", "num_samples-huge", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
      "num_samples")
 case("GP.sample_functions", "seed-2**32", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
      "seed")
-case("MonteCarloGP", "num_samples-0", lambda: jtk.agents.MonteCarloGP(jtk.agents.GPRegression(), 0), VE,
+case("MonteCarloGP", "num_samples-0", lambda: jtk.regression.MonteCarloGP(jtk.regression.GPRegression(), 0), VE,
      "num_samples")
-case("DeepRegression", "method-unknown", call(jtk.agents.DeepRegression, "XX"), VE, "method")
-case("DeepRegression", "num_members-0", call(jtk.agents.DeepRegression, "Ens", num_members=0), VE, "num_members")
-case("make_regression", "preset-unknown", call(jtk.agents.make_regression, "Ens", preset="huge"), VE, "preset")
-case("make_regression", "unknown-override", call(jtk.agents.make_regression, "Ens", num_member=3), TE, "num_member")
-case("BBBRegression", "hidden-0", call(jtk.agents.BBBRegression, hidden=0), VE, "hidden")
-case("SGLDRegression", "step_size-neg", call(jtk.agents.SGLDRegression, step_size=-1.0), VE, "step_size")
+case("DeepRegression", "method-unknown", call(jtk.regression.DeepRegression, "XX"), VE, "method")
+case("DeepRegression", "num_members-0", call(jtk.regression.DeepRegression, "Ens", num_members=0), VE, "num_members")
+case("make_regression", "preset-unknown", call(jtk.regression.make_regression, "Ens", preset="huge"), VE, "preset")
+case("make_regression", "unknown-override", call(jtk.regression.make_regression, "Ens", num_member=3), TE, "num_member")
+case("BBBRegression", "hidden-0", call(jtk.regression.BBBRegression, hidden=0), VE, "hidden")
+case("SGLDRegression", "step_size-neg", call(jtk.regression.SGLDRegression, step_size=-1.0), VE, "step_size")
 
 # --- likelihood functions
 L = jtk.likelihood
@@ -392,11 +392,11 @@ case("batch_mig", "non-psd-3500", lambda: A.batch_mig(**cp(cov=indefinite(3500),
 case("select", "criterion-unknown", lambda: A.select("bald", **cp()), VE, "criterion")
 case("random_selection", "seed-2**32", call(A.random_selection, np.arange(5), 2, seed=2 ** 32), VE, "seed")
 case("random_selection", "batch_size>pool", call(A.random_selection, np.arange(5), 6), VE, "batch_size")
-case("correlation_matrix", "non-square", call(A.correlation_matrix, np.zeros((3, 2))), VE, "cov")
-case("top_correlated_batches", "batch_size-0", lambda: A.top_correlated_batches(cov_problem()[0], 0), VE,
+case("correlation_matrix", "non-square", call(jtk.ppc.correlation_matrix, np.zeros((3, 2))), VE, "cov")
+case("top_correlated_batches", "batch_size-0", lambda: jtk.ppc.top_correlated_batches(cov_problem()[0], 0), VE,
      "batch_size")
 case("metacorrelation", "shape-mismatch",
-     lambda: A.metacorrelation(cov_problem()[0], np.eye(5), np.arange(8), np.arange(8, 12)), VE, "model_cov")
+     lambda: jtk.ppc.metacorrelation(cov_problem()[0], np.eye(5), np.arange(8), np.arange(8, 12)), VE, "model_cov")
 case("reference_batch_size", "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
 
 # --- coverage
@@ -619,7 +619,7 @@ BOMBS = {
     "bandit-dim-1e8": "jtk.bandit.run('uniform', input_dim=10**8, horizon=5, seeds=1, progress=False)",
     "coverage-k-1e9": "jtk.coverage.coverage_study(jtk.envs.SinusoidRegression(1.0), ['BLR'], k=10**9, progress=False)",
     "blr-samples-1e10": ("e = jtk.envs.SinusoidRegression(1.0); x, y = e.sample_train(0)\n"
-                         "jtk.agents.BayesianLinearRegression(e.features, e.noise_std).fit(x, y)"
+                         "jtk.regression.BayesianLinearRegression(e.features, e.noise_std).fit(x, y)"
                          ".sample_functions(e.test_inputs(), 10**10)"),
 }
 CHILD = """\

@@ -5,7 +5,7 @@ import functools
 import numpy as np
 import pytest
 
-from jtk.agents.gp import (GPRegression, MonteCarloGP, condition, rbf_kernel, rbf_neg_log_marginal_likelihood)
+from jtk.regression.gp import (GPRegression, MonteCarloGP, condition, rbf_kernel, rbf_neg_log_marginal_likelihood)
 from jtk.envs.gp import ReLUKernelGP
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import jtk
 from jtk import train as train_lib
-from jtk.agents import Prior
+from jtk.agents import ProblemInfo
 from jtk.agents.hypermodel import HypermodelAgent, index_chunks
 
 
@@ -64,7 +64,7 @@ def test_registered_with_the_reference_defaults():
     assert (agent.index_dim, agent.num_index_samples, agent.hidden, agent.prior_hidden) == (6, 16, (50, 50), (10,))
     assert (agent.prior_scale, agent.l2_scale, agent.learning_rate, agent.num_steps, agent.batch_size) == (
         1.0, 1.0, 1e-3, 2000, 100)
-    hyper = agent.hyper(Prior(2, 2, 30, 0.1))
+    hyper = agent.hyper(ProblemInfo(2, 2, 30, 0.1))
     assert hyper["l2"] == pytest.approx(np.sqrt(0.1) * 2 / 30)
     assert hyper["prior_scale"] == pytest.approx(1 / np.sqrt(0.1))
 

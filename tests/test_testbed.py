@@ -8,7 +8,7 @@ from scipy.special import log_softmax
 
 import jtk
 from jtk import testbed
-from jtk.agents import Prior
+from jtk.agents import ProblemInfo
 
 # every temperature and τ, the smallest / a middle / the largest training set, 2 seeds
 CHECK_GRID = testbed.grid(num_train=(1, 30, 1000), seeds=2)
@@ -168,7 +168,7 @@ def test_a_posterior_with_wrong_shapes_is_reported():
 
 def test_prior_tells_the_agent_the_problem():
     p = testbed.Problem(0.5, 30, 10, 2)
-    assert p.prior() == Prior(input_dim=2, num_classes=2, num_train=30, temperature=0.5, tau=10)
+    assert p.prior() == ProblemInfo(input_dim=2, num_classes=2, num_train=30, temperature=0.5, tau=10)
 
 
 def test_classification_grid_uses_polyadic_test_inputs():

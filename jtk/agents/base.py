@@ -32,8 +32,11 @@ from jtk import _checks, _memory, train as train_lib
 
 
 @dataclass(frozen=True)
-class Prior:
-    """What the testbed tells an agent about a problem (as in the reference code).
+class ProblemInfo:
+    """What the testbed tells an agent about a problem (the reference's ``PriorKnowledge``).
+
+    Agents receive it as the ``prior`` argument of ``fit`` (the protocol's name, kept from the reference). It was
+    called ``Prior`` before; ``jtk.agents.Prior`` still works and warns.
 
     Attributes:
       input_dim: input dimension d.
@@ -69,7 +72,7 @@ class Posterior(Protocol):
 class Agent(Protocol):
     """Anything that turns training data into a Posterior."""
 
-    def fit(self, x, y, seed=0, prior: Prior | None = None) -> Posterior:
+    def fit(self, x, y, seed=0, prior: ProblemInfo | None = None) -> Posterior:
         """x [n, d], y [n] int labels → Posterior."""
 
 
@@ -132,22 +135,22 @@ def _hyperparameter_names(factory: Callable[..., Agent]) -> list[str] | None:
 
 
 # ---------------------------------------------------------------- validation
-def check_training_data(x, y, prior: Prior | None) -> tuple[np.ndarray, np.ndarray, Prior]:
+def check_training_data(x, y, prior: ProblemInfo | None) -> tuple[np.ndarray, np.ndarray, ProblemInfo]:
     """Validates a training set and fills in a default prior (temperature 1, τ 1)."""
     _checks.as_float_array("x", x, ndim=2, dtype=_checks.jax_float_dtype())  # finite in the working dtype
     x = _checks.as_float_array("x", x, ndim=2)
-    if prior is not None and not isinstance(prior, Prior):
-        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
+    if prior is not None and not isinstance(prior, ProblemInfo):
+        raise TypeError(f"prior must be a jtk.agents.ProblemInfo or None, got {type(prior).__name__}")
     num_classes = prior.num_classes if prior is not None else 2
     y = _checks.as_labels("y", y, num_classes=max(num_classes, 2) if prior is not None else np.iinfo(np.int32).max,
                           ndim=1)
     if y.shape[0] != x.shape[0]:
         raise ValueError(f"x and y must have the same number of rows, got x {x.shape} and y {y.shape}")
     if prior is None:
-        prior = Prior(input_dim=x.shape[1], num_classes=max(2, int(y.max()) + 1 if y.size else 2),
+        prior = ProblemInfo(input_dim=x.shape[1], num_classes=max(2, int(y.max()) + 1 if y.size else 2),
                       num_train=x.shape[0])
-    elif not isinstance(prior, Prior):
-        raise TypeError(f"prior must be a jtk.agents.Prior or None, got {type(prior).__name__}")
+    elif not isinstance(prior, ProblemInfo):
+        raise TypeError(f"prior must be a jtk.agents.ProblemInfo or None, got {type(prior).__name__}")
     if prior.input_dim != x.shape[1]:
         raise ValueError(f"x must have prior.input_dim={prior.input_dim} columns, got shape {x.shape}")
     return x, y, prior
@@ -224,7 +227,7 @@ class JaxAgent:
 
     mixture: bool = True
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {}
 
     # ------------------------------------------------------------ learners
@@ -256,7 +259,7 @@ class JaxAgent:
         """The posterior state (used by ``components`` / ``sample``) from trained and fixed parts."""
         return trainable
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         """Hyperparameters for online learning at t = 1; ``annealed`` entries are divided by t.
 
         The reference bandit (docs/reference.md, "Bandit"; App. E) replaces the dataset-size
@@ -303,7 +306,7 @@ class JaxAgent:
             idx = jax.random.categorical(key, log_w, shape=(num_samples,))
         return comps[idx]
 
-    def specialize(self, prior: Prior) -> "JaxAgent":
+    def specialize(self, prior: ProblemInfo) -> "JaxAgent":
         """This agent with its static shapes set for a problem: classes and minibatch size.
 
         Compiled code is keyed on these, so num_train values that share a
@@ -312,7 +315,7 @@ class JaxAgent:
         size = train_lib.batch_bucket(prior.num_train, self.batch_size)
         return dataclasses.replace(self, batch_size=size, num_classes=prior.num_classes)
 
-    def fit(self, x, y, seed=0, prior: Prior | None = None) -> "JaxPosterior":
+    def fit(self, x, y, seed=0, prior: ProblemInfo | None = None) -> "JaxPosterior":
         """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`.
 
         Raises:
@@ -323,7 +326,7 @@ class JaxAgent:
         shape = getattr(x, "shape", None)
         if shape is not None and len(shape) == 2:  # refuse a hopeless size before converting or scanning x
             check_fit_memory(self, int(shape[0]), int(shape[1]),
-                             prior.num_classes if isinstance(prior, Prior) else getattr(self, "num_classes", 2))
+                             prior.num_classes if isinstance(prior, ProblemInfo) else getattr(self, "num_classes", 2))
         x, y, prior = check_training_data(x, y, prior)
         key = _checks.as_key(seed)
         prior = dataclasses.replace(prior, num_train=x.shape[0])
@@ -356,7 +359,7 @@ def fit_many(agent: JaxAgent, xs, ys, priors, seeds) -> list[JaxPosterior]:
       agent: a :class:`JaxAgent`.
       xs: list of P input arrays, each [n_p, d].
       ys: list of P label arrays, each [n_p].
-      priors: list of P :class:`Prior` (or one Prior for all).
+      priors: list of P :class:`ProblemInfo` (or one ProblemInfo for all).
       seeds: list of P ints / keys (or one for all).
 
     Returns:

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.zoo_common import chunked_map, effective_sample_size, systematic_resample
 from jtk.envs.classification import sample_prior_params
 
@@ -111,7 +111,7 @@ class BayesOptimalAgent(JaxAgent):
         """Components per problem (read by the testbed to size its chunks of vmapped problems)."""
         return self.num_components
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"inv_temperature": 1.0 / prior.temperature}
 
     def _sample_env(self, key, input_dim):

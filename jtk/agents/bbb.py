@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, flat_mlp, mlp_sizes, mlp_unravel, sample_keys
 
@@ -111,13 +111,13 @@ class BBBAgent(JaxAgent):
         """True when the prior is a single Gaussian (π ∈ {0, 1}) and the KL is exact."""
         return self.mixture_weight in (0.0, 1.0)
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         scale = float(np.sqrt(prior.temperature)) * prior.input_dim if self.kl_scale_by_temperature else 1.0
         return {"kl_weight": scale / max(prior.num_train, 1)}
 
     annealed = ("kl_weight",)
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         # Reference bandit: KL × 2 sqrt(ρ), annealed as 1/t.
         return {"kl_weight": 2.0 * float(np.sqrt(prior.temperature))}
 

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import EnsembleAgent
 
 
@@ -106,7 +106,7 @@ class DeepKernelAgent(JaxAgent):
                              learning_rate=self.learning_rate, num_steps=self.num_steps,
                              batch_size=self.batch_size, num_classes=self.num_classes)
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         sigma2 = self.sigma_squared_factor * prior.temperature
         scale = self.scale_factor * np.sqrt(sigma2) / np.sqrt(max(prior.num_train, 1) * prior.temperature)
         return {**self._mlp().hyper(prior), "sigma2": sigma2, "scale": float(scale)}

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, reference_bandit_l2, reference_l2, sample_keys
 
@@ -66,10 +66,10 @@ class DropoutAgent(JaxAgent):
 
     annealed = ("l2",)
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_l2(prior, self.length_scale)}
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_bandit_l2(prior, self.length_scale)}
 
     def masks(self, key: jax.Array, input_dim: int) -> tuple[jax.Array, ...]:

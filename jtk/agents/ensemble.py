@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.zoo_common import reference_bandit_l2, reference_l2
 from jtk.envs.classification import sample_prior_params
 
@@ -111,14 +111,14 @@ class EnsembleAgent(JaxAgent):
 
     annealed = ("l2",)
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_l2(prior, self.l2_scale, self.num_members), "prior_scale": self._prior_scale(prior)}
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_bandit_l2(prior, self.l2_scale, self.num_members),
                 "prior_scale": self._prior_scale(prior)}
 
-    def _prior_scale(self, prior: Prior) -> float:
+    def _prior_scale(self, prior: ProblemInfo) -> float:
         root_t = float(np.sqrt(prior.temperature))
         return self.prior_scale / root_t if self.scale_prior_by_temperature else self.prior_scale
 

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, mlp_sizes
 
@@ -118,20 +118,20 @@ class EpinetAgent(JaxAgent):
         self.check_training_settings()
 
     # ------------------------------------------------------------ configuration
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         l2 = self.l2_scale * (prior.input_dim / max(prior.num_train, 1)) ** 0.7
         return {"l2": l2, "prior_scale": self._prior_scale(prior)}
 
-    def _prior_scale(self, prior: Prior) -> float:
+    def _prior_scale(self, prior: ProblemInfo) -> float:
         return self.prior_scale / prior.temperature if self.scale_prior_by_temperature else self.prior_scale
 
     annealed = ("l2",)
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         """The offline hyperparameters at n = 1; the bandit anneals l2 as 1/t (jtk's choice: no reference)."""
         return self.hyper(dataclasses.replace(prior, num_train=1))
 
-    def specialize(self, prior: Prior) -> "EpinetAgent":
+    def specialize(self, prior: ProblemInfo) -> "EpinetAgent":
         """Static shapes for a problem, and the reference's ×10 steps when n / d > 500."""
         agent = super().specialize(prior)
         if prior.num_train > 500 * prior.input_dim:

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, mlp_sizes, mlp_unravel, reference_bandit_l2, reference_l2
 
@@ -136,17 +136,17 @@ class HypermodelAgent(JaxAgent):
         _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         self.check_training_settings()
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_l2(prior, self.l2_scale), "prior_scale": self._prior_scale(prior)}
 
-    def _prior_scale(self, prior: Prior) -> float:
+    def _prior_scale(self, prior: ProblemInfo) -> float:
         if self.scale_prior_by_temperature:
             return self.prior_scale / float(np.sqrt(prior.temperature))
         return self.prior_scale
 
     annealed = ("l2",)
 
-    def online_hyper(self, prior: Prior) -> dict[str, float]:
+    def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {**self.hyper(prior), "l2": reference_bandit_l2(prior, self.l2_scale)}
 
     def sample_index(self, key: jax.Array, shape: tuple[int, ...] = ()) -> jax.Array:

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from jtk import _checks, _memory
-from jtk.agents.base import Prior, check_query, check_training_data, register
+from jtk.agents.base import ProblemInfo, check_query, check_training_data, register
 
 PROB_CLIP = (0.01, 0.99)
 
@@ -77,7 +77,7 @@ class SklearnAgent:
         """A fresh scikit-learn classifier for ``num_points`` training points."""
         raise NotImplementedError
 
-    def fit(self, x, y, seed=0, prior: Prior | None = None) -> ClassifierPosterior:
+    def fit(self, x, y, seed=0, prior: ProblemInfo | None = None) -> ClassifierPosterior:
         """Fits on x [n, d], y [n] plus one point per class at the origin."""
         x, y, prior = check_training_data(x, y, prior)
         seed = _int_seed(seed)

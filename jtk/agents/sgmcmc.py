@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import optax
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, Prior, register
+from jtk.agents.base import JaxAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import flat_mlp, mlp_sizes, mlp_unravel, reference_l2
 
@@ -153,7 +153,7 @@ class SGMCMCAgent(JaxAgent):
         """Number of kept samples S (mixture components)."""
         return (self.num_steps - self.burn_in) // self.thin
 
-    def hyper(self, prior: Prior) -> dict[str, float]:
+    def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {"l2": reference_l2(prior, 1.0 / self.prior_variance), "n": float(max(prior.num_train, 1))}
 
     def train(self, key, data: train_lib.Dataset, hyper) -> jax.Array:

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import nets, train as train_lib
-from jtk.agents.base import Prior
+from jtk.agents.base import ProblemInfo
 
 # Functions evaluated at once when drawing posterior samples on a test set:
 # M = 1000 functions at N·τ = 10 000 points with 50 hidden units would need
@@ -22,12 +22,12 @@ from jtk.agents.base import Prior
 SAMPLE_CHUNK = 50
 
 
-def reference_l2(prior: Prior, scale: float, num_members: int = 1) -> float:
+def reference_l2(prior: ProblemInfo, scale: float, num_members: int = 1) -> float:
     """The reference weight decay ``scale · sqrt(ρ) · d / (num_members · n)`` (docs/reference.md, "Agent defaults")."""
     return scale * float(np.sqrt(prior.temperature)) * prior.input_dim / (num_members * max(prior.num_train, 1))
 
 
-def reference_bandit_l2(prior: Prior, scale: float, num_members: int = 1) -> float:
+def reference_bandit_l2(prior: ProblemInfo, scale: float, num_members: int = 1) -> float:
     """The reference bandit's weight decay ``scale · 2ρ / num_members`` at t = 1 (annealed as 1/t; App. E)."""
     return scale * 2.0 * prior.temperature / num_members
 

@@ -21,15 +21,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
-import jax
 import numpy as np
 
 from jtk import _checks, _memory
+from jtk._numerics import numpy_rng, serial_blas
 
 # Reference constants of the oracle kernel (docs/reference.md, "Active learning").
 BIAS0_VAR = 2.5
@@ -38,41 +36,6 @@ WEIGHT1_VAR = 1.737
 BIAS1_VAR = 2.5
 NOISE_VAR = 0.01
 JITTER = 1e-8
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-_CONTROLLER: list = []
-
-
-def serial_blas(fn: _F) -> _F:
-    """Runs ``fn`` with one BLAS thread.
-
-    The matrices here are small (≤ a few thousand rows): multi-threaded OpenBLAS
-    gains little on them and, on a laptop or CI box whose cores are busy,
-    its spinning threads made a 700 × 700 Cholesky 20× slower in our tests.
-    Uses threadpoolctl (a scikit-learn dependency); a no-op without it.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if not _CONTROLLER:
-            try:
-                import threadpoolctl
-                _CONTROLLER.append(threadpoolctl.ThreadpoolController())
-            except Exception:  # pragma: no cover - threadpoolctl missing or broken
-                _CONTROLLER.append(None)
-        ctl = _CONTROLLER[0]
-        ctx = ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
-        with ctx:
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def numpy_rng(seed: Any, name: str = "seed") -> np.random.Generator:
-    """A numpy Generator seeded from an int or a JAX PRNG key (deterministic)."""
-    key = _checks.as_key(seed, name)
-    return np.random.default_rng(np.asarray(jax.random.key_data(key), dtype=np.uint32).tolist())
 
 
 @serial_blas

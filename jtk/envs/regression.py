@@ -2,7 +2,7 @@
 
 Each problem draws targets from eq. (4), ``y_i ~ N(G(x_i)^T γ, σ²)``, with a
 known nonlinear feature map ``G``. A deep network sees only (x, y); the
-Bayesian-linear-regression anchor (:mod:`jtk.agents.blr`) also knows ``G``.
+Bayesian-linear-regression anchor (:mod:`jtk.regression.blr`) also knows ``G``.
 
 * E.1 :class:`SinusoidRegression` — p = 4 sinusoids with frequencies equally
   spaced in [0.9, 1.1]·f_main and phases equally spaced in [0, 2π], γ ~ U[0, 1]^4,

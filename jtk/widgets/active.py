@@ -20,7 +20,7 @@ import numpy as np
 
 from jtk import _checks, active
 from jtk.widgets._app import LABEL_STYLE, App
-from jtk.agents.gp import GPRegression, MonteCarloGP
+from jtk.regression.gp import GPRegression, MonteCarloGP
 from jtk.envs.gp import NOISE_VAR, GPSplit, ReLUKernelGP, toy_split_1d
 
 

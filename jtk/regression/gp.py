@@ -34,8 +34,8 @@ import scipy.linalg
 import scipy.optimize
 
 from jtk import _checks, _memory
-from jtk.agents.regression_base import SampledRegressionPosterior
-from jtk.envs.gp import numpy_rng, serial_blas
+from jtk.regression.base import SampledRegressionPosterior
+from jtk._numerics import numpy_rng, serial_blas
 
 Kernel = Callable[..., np.ndarray]
 JITTER = 1e-8

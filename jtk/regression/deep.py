@@ -74,7 +74,7 @@ import numpy as np
 import optax
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.regression_base import RegressionPosterior  # noqa: F401  (the protocol followed here)
+from jtk.regression.base import RegressionPosterior  # noqa: F401  (the protocol followed here)
 
 METHODS = ("BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS")
 DROPOUT_METHODS = ("BD", "CD", "VD")
@@ -470,7 +470,7 @@ def _check_xy(x, y) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class DeepRegressionPosterior:
-    """A trained deep-regression model; follows ``jtk.agents.regression_base.RegressionPosterior``."""
+    """A trained deep-regression model; follows ``jtk.regression.base.RegressionPosterior``."""
 
     model: DeepRegression
     state: Member  # leaves [K, ...]

@@ -42,8 +42,9 @@ import numpy as np
 import optax
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.regression_base import SampledRegressionPosterior
-from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR, numpy_rng
+from jtk.regression.base import SampledRegressionPosterior
+from jtk._numerics import numpy_rng
+from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR
 
 
 def _scales(input_dim: int, hidden: int) -> nets.Params:

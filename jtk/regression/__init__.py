@@ -1,0 +1,24 @@
+"""Regression models with a joint posterior over functions (Schmähling et al.; Wang et al.).
+
+Every model here follows one protocol (:class:`jtk.regression.base.RegressionPosterior`): ``fit(x, y)`` returns a
+posterior with ``sample_functions(x, num_samples, seed)`` → [M, n] coherent function draws, ``predict(x)`` → (mean,
+std) and ``covariance(x)`` → [n, n], so coverage (``jtk.coverage``), transductive active learning (``jtk.active``)
+and XLL (``jtk.ppc``) work with any of them.
+
+>>> import numpy as np, jtk
+>>> env = jtk.envs.PolynomialRegression()
+>>> x, y = env.sample_train(seed=0)
+>>> mean, std = jtk.regression.BayesianLinearRegression(env.features, env.noise_std).fit(x, y).predict(env.test_inputs())
+>>> mean.shape == std.shape
+True
+"""
+
+from jtk.regression.base import RegressionPosterior, SampledRegressionPosterior
+from jtk.regression.blr import BayesianLinearRegression, BLRPosterior
+from jtk.regression.bnn import BBBRegression, SGLDRegression
+from jtk.regression.deep import DeepRegression, DeepRegressionPosterior, make_regression
+from jtk.regression.gp import GaussianProcessPosterior, GPRegression, MonteCarloGP
+
+__all__ = ["BBBRegression", "BLRPosterior", "BayesianLinearRegression", "DeepRegression", "DeepRegressionPosterior",
+           "GPRegression", "GaussianProcessPosterior", "MonteCarloGP", "RegressionPosterior",
+           "SGLDRegression", "SampledRegressionPosterior", "make_regression"]
