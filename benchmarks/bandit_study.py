@@ -19,7 +19,6 @@ import argparse
 import pathlib
 import time
 
-import numpy as np
 import pandas as pd
 
 import jtk

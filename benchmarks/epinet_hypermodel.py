@@ -6,7 +6,7 @@ Usage:
     python benchmarks/epinet_hypermodel.py paper --agents epinet  # one agent (rows of the others are reused)
     python benchmarks/epinet_hypermodel.py paper --seeds 1        # seed 0 only: time it and extrapolate
     python benchmarks/epinet_hypermodel.py paper --out DIR        # e.g. on a GPU machine
-    python benchmarks/epinet_hypermodel.py paper --report-only    # summarise the rows already in --out
+    python benchmarks/epinet_hypermodel.py paper --report-only    # summarize the rows already in --out
     python benchmarks/epinet_hypermodel.py paper --report-only --docs  # and write its section of docs/results.md
 
 Writes ``<out>/<agent>_<grid>[_seeds<N>].csv`` (one row per problem, the columns of
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), help=f"agents to run (default {AGENTS})")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the grid's)")
     parser.add_argument("--force", action="store_true", help="rerun agents whose CSV exists")
-    parser.add_argument("--report-only", action="store_true", help="only summarise the CSVs already there")
+    parser.add_argument("--report-only", action="store_true", help="only summarize the CSVs already there")
     parser.add_argument("--docs", action="store_true", help="write the report into docs/results.md (own section)")
     parser.add_argument("--docs-label", default=None,
                         help="where the rows were computed, for the docs (default: this run's JAX device)")

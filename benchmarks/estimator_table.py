@@ -46,7 +46,7 @@ def run_agent(name: str, problems) -> tuple[pd.DataFrame, float]:
     agent = jtk.agents.make(name)
     t0 = time.perf_counter()
     if isinstance(agent, agents_base.JaxAgent):
-        modes = ("auto", "mc") if agent.mixture else ("mc",)
+        modes = ("auto", "mc") if agent.is_mixture else ("mc",)
         rows = []
         for chunk in testbed._chunks(problems, agent):
             rows += testbed._evaluate_jax_chunk(agent, chunk, name, modes)

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     for label, code in (("python -c pass", "pass"), ("import jax, jax.numpy, numpy", "import jax, jax.numpy, numpy"),
-                        ("import jtk", "import jtk"), ("import jtk; from jtk import grading", "import jtk; from jtk import grading"),
+                        ("import jtk", "import jtk"), ("import jtk; from jtk import checks", "import jtk; from jtk import checks"),
                         ("import jtk; jtk.testbed", "import jtk; jtk.testbed")):
         timed(code)
         runs = [timed(code) for _ in range(args.repeats)]

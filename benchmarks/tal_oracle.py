@@ -81,7 +81,7 @@ def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
     return {"criteria": criteria, **study}
 
 
-def summarise(res: dict) -> pd.DataFrame:
+def summarize(res: dict) -> pd.DataFrame:
     crit, models = res["criteria"], res["models"]
     rows = []
     s = active.summarize(crit, "test_log_likelihood", "criterion")
@@ -129,7 +129,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     res = run(args.splits, args.dim, not args.no_bnn)
-    summary, per_model = summarise(res)
+    summary, per_model = summarize(res)
     RESULTS.mkdir(parents=True, exist_ok=True)
     res["criteria"].to_csv(RESULTS / f"tal_criteria{args.suffix}.csv", index=False)
     res["models"].to_csv(RESULTS / f"tal_models{args.suffix}.csv", index=False)

@@ -86,13 +86,14 @@ def _cycle(values, n):
 
 
 def bench_01_to_03(r, plain, refits):
+    from jtk.ensemble_study import make_ensemble_comparison
     from jtk.widgets import coins as wc, ensembles as we, joint as wj
 
     t0 = time.perf_counter()
     joint = wj.joint_predictions_app(wj.JointPredictions(), temperature=0.1, seed=0, num_train=10, background=False)
     build_joint = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ens = we.ensemble_app(we.build_comparison(temperature=0.1, seed=0))
+    ens = we.ensemble_app(make_ensemble_comparison(temperature=0.1, seed=0))
     build_ens = time.perf_counter() - t0
     coin_decision, coin_grid = wc.decision_app(horizon=10), wc.joint_grid_app(flips=2)
     print(f"build (not a slider move): notebook 02 app {build_joint:.1f} s (first fit, compilation included), "
@@ -164,7 +165,7 @@ def bench_05(r, plain):
     import matplotlib.pyplot as plt
 
     from jtk.plots.active import plot_toy_view
-    from jtk.widgets.active import make_toy_state, toy_view
+    from jtk.active import make_toy_state, toy_view
 
     t0 = time.perf_counter()
     state = make_toy_state(seed=0)
@@ -199,7 +200,7 @@ def bench_06(r, plain, refits, bandit_runs):
                                                                wb.pulls_view(explorer, "ensemble+", 2, h, 0.1)),
                                                    [(h,) for h in horizons])))
     # The app's own observer (update, in-place redraw of the live figure, PNG into the Image widget), as for 01–03.
-    app = wb.build_bandit_app(explorer, agents=["ensemble+"], agent="ensemble+", background=False)
+    app = wb.bandit_app(explorer, agents=["ensemble+"], agent="ensemble+", background=False)
     app.controls["horizon"].value = 500  # warm-up
     plain.append(("06 horizon: update + draw (whole observer)", _time_moves(app.controls["horizon"], horizons)))
     runs = [("mlp", 2, 0.1), ("dropout", 2, 0.1), ("ensemble+", 2, 0.2), ("ensemble+", 2, 0.5)][:bandit_runs]

@@ -39,14 +39,15 @@ from jtk._info import info  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-_SUBMODULES = ("active", "agents", "bandit", "coverage", "envs", "executors", "exercises", "grading", "likelihood",
+_SUBMODULES = ("active", "agents", "bandit", "checks", "coverage", "envs", "executors", "exercises", "likelihood",
                "nets", "plots", "ppc", "regression", "results", "sandbox", "sweep", "testbed", "train", "widgets")
+_DEPRECATED_SUBMODULES = ("grading",)  # jtk.grading: a deprecated alias of jtk.checks (warns on import)
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 
 
 def __getattr__(name: str):
     """Submodules load on first use (``jtk.testbed``, ``from jtk import active``): ``import jtk`` stays fast."""
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
         import importlib
 
         return importlib.import_module(f"jtk.{name}")

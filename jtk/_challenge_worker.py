@@ -124,18 +124,23 @@ def main() -> None:
             elif op == "fit":
                 x, y = read_frame(proto_in), read_frame(proto_in)
                 posterior = agent.fit(x, y, seed=int(msg["seed"]), prior=_prior(msg["prior"]))
-                c = getattr(posterior, "num_components", None)
-                mixture = isinstance(c, int) and not isinstance(c, bool) and c > 0 and callable(
-                    getattr(posterior, "components", None))
-                reply = {"ok": True, "num_components": int(c) if mixture else None}
+                from jtk.agents.base import as_mixture
+
+                mixture = as_mixture(posterior)
+                reply = {"ok": True, "num_components": None if mixture is None else int(mixture.num_components)}
             elif op == "logits":
                 x = read_frame(proto_in)
                 log_w = None
                 if msg["mode"] == "components":
-                    logits = posterior.components(x)
-                    if callable(getattr(posterior, "log_weights", None)):
-                        lw = posterior.log_weights()
-                        log_w = None if lw is None else np.asarray(lw, np.float32)
+                    from jtk.agents.base import as_mixture
+
+                    mixture = as_mixture(posterior)
+                    if mixture is None:
+                        raise TypeError(f"the posterior ({type(posterior).__name__}) is not a finite mixture: it has "
+                                        "no num_components / components(x)")
+                    logits = mixture.components(x)
+                    lw = mixture.log_weights()
+                    log_w = None if lw is None else np.asarray(lw, np.float32)
                 else:
                     logits = posterior.sample_logits(x, int(msg["num_samples"]), int(msg["seed"]))
                 logits = np.asarray(logits)

@@ -20,7 +20,7 @@ def serial_blas(fn: _F) -> _F:
 
     The matrices here are small (≤ a few thousand rows): multi-threaded OpenBLAS
     gains little on them and, on a laptop or CI box whose cores are busy,
-    its spinning threads made a 700 × 700 Cholesky 20× slower in our tests.
+    its spinning threads slow a Cholesky down many times (docs/platforms.md, "BLAS threads").
     Uses threadpoolctl (a scikit-learn dependency); a no-op without it.
     """
 

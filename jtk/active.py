@@ -35,13 +35,17 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
+from jtk._deprecation import moved_names
 from jtk._numerics import numpy_rng, serial_blas
+
+if TYPE_CHECKING:  # imported where used: jtk.active stays free of JAX at import
+    from jtk.envs.gp import GPSplit, ReLUKernelGP
 
 CRITERIA = ("batchmig", "mig", "tig", "random")
 _FLOOR = 1e-12  # floor on 1 − ρ² (guards log 0 when σ² = 0)
@@ -469,18 +473,108 @@ def summarize(df: pd.DataFrame, value: str = "test_log_likelihood", by: str | Se
     return out.sort_values("mean", ascending=False)
 
 
+# ------------------------------------------------------------------ the Fig. 2 toy (one TAL round, precomputable)
+@dataclass(frozen=True, eq=False)
+class ToyState:
+    """Everything the app needs, computed once.
+
+    Attributes:
+      split: the 1-D toy data (pool = an even grid over [−4, 4]).
+      oracle: the data-generating GP (also the prediction model).
+      covs: selection-model name → noise-free covariance [P + U, P + U] over (pool, test).
+      noise_var: observation noise variance σ².
+    """
+
+    split: GPSplit
+    oracle: ReLUKernelGP
+    covs: Mapping[str, np.ndarray]
+    noise_var: float
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(self.covs)
+
+
+def default_toy_models(oracle: ReLUKernelGP) -> dict[str, Any]:
+    """Selection models of decreasing PPC quality for the toy."""
+    from jtk.envs.gp import NOISE_VAR
+    from jtk.regression.gp import GPRegression, MonteCarloGP
+
+    exact = GPRegression(kernel=oracle.kernel, noise_var=NOISE_VAR)
+    return {
+        "oracle GP": exact,
+        "GP-RBF (ML-II)": GPRegression(noise_var=NOISE_VAR),
+        "GP-RBF, lengthscale 0.3": GPRegression(noise_var=NOISE_VAR, lengthscale=0.3),
+        "oracle seen through 5 samples": MonteCarloGP(exact, 5),
+    }
+
+
+def make_toy_state(seed: Any = 0, models: Mapping[str, Any] | None = None, **toy_kwargs) -> ToyState:
+    """Draws the toy split and fits each selection model on its training points.
+
+    Args:
+      seed: int or JAX key for the toy data.
+      models: name → agent with ``fit(x, y, seed) → posterior.covariance``; default
+        :func:`default_toy_models`.
+      **toy_kwargs: passed to :func:`jtk.envs.gp.toy_split_1d` (num_train, num_pool, num_test).
+    """
+    from jtk.envs.gp import NOISE_VAR, ReLUKernelGP, toy_split_1d
+
+    oracle = ReLUKernelGP(input_dim=1)
+    split = toy_split_1d(seed, oracle=oracle, **toy_kwargs)
+    models = default_toy_models(oracle) if models is None else dict(models)
+    if not models:
+        raise ValueError("models must name at least one selection model, got none")
+    x_all = np.concatenate([split.x_pool, split.x_test])
+    covs = {}
+    for name, model in models.items():
+        cov = np.asarray(model.fit(split.x_train, split.y_train, seed=0).covariance(x_all), np.float64)
+        covs[name] = 0.5 * (cov + cov.T)
+    return ToyState(split, oracle, covs, NOISE_VAR)
+
+
+def toy_view(state: ToyState, criterion: str, batch_size: int, model: str) -> dict:
+    """The plotted data for one setting of the controls (pure).
+
+    Args:
+      state: from :func:`make_toy_state`.
+      criterion: "batchmig", "mig", "tig" or "random".
+      batch_size: points queried in the one round (1 ≤ q ≤ pool size).
+      model: a key of ``state.covs``: the selection model.
+
+    Returns:
+      dict with x_grid, f_grid (ground truth on the pool grid), x_train, y_train,
+      x_test, x_query, y_query (in selection order), mean, std (oracle prediction
+      after the query on the grid), test_log_likelihood, criterion, model.
+
+    Example:
+      >>> view = toy_view(make_toy_state(seed=0), "batchmig", 4, "oracle GP")
+      >>> len(view["x_query"])
+      4
+    """
+    _checks.one_of("criterion", criterion, CRITERIA)
+    _checks.one_of("model", model, state.model_names)
+    s = state.split
+    n_pool, n_test = len(s.x_pool), len(s.x_test)
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=n_pool)
+    from jtk.regression.gp import GPRegression
+
+    pool, test = np.arange(n_pool), n_pool + np.arange(n_test)
+    picked = select(criterion, state.covs[model], pool, test, state.noise_var, batch_size, seed=0)
+    prediction = GPRegression(kernel=state.oracle.kernel, noise_var=state.noise_var)
+    ll, _ = evaluate_prediction(s, picked, prediction)
+    post = prediction.fit(np.concatenate([s.x_train, s.x_pool[picked]]), np.concatenate([s.y_train, s.y_pool[picked]]))
+    order = np.argsort(s.x_pool[:, 0])
+    mean, std = post.predict(s.x_pool[order])
+    return {"x_grid": s.x_pool[order, 0], "f_grid": s.f_pool[order], "x_train": s.x_train[:, 0], "y_train": s.y_train,
+            "x_test": s.x_test[:, 0], "x_query": s.x_pool[picked, 0], "y_query": s.y_pool[picked],
+            "mean": mean, "std": std, "test_log_likelihood": ll, "criterion": criterion, "model": model}
+
+
 # Names that moved to jtk.ppc: they keep working here for a deprecation period, with a warning.
 _MOVED_TO_PPC = ("Metacorrelation", "correlation_matrix", "cross_normalized_log_likelihood", "metacorrelation",
                  "ppc_per_model", "ppc_study", "top_correlated_batches", "top_correlated_log_likelihood", "xll_summary",
                  "xll_table")
 
 
-def __getattr__(name: str):
-    if name in _MOVED_TO_PPC:
-        import warnings
-
-        from jtk import ppc
-
-        warnings.warn(f"jtk.active.{name} is deprecated; use jtk.ppc.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(ppc, name)
-    raise AttributeError(f"module 'jtk.active' has no attribute {name!r}")
+__getattr__ = moved_names("jtk.active", {name: ("jtk.ppc", name) for name in _MOVED_TO_PPC})

@@ -38,9 +38,9 @@ import optax
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, _memory, nets, train as train_lib
+from jtk import _checks, _memory, train as train_lib
 from jtk.agents import base as agents_base
-from jtk.envs.classification import sample_prior_params
+from jtk.envs.classification import bandit_keys, environment_logits, sample_inputs, sample_prior_params
 
 TEMPERATURE = 0.1  # §5: the temperature of every bandit problem
 ACTIONS_PER_DIM = 20  # App. E: N = 20 d (the reference code uses 50 d)
@@ -84,11 +84,12 @@ class BanditProblems(NamedTuple):
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _make_problem(seed, input_dim: int, num_actions: int, temperature):
-    k_actions, k_env = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0xBA4D17))
-    actions = jax.random.normal(k_actions, (num_actions, input_dim))
+    """Bandit problem ``seed`` (key schedule :func:`jtk.envs.classification.bandit_keys`): N actions x ~ N(0, I)
+    and one environment from the testbed prior → actions [N, d], mean rewards p(y = 1 | action) [N]."""
+    k_actions, k_env = bandit_keys(seed)
+    actions = sample_inputs(k_actions, num_actions, input_dim)
     params = sample_prior_params(k_env, input_dim, (50, 50), 2)
-    logits = nets.mlp_apply(params, actions) / temperature
-    return actions, jax.nn.softmax(logits, axis=-1)[:, 1]
+    return actions, jax.nn.softmax(environment_logits(params, actions, temperature), axis=-1)[:, 1]
 
 
 def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_actions: int | None = None,

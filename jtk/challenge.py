@@ -552,7 +552,7 @@ def _score_in_worker(name: str, path: pathlib.Path, problems: Sequence, config: 
                 raise _Failure("incoherent", f"check_agent: {msg}", msg)
         groups: dict = {}
         for p in problems:
-            groups.setdefault(p.training_key, []).append(p)
+            groups.setdefault(p.training_problem, []).append(p)
         rng = np.random.default_rng(secrets.randbits(64))  # where the duplicated rows go: unknown to the worker
         for group in groups.values():
             head = group[0]

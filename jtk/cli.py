@@ -215,7 +215,7 @@ def _testbed(args) -> int:
     except (TypeError, ValueError) as err:
         return _fail("testbed", str(err))
     problems = testbed.problems(args.grid, seeds=args.seeds)
-    if estimator == "exact" and not getattr(agent, "mixture", True):
+    if estimator == "exact" and isinstance(agent, agents.JaxAgent) and not agent.is_mixture:
         return _fail("testbed", f"--likelihood exact needs a finite-mixture agent, but {args.agent} is not one; "
                                 "use --likelihood mc or auto")
     if getattr(args, "check", False):  # probes the agent before the long run (jtk.testbed.check_agent)

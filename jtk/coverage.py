@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
+from jtk._deprecation import moved_names
 from jtk.regression.blr import BayesianLinearRegression
 from jtk.regression.deep import METHODS, PRESETS, DeepRegression, make_regression
 
@@ -125,10 +126,10 @@ class CoverageResult:
 
     def summary(self) -> pd.DataFrame:
         """In- vs out-of-distribution means over test inputs (coverage, deviation, uncertainty)."""
-        return summarise(self.per_input())
+        return summarize(self.per_input())
 
 
-def summarise(per_input: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+def summarize(per_input: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     """Means over test inputs, split by ``by`` columns, method and in/out of distribution.
 
     Columns: coverage (mean over inputs), coverage_se (mean binomial error bar),
@@ -307,7 +308,7 @@ def per_input_table(results: Mapping[Any, CoverageResult]) -> pd.DataFrame:
 
 def summary_table(results: Mapping[Any, CoverageResult], by: Sequence[str] = ()) -> pd.DataFrame:
     """In/out-of-distribution summaries of many results (``by``: e.g. ("f_main",))."""
-    return summarise(per_input_table(results), by=by)
+    return summarize(per_input_table(results), by=by)
 
 
 def at_inputs(per_input: pd.DataFrame, coordinates: Sequence[float]) -> pd.DataFrame:
@@ -366,3 +367,9 @@ def lemma1_check(results: Mapping[Any, CoverageResult], by: str | None = None) -
                      "frac_violations": float((smaller & (g["uncertainty"] >= g["rmse"])).mean()),
                      "num_inputs": int(len(g))})
     return pd.DataFrame(rows)
+
+
+_RENAMED = {"summarise": "summarize"}  # old name -> new name (#19)
+
+
+__getattr__ = moved_names("jtk.coverage", {old: ("jtk.coverage", new) for old, new in _RENAMED.items()})

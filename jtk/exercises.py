@@ -23,7 +23,7 @@ source, never the submission:
   The lab's own demonstration cells after the first answer are not run: they
   score nothing and would only cost time.
 * Each check records the student's answers in its output; the grader judges them
-  in its own process (:func:`jtk.grading.evaluate`) on cases drawn from a seed
+  in its own process (:func:`jtk.checks.evaluate`) on cases drawn from a seed
   that is a stable hash of (student, grade_id, salt), or ``seed`` for everybody.
 * Each notebook runs in a fresh kernel in a fresh temporary directory holding
   only a copy of it, with a per-cell time limit and a memory limit, contained as
@@ -191,12 +191,12 @@ def _nbgrader(cell) -> dict:
 
 
 def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool], ...]:
-    """The checks a check cell calls: every ``grading.check_NAME(fn, ..., hidden=...)`` call, in order.
+    """The checks a check cell calls: every ``checks.check_NAME(fn, ..., hidden=...)`` call, in order.
 
     Raises:
       ValueError: the cell does not parse, calls no known check, or passes ``hidden`` as a non-literal.
     """
-    from jtk import grading
+    from jtk import checks
 
     try:
         tree = ast.parse(code)
@@ -208,7 +208,7 @@ def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool
             continue
         func = node.func
         fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if not fname.startswith("check_") or fname[len("check_"):] not in grading.CHECKS:
+        if not fname.startswith("check_") or fname[len("check_"):] not in checks.CHECKS:
             continue
         hidden = False
         for kw in node.keywords:
@@ -218,7 +218,7 @@ def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool
                 hidden = bool(kw.value.value)
         calls.append((node.lineno, node.col_offset, fname[len("check_"):], hidden))
     if not calls:
-        raise ValueError(f"{where} calls no check of jtk.grading ({', '.join(sorted(grading.CHECKS))})")
+        raise ValueError(f"{where} calls no check of jtk.checks ({', '.join(sorted(checks.CHECKS))})")
     return tuple((name, hidden) for _, _, name, hidden in sorted(calls))
 
 
@@ -283,9 +283,12 @@ def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = N
 # ------------------------------------------------------------------ preparing a submission
 def _harness(check: SourceCheck, seed: int, timeout: int) -> str:
     call_seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))  # the cell limit stays the backstop
-    # A fresh copy of jtk.grading: whatever the student's cells did to the module is undone for this check.
-    return (f"import importlib as _importlib, jtk.grading as _jtk_grading\ngrading = _importlib.reload(_jtk_grading)\n"
-            f"grading._grading_context({seed}, {call_seconds})\n{check.code}")
+    # A fresh copy of jtk.checks: whatever the student's cells did to the module is undone for this check. Both
+    # names a source's check cell may use (``checks``, and the deprecated ``grading``) are bound to that fresh copy,
+    # so a student's own ``grading`` / ``checks`` variable or patched alias never reaches the check.
+    return (f"import importlib as _importlib, jtk.checks as _jtk_checks\n"
+            f"checks = grading = _importlib.reload(_jtk_checks)\n"
+            f"checks._grading_context({seed}, {call_seconds})\n{check.code}")
 
 
 @dataclasses.dataclass
@@ -364,7 +367,7 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
 def _client_class():
     from nbclient import NotebookClient
 
-    from jtk.grading import MIME
+    from jtk.checks import MIME
 
     class _Client(NotebookClient):
         """Caps each cell's output (a flood of prints must not fill the grader's memory); check records always pass.
@@ -461,7 +464,7 @@ def execute(nb, run: Sequence[int], *, workdir: str, timeout: int = DEFAULT_TIME
 
 # ------------------------------------------------------------------ scoring
 def _records(cell) -> list[dict]:
-    from jtk.grading import MIME
+    from jtk.checks import MIME
 
     out = []
     for o in cell.get("outputs", []):
@@ -486,14 +489,14 @@ def _error_text(cell) -> str | None:
 
 def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) -> dict:
     """One check's row: points in proportion to the cases passed over every call of the cell."""
-    from jtk import grading
+    from jtk import checks
 
     records = _records(cell) if cell is not None else []
     results = []
     for name, hidden in check.calls:
         found = [r for r in records if r.get("check") == name and bool(r.get("hidden")) == hidden]
         answers = found[-1].get("answers") if found else []
-        results.append(grading.evaluate(name, answers if isinstance(answers, list) else [], seed, hidden))
+        results.append(checks.evaluate(name, answers if isinstance(answers, list) else [], seed, hidden))
     total = sum(r.total for r in results)
     passed = sum(r.passed for r in results)
     failures = [(r, f) for r in results for f in r.failures]

@@ -120,6 +120,86 @@ def joint_log_likelihood(logits, y) -> jax.Array:
     return _joint_ll(jnp.asarray(logits), jnp.asarray(y))
 
 
+def _logsumexp0(a):
+    """log Σ exp over axis 0, numpy (float64) or JAX alike."""
+    if isinstance(a, np.ndarray):
+        top = a.max(axis=0)
+        top = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            return np.log(np.sum(np.exp(a - top), axis=0)) + top
+    return jax.nn.logsumexp(a, axis=0)
+
+
+def mixture_joint_log_likelihood(label_logprobs, tau: int, log_weights=None):
+    """Exact joint log-likelihood of a finite mixture (ensembles, SG-MCMC samples, k-NN): no Monte Carlo.
+
+    For τ-sample i, log Σ_c w_c Π_t p_c(y_{i,t}), with w uniform when ``log_weights`` is None. The one
+    implementation used by the testbed (``likelihood="exact"``, jitted, float32) and the labs (numpy float64).
+
+    Args:
+      label_logprobs: [C, N·τ] log p_c(y | x) of each component at each test point; consecutive blocks of τ
+        points are one τ-sample. A numpy array is computed in numpy (float64 stays float64), else in JAX.
+      tau: τ (static).
+      log_weights: None, or [C] unnormalised log mixture weights.
+
+    Returns:
+      [N] joint log-likelihoods.
+    """
+    xp = np if isinstance(label_logprobs, np.ndarray) else jnp
+    c = label_logprobs.shape[0]
+    lp = label_logprobs.reshape(c, -1, tau).sum(-1)  # [C, N]
+    if log_weights is None:
+        return _logsumexp0(lp) - xp.log(c)
+    if xp is np:
+        log_w = np.asarray(log_weights, np.float64)
+        log_w = log_w - _logsumexp0(log_w)
+    else:
+        log_w = jax.nn.log_softmax(log_weights)
+    return _logsumexp0(lp + log_w[:, None])
+
+
+def mixture_kl(label_logprobs, true_logprobs, tau: int, log_weights=None):
+    """Per-τ-sample KL of a finite mixture: log p(y_{1:τ} | environment) − log p̂(y_{1:τ}) → [N].
+
+    Args:
+      label_logprobs: [C, N·τ] component log-probabilities of the labels (see
+        :func:`mixture_joint_log_likelihood`).
+      true_logprobs: [N·τ] the environment's log p(y | x).
+      tau: τ.
+      log_weights: None (uniform) or [C] log weights.
+    """
+    return true_logprobs.reshape(-1, tau).sum(-1) - mixture_joint_log_likelihood(label_logprobs, tau, log_weights)
+
+
+def mixture_kl_by_tau(label_logprobs, true_logprobs, taus, log_weights=None) -> np.ndarray:
+    """d_KL^τ of a finite mixture for many τ from one test pool (float64, numpy).
+
+    The N test points are cut into consecutive blocks of τ (⌊N/τ⌋ τ-samples, the rest unused); d_KL^τ is
+    the mean of :func:`mixture_kl` over the blocks (App. B, Algorithms 1–3, exact over the components).
+
+    Args:
+      label_logprobs: [C, N] log p_c(y_i | x_i).
+      true_logprobs: [N] log p(y_i | x_i) under the environment.
+      taus: iterable of τ in [1, N].
+      log_weights: None (uniform) or [C] log weights.
+
+    Returns:
+      [len(taus)] d_KL^τ (float64).
+    """
+    lp = _checks.as_float_array("label_logprobs", label_logprobs, ndim=2).astype(np.float64)
+    true = _checks.as_float_array("true_logprobs", true_logprobs, ndim=1).astype(np.float64)
+    n = lp.shape[1]
+    if true.shape[0] != n:
+        raise ValueError(f"true_logprobs must have {n} entries to match label_logprobs {lp.shape}, got {true.shape}")
+    log_w = None if log_weights is None else np.asarray(log_weights, np.float64)
+    out = []
+    for tau in taus:
+        tau = _checks.integer("tau", tau, minimum=1, maximum=n)
+        m = n // tau * tau
+        out.append(float(np.mean(mixture_kl(lp[:, :m], true[:m], tau, log_w))))
+    return np.asarray(out)
+
+
 class KLSummary(NamedTuple):
     """Per-problem summary of per-τ-sample KL values (as the reference computes it)."""
 

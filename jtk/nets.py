@@ -32,6 +32,11 @@ def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
     return ACTIVATIONS[name]
 
 
+def mlp_sizes(input_dim: int, hidden: Sequence[int], num_classes: int) -> tuple[int, ...]:
+    """Layer widths of an MLP input_dim → *hidden → num_classes, e.g. (2, 50, 50, 2)."""
+    return (input_dim, *hidden, num_classes)
+
+
 def init_mlp(key: jax.Array, sizes: Sequence[int], first_bias_std: float = 0.0) -> Params:
     """Draws MLP parameters with the reference initialisation.
 

@@ -73,7 +73,7 @@ def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
     def pair(a, b):
         if np.ptp(a) == 0 or np.ptp(b) == 0:
             return float("nan"), float("nan")
-        import scipy.stats  # imported on use: it costs 0.8 s at import jtk
+        import scipy.stats  # imported on use: it is slow to import (docs/platforms.md, "Import time")
 
         return float(scipy.stats.pearsonr(a, b)[0]), float(scipy.stats.spearmanr(a, b)[0])
 

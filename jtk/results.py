@@ -290,11 +290,17 @@ def make_agent(config: Mapping[str, Any]):
         raise ValueError(f"agent must be a registered jtk agent to be rebuilt, got {what!r} (class path and repr "
                          "are recorded, but jtk cannot construct a user's agent)")
     hp = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(config.get("hyperparameters") or {}).items()}
+    recorded = config.get("fields")
+    proto = agents_base._default_agent(agents_base._REGISTRY[config["name"]]) \
+        if config.get("name") in agents_base.names() else None
+    if proto is not None:  # a record written before a keyword was renamed (e.g. length_scale → l2_scale)
+        hp = agents_base.translate_renamed(type(proto), hp, f"jtk.agents.{config['name']}", warn=False)
+        if recorded is not None:
+            recorded = jsonable(agents_base.translate_renamed(type(proto), dict(recorded), "fields", warn=False))
     agent = agents_base.make(config["name"], **hp)
     now = jsonable({f.name: getattr(agent, f.name) for f in dataclasses.fields(agent)})
-    if config.get("fields") is not None and now != config["fields"]:
-        diff = {k: (config["fields"].get(k), now.get(k)) for k in set(now) | set(config["fields"])
-                if config["fields"].get(k) != now.get(k)}
+    if recorded is not None and now != recorded:
+        diff = {k: (recorded.get(k), now.get(k)) for k in set(now) | set(recorded) if recorded.get(k) != now.get(k)}
         raise ValueError(f"agent {config['name']!r} rebuilt with {hp} differs from the recorded configuration "
                          f"(field: (recorded, now)) {diff}")
     return agent

@@ -44,14 +44,15 @@ RESULTS_CSV = "results.csv"
 LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 #: The paper's sweeps: App. C.1, C.2, C.6 for the ensemble family; C.5 (the reference's momentum-SGLD sweep,
-#: learning rate × prior variance) for sgmcmc, with jtk's fast chain (``make("sgmcmc")``;
+#: learning rate × prior variance σ² ∈ {0.05, 0.1, 0.2}, i.e. l2_scale = 1/σ² ∈ {20, 10, 5}) for sgmcmc, with jtk's
+#: fast chain (``make("sgmcmc")``;
 #: ``jtk sweep --set preset=reference`` runs the 500 000-step schedule).
 PAPER_SWEEPS: dict[str, dict[str, Sequence[Any]]] = {
     "mlp": {"l2_scale": LAMBDAS},
     "ensemble": {"num_members": (1, 3, 10, 30, 100), "l2_scale": LAMBDAS},
     "ensemble+": {"num_members": (1, 3, 10, 30, 100), "prior_scale": (0.3, 1.0, 3.0, 10.0),
                   "l2_scale": (0.1, 1.0, 10.0)},
-    "sgmcmc": {"learning_rate": (1e-4, 5e-4, 1e-3, 5e-3), "prior_variance": (0.05, 0.1, 0.2)},
+    "sgmcmc": {"learning_rate": (1e-4, 5e-4, 1e-3, 5e-3), "l2_scale": (20.0, 10.0, 5.0)},
 }
 
 #: A laptop-sized sweep: three values of the most important knob per agent.
@@ -59,7 +60,7 @@ SMALL_SWEEPS: dict[str, dict[str, Sequence[Any]]] = {
     "mlp": {"l2_scale": (0.1, 1.0, 10.0)},
     "ensemble": {"num_members": (10,), "l2_scale": (0.1, 1.0, 10.0)},
     "ensemble+": {"num_members": (10,), "prior_scale": (1.0, 3.0, 10.0)},
-    "sgmcmc": {"prior_variance": (0.05, 0.1, 0.2)},
+    "sgmcmc": {"l2_scale": (20.0, 10.0, 5.0)},
 }
 
 SWEEPS = {"paper": PAPER_SWEEPS, "small": SMALL_SWEEPS}

@@ -52,7 +52,7 @@ import itertools
 import time
 from dataclasses import dataclass
 import functools
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +62,8 @@ from tqdm.auto import tqdm
 
 from jtk import _checks, _memory, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
-from jtk.envs.classification import sample_labels, sample_prior_params
+from jtk.envs.classification import (ProblemSettings, TestData, problem_key, sample_problem,  # noqa: F401
+                                     sample_test)
 from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
 
 PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
@@ -130,9 +131,18 @@ class Problem:
                              "lower num_samples or num_test")
 
     @property
-    def training_key(self) -> "Problem":
-        """The problem with τ blanked out: problems with equal keys share training."""
+    def training_problem(self) -> "Problem":
+        """This problem with τ set to 1: problems with the same training problem train one agent and share it."""
         return dataclasses.replace(self, tau=1)
+
+    @property
+    def training_key(self) -> "Problem":
+        """Deprecated alias of :attr:`training_problem` (it is a Problem, not a PRNG key)."""
+        import warnings
+
+        warnings.warn("jtk.testbed.Problem.training_key is deprecated; use jtk.testbed.Problem.training_problem",
+                      DeprecationWarning, stacklevel=2)
+        return self.training_problem
 
     def prior(self) -> agents_base.ProblemInfo:
         """What the agent is told about this problem."""
@@ -179,12 +189,6 @@ def problems(name: str = "paper", seeds: int | None = None) -> list[Problem]:
 
 
 # ------------------------------------------------------------------ data
-class TestData(NamedTuple):
-    x: jax.Array  # [N * τ, d]
-    y: jax.Array  # [N * τ]
-    true_logits: jax.Array  # [N * τ, K] environment logits f(x) / ρ
-
-
 def agent_seed(problem: Problem, purpose: int) -> int:
     """The integer seed handed to an agent (purpose 0: fit, τ: sampling for that τ).
 
@@ -196,46 +200,17 @@ def agent_seed(problem: Problem, purpose: int) -> int:
     return int(np.random.SeedSequence(ints).generate_state(1)[0] >> 1)
 
 
-def _keys(seed, temperature, num_train):
-    """Environment, training and test keys of one training group (seed, ρ, n)."""
-    base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), num_train),
-                              jnp.round(temperature * 1e6).astype(jnp.uint32))
-    return jax.random.fold_in(base, 0), jax.random.fold_in(base, 1), jax.random.fold_in(base, 2)
-
-
-@dataclasses.dataclass(frozen=True)
-class _DataConfig:
-    input_dim: int
-    num_classes: int
-    hidden: tuple[int, ...]
-    activation: str
-    capacity: int
-    test_inputs: str = "iid"
-    num_anchors: int = 2
+_DataConfig = ProblemSettings  # the static settings of a chunk's data (jtk.envs.classification owns them)
 
 
 def _make_training(cfg: _DataConfig, seed, temperature, num_train):
-    k_env, k_train, _ = _keys(seed, temperature, num_train)
-    params = sample_prior_params(k_env, cfg.input_dim, cfg.hidden, cfg.num_classes)
-    kx, ky = jax.random.split(k_train)
-    x = jax.random.normal(kx, (cfg.capacity, cfg.input_dim))
-    y = sample_labels(ky, nets.mlp_apply(params, x, cfg.activation) / temperature)
-    valid = jnp.arange(cfg.capacity) < num_train
-    data = train_lib.Dataset(jnp.where(valid[:, None], x, 0.0), jnp.where(valid, y, 0), num_train)
-    return params, data
+    """The environment and padded training set of group (seed, ρ, n): the one draw, keyed the testbed's way."""
+    return sample_problem(cfg, problem_key(seed, temperature, num_train), temperature, num_train)
 
 
 def _make_test(cfg: _DataConfig, num_test: int, tau: int, params, seed, temperature, num_train):
-    _, _, k_test = _keys(seed, temperature, num_train)
-    kx, ky, ki = jax.random.split(jax.random.fold_in(k_test, tau), 3)
-    if cfg.test_inputs == "polyadic":
-        anchors = jax.random.normal(kx, (num_test, cfg.num_anchors, cfg.input_dim))
-        pick = jax.random.randint(ki, (num_test, tau), 0, cfg.num_anchors)
-        x = jnp.take_along_axis(anchors, pick[..., None], axis=1).reshape(num_test * tau, cfg.input_dim)
-    else:
-        x = jax.random.normal(kx, (num_test * tau, cfg.input_dim))
-    logits = nets.mlp_apply(params, x, cfg.activation) / temperature
-    return TestData(x, sample_labels(ky, logits), logits)
+    """The τ test set of group (seed, ρ, n)."""
+    return sample_test(cfg, num_test, tau, params, problem_key(seed, temperature, num_train), temperature)
 
 
 _make_training_batch = jax.jit(jax.vmap(_make_training, in_axes=(None, 0, 0, 0)), static_argnums=0)
@@ -265,21 +240,12 @@ def _group_arrays(group: Sequence[Problem]):
 
 
 # ------------------------------------------------------------------ scoring
-def _joint_ll_of_components(comps, y, tau, log_w=None):
-    """comps [C, N·τ, K], y [N·τ] → [N] log Σ_c w_c Π_t p_c(y_t) (w uniform if log_w is None)."""
-    c = comps.shape[0]
-    lp = jnp.take_along_axis(jax.nn.log_softmax(comps, -1), y[None, :, None], -1)[..., 0]  # [C, N·τ]
-    lp = lp.reshape(c, -1, tau).sum(-1)  # [C, N]
-    if log_w is None:
-        return jax.nn.logsumexp(lp, axis=0) - jnp.log(c)
-    return jax.nn.logsumexp(lp + jax.nn.log_softmax(log_w)[:, None], axis=0)
-
-
 def _score(comps, test: TestData, tau: int, log_w=None):
-    """Per-τ-sample KL [N] and the marginal predictive [N·τ, K] of logits [C, N·τ, K]."""
-    true_ll = jnp.take_along_axis(jax.nn.log_softmax(test.true_logits, -1), test.y[:, None], -1)[:, 0]
-    true_ll = true_ll.reshape(-1, tau).sum(-1)
-    kl = true_ll - _joint_ll_of_components(comps, test.y, tau, log_w)
+    """Per-τ-sample KL [N] (exact over the C components, :func:`jtk.likelihood.mixture_kl`) and the marginal
+    predictive [N·τ, K] of logits [C, N·τ, K]."""
+    true_lp = jnp.take_along_axis(jax.nn.log_softmax(test.true_logits, -1), test.y[:, None], -1)[:, 0]  # [N·τ]
+    comp_lp = jnp.take_along_axis(jax.nn.log_softmax(comps, -1), test.y[None, :, None], -1)[..., 0]  # [C, N·τ]
+    kl = likelihood.mixture_kl(comp_lp, true_lp, tau, log_w)
     probs = jax.nn.softmax(comps, -1)
     w = jnp.full((comps.shape[0],), 1.0 / comps.shape[0]) if log_w is None else jax.nn.softmax(log_w)
     return kl, jnp.einsum("c,cnk->nk", w, probs)
@@ -344,6 +310,7 @@ def _pad(values, size):
     return list(values) + [values[-1]] * (size - len(values))
 
 
+
 def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
     """Whether to enumerate components; raises for ``"exact"`` on an agent that is not a finite mixture."""
     if likelihood_ == "exact" and not is_mixture:
@@ -381,7 +348,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     num_rows = sum(len(g) for g in groups)
     rows = []
     for mode, tau in itertools.product(modes, sorted(p.tau for p in groups[0])):  # a chunk's groups share their τ
-        exact = _use_exact(mode, agent.mixture, name)
+        exact = _use_exact(mode, agent.is_mixture, name)
         kind = "exact" if exact else f"mc{heads[0].num_samples}"
         t0 = time.perf_counter()
         kl, probs, y = jax.block_until_ready(_eval_chunk(
@@ -406,12 +373,14 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likel
         t0 = time.perf_counter()
         posterior = agent.fit(x, y, seed=agent_seed(head, 0), prior=head.prior())
         train_time = (time.perf_counter() - t0) / len(group)
-        exact = _use_exact(likelihood_, bool(_num_components(posterior)), name)
+        mixture = agents_base.as_mixture(posterior)
+        exact = _use_exact(likelihood_, mixture is not None, name)
         for p in group:
             t0 = time.perf_counter()
             _, _, test = load_problem(p)
-            comps = _posterior_logits(posterior, np.asarray(test.x), p, agent_seed(p, p.tau), exact)
-            log_w = posterior.log_weights() if exact and hasattr(posterior, "log_weights") else None
+            comps = _posterior_logits(mixture if exact else posterior, np.asarray(test.x), p, agent_seed(p, p.tau),
+                                      exact)
+            log_w = mixture.log_weights() if exact else None
             kl, probs = _score_numpy(comps, test, p.tau, log_w)
             rows += _rows([p], [kl], [probs], [np.asarray(test.y)], "exact" if exact else f"mc{p.num_samples}",
                           train_time, time.perf_counter() - t0, name)
@@ -419,8 +388,8 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likel
 
 
 def _num_components(posterior) -> int | None:
-    n = getattr(posterior, "num_components", None)
-    return n if isinstance(n, int) and n > 0 and hasattr(posterior, "components") else None
+    mixture = agents_base.as_mixture(posterior)
+    return None if mixture is None else int(mixture.num_components)
 
 
 def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) -> np.ndarray:
@@ -445,10 +414,10 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks."""
     groups: dict[Problem, list[Problem]] = {}
     for p in problems_:
-        groups.setdefault(p.training_key, []).append(p)
+        groups.setdefault(p.training_problem, []).append(p)
     if not isinstance(agent, agents_base.JaxAgent):
         return [[g] for g in groups.values()]
-    members = int(getattr(agent, "num_members", 1) or 1)
+    members = int(agent.num_networks)
     by_shape: dict[tuple, list[list[Problem]]] = {}
     for key, g in groups.items():
         static = (dataclasses.replace(key, temperature=1.0, num_train=1, seed=0),
@@ -530,7 +499,7 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
     _check_unique_problems(problems)
     name = _agent_name(agent, name)
     if isinstance(agent, agents_base.JaxAgent):
-        _use_exact(likelihood, agent.mixture, name)  # fail before any training
+        _use_exact(likelihood, agent.is_mixture, name)  # fail before any training
     chunks = _chunks(problems, agent)
     bar = tqdm(total=len(problems), desc=f"testbed {name}", disable=not progress, unit="problem")
     frames: dict[int, pd.DataFrame] = {}
@@ -824,7 +793,7 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
     evaluate(agent, group, name=name, progress=False)
     run = time.perf_counter() - t0
     paper = paper_problems()
-    num_groups = len({p.training_key for p in paper})
+    num_groups = len({p.training_problem for p in paper})
     if isinstance(agent, agents_base.JaxAgent):
         shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
                    agent.batch_size), train_lib.next_pow2(len(c))) for c in _chunks(paper, agent)}
@@ -979,10 +948,11 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
         return True, f"the same seed gives identical samples; another seed {other}"
 
     def weights():
-        c = _num_components(post)
-        if not c:
+        mixture = agents_base.as_mixture(post)
+        if mixture is None:
             return True, "not a finite mixture (no components / num_components): nothing to check"
-        lw = post.log_weights() if callable(getattr(post, "log_weights", None)) else None
+        c = int(mixture.num_components)
+        lw = mixture.log_weights()
         if lw is None:
             return True, f"uniform mixture of {c} component{'s' if c > 1 else ''}"
         lw = np.asarray(lw, np.float64)
@@ -1005,8 +975,8 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
         spread = probs[:, :64].std(axis=0).max(-1)  # [64] largest class-probability std over samples
         varying = spread >= 1e-3
         if not varying.any():
-            return True, (f"samples agree at every anchor (probability spread < 1e-3): joint = product of "
-                          f"marginals by construction; the agent expresses no epistemic uncertainty here")
+            return True, ("samples agree at every anchor (probability spread < 1e-3): joint = product of "
+                          "marginals by construction; the agent expresses no epistemic uncertainty here")
         za, zn = za[:, varying] - za[:, varying].mean(0), zn[:, varying] - zn[:, varying].mean(0)
         cov = (za * zn).sum((0, 2))
         corr = cov / np.sqrt((za ** 2).sum((0, 2)) * (zn ** 2).sum((0, 2)) + 1e-30)

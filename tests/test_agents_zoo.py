@@ -56,7 +56,7 @@ def test_agent_fits_and_samples_coherent_functions(name):
 
 @pytest.mark.parametrize("name, kwargs, arg", [
     ("dropout", dict(dropout_rate=1.0), "dropout_rate"),
-    ("dropout", dict(length_scale=-1.0), "length_scale"),
+    ("dropout", dict(l2_scale=-1.0), "l2_scale"),
     ("bbb", dict(mixture_weight=1.5), "mixture_weight"),
     ("bbb", dict(sigma1=0.0), "sigma1"),
     ("hypermodel", dict(index_dim=0), "index_dim"),

@@ -72,3 +72,52 @@ def test_bad_inputs_name_the_argument():
         env.logits(np.zeros(3))
     with pytest.raises(TypeError, match="seed"):
         MLPClassification(0.1, seed="zero")
+
+
+# ------------------------------------------------------------------ one draw for the testbed, the bandit and the labs
+def test_the_testbed_problem_is_mlp_classification_of_its_environment_key():
+    from jtk import testbed
+    from jtk.envs import classification as cl
+
+    problem = testbed.Problem(temperature=0.1, num_train=10, tau=1, seed=4, num_test=5)
+    params, data, test = testbed.load_problem(problem)
+    keys = cl.problem_keys(cl.problem_key(4, jnp.float32(0.1), 10))
+    env = MLPClassification(0.1, seed=keys.environment)
+    for (w, b), (w2, b2) in zip(params, env.params):  # equal up to float32 rounding (jitted vs eager)
+        np.testing.assert_allclose(w, w2, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(b, b2, rtol=1e-6, atol=1e-7)
+    x, y = env.sample(data.x.shape[0], seed=keys.train)  # the padded capacity, then the first n rows
+    np.testing.assert_allclose(data.x[:10], x[:10], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(data.y[:10], y[:10])
+    assert np.all(np.asarray(data.x[10:]) == 0.0) and int(data.n) == 10
+    np.testing.assert_allclose(test.true_logits, env.logits(test.x), rtol=1e-6)
+
+
+def test_sample_problem_is_jittable_and_vmappable_over_keys():
+    from jtk.envs import classification as cl
+
+    settings = cl.ProblemSettings(capacity=8)
+    keys = jax.vmap(cl.problem_key)(jnp.arange(3, dtype=jnp.uint32), jnp.full(3, 0.1, jnp.float32),
+                                    jnp.full(3, 8, jnp.int32))
+    params, data = jax.jit(jax.vmap(cl.sample_problem, in_axes=(None, 0, None, None)), static_argnums=0)(
+        settings, keys, jnp.float32(0.1), 8)
+    assert data.x.shape == (3, 8, 2) and data.y.shape == (3, 8) and params[0][0].shape == (3, 2, 50)
+    one_params, one_data = cl.sample_problem(settings, keys[1], jnp.float32(0.1), 8)
+    np.testing.assert_allclose(data.x[1], one_data.x, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(params[0][0][1], one_params[0][0], rtol=1e-6, atol=1e-7)
+
+
+def test_lab_data_keeps_one_environment_across_temperatures_and_nests_training_sets():
+    from jtk.envs import classification as cl
+
+    grid = np.zeros((4, 2), np.float32)
+    warm, cold = cl.sample_lab_data(3, 0.5, 20, 50, grid), cl.sample_lab_data(3, 0.05, 20, 50, grid)
+    np.testing.assert_array_equal(warm.x_train, cold.x_train)  # same inputs; labels flip only near the boundary
+    assert np.mean(warm.y_train == cold.y_train) > 0.5
+    short = cl.sample_lab_data(3, 0.5, 5, 50, grid)
+    np.testing.assert_array_equal(short.x_train, warm.x_train[:5])
+    np.testing.assert_array_equal(short.y_train, warm.y_train[:5])
+    env = MLPClassification(0.5, seed=3)  # lab_keys: the environment is the one of the seed
+    np.testing.assert_allclose(warm.grid_probs, np.asarray(env.probs(grid))[:, 1], rtol=1e-5)
+    lp = np.log(np.take_along_axis(np.asarray(env.probs(warm.x_test)), warm.y_test[:, None], 1)[:, 0])
+    np.testing.assert_allclose(warm.true_logprobs, lp, rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import jtk
-from jtk import active, agents, ppc, regression
+from jtk import active, agents, coverage, ppc, regression
 from jtk.agents import base
 
 MOVED = [(agents, name, regression, name) for name in (
@@ -13,6 +13,7 @@ MOVED = [(agents, name, regression, name) for name in (
     "GPRegression", "GaussianProcessPosterior", "MonteCarloGP", "SGLDRegression", "make_regression")]
 MOVED += [(agents, "Prior", base, "ProblemInfo")]
 MOVED += [(active, name, ppc, name) for name in active._MOVED_TO_PPC]
+MOVED += [(coverage, "summarise", coverage, "summarize")]
 
 
 @pytest.mark.parametrize("old_module, old, new_module, new", MOVED, ids=[f"{m.__name__}.{o}" for m, o, _, _ in MOVED])
@@ -30,6 +31,111 @@ def test_from_import_of_an_old_name_works():
 
 
 def test_unknown_names_still_raise_attribute_error():
-    for module in (jtk.agents, jtk.active):
+    for module in (jtk.agents, jtk.active, jtk.coverage):
         with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
             getattr(module, "no_such_name")
+
+
+def _forget_grading(monkeypatch):
+    """Imports of jtk.grading below run its module code again (and warn again)."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "jtk.grading", raising=False)
+    if "grading" in vars(jtk):  # (getattr would import it through jtk.__getattr__)
+        monkeypatch.delattr(jtk, "grading")
+
+
+def test_jtk_grading_is_jtk_checks(monkeypatch):
+    import jtk.checks
+
+    _forget_grading(monkeypatch)
+    with pytest.warns(DeprecationWarning, match=r"jtk\.grading is deprecated; use jtk\.checks"):
+        from jtk import grading
+    assert grading is jtk.checks and grading.check_coin_joint is jtk.checks.check_coin_joint
+    _forget_grading(monkeypatch)
+    with pytest.warns(DeprecationWarning, match=r"jtk\.grading is deprecated"):
+        import jtk.grading
+    assert jtk.grading is jtk.checks
+
+
+def test_patching_the_old_name_patches_the_checks_and_the_guard_covers_both(monkeypatch):
+    """A student cannot patch ``jtk.grading.X`` to beat ``jtk.checks.X``: one module, one guard."""
+    import jtk.checks
+
+    _forget_grading(monkeypatch)
+    with pytest.warns(DeprecationWarning):
+        import jtk.grading as old
+    monkeypatch.setattr(old, "run_check", lambda *a, **k: None)
+    assert jtk.checks.run_check is old.run_check
+    monkeypatch.undo()
+    check = jtk.checks._CHECKS["coin_joint"]
+    via_old_name = jtk.checks._capture(check, lambda b, p, f: old._coin_joint(b, p, f), ((0.5,), (1.0,), 2))
+    assert isinstance(via_old_name, jtk.checks.Raised) and via_old_name.kind == "uses_reference"
+
+
+def test_problem_training_key_is_training_problem():
+    problem = jtk.testbed.paper_problems()[0]
+    with pytest.warns(DeprecationWarning, match=r"Problem\.training_key is deprecated; use "
+                                                r"jtk\.testbed\.Problem\.training_problem"):
+        old = problem.training_key
+    assert old == problem.training_problem and old.tau == 1
+
+
+# #19, widgets: one naming scheme (``<topic>_app``) and no fitting or scoring in jtk.widgets.
+def _widget_moves():
+    import jtk.active
+    import jtk.ensemble_study
+    import jtk.envs.classification
+    import jtk.likelihood
+    import jtk.widgets
+    from jtk.widgets import active as wa
+    from jtk.widgets import bandit as wb
+    from jtk.widgets import coverage as wc
+    from jtk.widgets import ensembles as we
+
+    moves = [(jtk.widgets, "build_toy_app", jtk.widgets, "query_app"),
+             (jtk.widgets, "build_bandit_app", jtk.widgets, "bandit_app"),
+             (jtk.widgets, "build_coverage_app", jtk.widgets, "coverage_app"),
+             (jtk.widgets, "build_comparison", jtk.ensemble_study, "make_ensemble_comparison"),
+             (jtk.widgets, "kl_vs_num_train", jtk.ensemble_study, "kl_vs_num_train"),
+             (wa, "build_toy_app", wa, "query_app"), (wb, "build_bandit_app", wb, "bandit_app"),
+             (wc, "build_coverage_app", wc, "coverage_app"),
+             (we, "build_comparison", jtk.ensemble_study, "make_ensemble_comparison"),
+             (we, "kl_by_tau", jtk.likelihood, "mixture_kl_by_tau"),
+             (jtk.widgets, "make_toy_state", jtk.active, "make_toy_state"),
+             (jtk.widgets, "toy_view", jtk.active, "toy_view"),
+             (wa, "make_toy_state", jtk.active, "make_toy_state"), (wa, "toy_view", jtk.active, "toy_view"),
+             (wa, "default_toy_models", jtk.active, "default_toy_models")]
+    moves += [(we, name, jtk.ensemble_study, name) for name in (
+        "FitSettings", "fit_ensembles", "member_probs", "member_label_logprobs", "probability_grid",
+        "kl_vs_num_train", "CHUNK", "TEST_POOL")]
+    moves += [(we, "environment_data", jtk.envs.classification, "sample_lab_data")]
+    return moves
+
+
+@pytest.mark.parametrize("i", range(len(_widget_moves())))
+def test_old_widget_name_warns_and_is_the_new_object(i):
+    old_module, old, new_module, new = _widget_moves()[i]
+    with pytest.warns(DeprecationWarning, match=rf"^{old_module.__name__}\.{old} is deprecated; use "
+                                                rf"{new_module.__name__}\.{new}$"):
+        got = getattr(old_module, old)
+    assert got is getattr(new_module, new)
+
+
+def test_unknown_widget_names_still_raise_attribute_error():
+    import jtk.widgets
+    from jtk.widgets import active, ensembles
+
+    for module in (jtk.widgets, active, ensembles):
+        with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+            getattr(module, "no_such_name")
+
+
+def test_coin_decision_values_moved_to_the_library():
+    from jtk.envs import coin
+    from jtk.widgets import coins as wc
+
+    for name in ("expected_cumulative_heads", "decision_summary"):
+        with pytest.warns(DeprecationWarning, match=rf"^jtk\.widgets\.coins\.{name} is deprecated; use "
+                                                    rf"jtk\.envs\.coin\.{name}$"):
+            assert getattr(wc, name) is getattr(coin, name)

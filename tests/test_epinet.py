@@ -34,7 +34,7 @@ def test_registered_with_the_reference_defaults():
     assert (agent.index_dim, agent.hidden, agent.epinet_hidden, agent.prior_hidden) == (8, (50, 50), (15, 15), (5, 5))
     assert (agent.prior_scale, agent.epinet_prior_scale, agent.num_index_samples) == (0.3, 0.0, 8)
     assert (agent.l2_scale, agent.learning_rate, agent.num_steps, agent.batch_size) == (0.2, 1e-3, 1000, 100)
-    assert not agent.mixture  # Gaussian index: scored by sampling
+    assert not agent.is_mixture  # Gaussian index: scored by sampling
     hyper = agent.hyper(ProblemInfo(2, 2, 30, 0.1))
     assert hyper["l2"] == pytest.approx(0.2 * (2 / 30) ** 0.7)
     assert hyper["prior_scale"] == pytest.approx(0.3 / 0.1)  # linear in 1/ρ, not 1/sqrt(ρ)

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ import jtk
 import jtk.active
 import jtk.bandit
 import jtk.coverage
+import jtk.ensemble_study
 import jtk.likelihood
 import jtk.testbed
 import jtk.widgets
@@ -230,7 +230,7 @@ for name, kw, e, names in [
         ("sgmcmc", dict(burn_in=-1), VE, "burn_in"), ("sgmcmc", dict(thin=0), VE, "thin"),
         ("sgmcmc", dict(preset="slowest"), VE, "preset"), ("knn", dict(num_neighbors=0), VE, "num_neighbors"),
         ("knn", dict(weights="cosine"), VE, "weights"), ("random_forest", dict(num_trees=0), VE, "num_trees"),
-        ("deep_kernel", dict(weight_decay=-1.0), VE, "weight_decay"),
+        ("deep_kernel", dict(l2_scale=-1.0), VE, "l2_scale"),
         ("bayes_optimal", dict(num_particles=0), VE, "num_particles")]:
     case("agents.make", f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}", call(jtk.agents.make, name, **kw),
          e, names)
@@ -413,7 +413,7 @@ case("coverage_study", "preset-unknown", lambda: C.coverage_study(reg_env(), ["B
 case("coverage_study", "env-none", lambda: C.coverage_study(None, ["BLR"], k=2, progress=False), TE, "env")
 case("sweep_f_main", "f_mains-neg", lambda: C.sweep_f_main([-1.0], ["BLR"], k=2, progress=False), VE, "f_mains")
 case("sweep_dim", "dims-0", lambda: C.sweep_dim([0], ["BLR"], k=2, progress=False), VE, "dims")
-case("summarise", "not-a-frame", call(C.summarise, [1, 2]), TE, "per_input")
+case("summarize", "not-a-frame", call(C.summarize, [1, 2]), TE, "per_input")
 case("at_inputs", "coordinates-nan", lambda: C.at_inputs(pd.DataFrame({"x": [0.0]}), [np.nan]), VE, "coordinates")
 
 # --- bandit
@@ -456,6 +456,7 @@ case("bandit.regret_correlation", "num_bootstrap-10", lambda: B.regret_correlati
 
 # --- widgets (builders and their pure update functions)
 W = jtk.widgets
+ES = jtk.ensemble_study
 case("coin_flip_app", "seed-neg", call(W.coin_flip_app, seed=-1), VE, "seed")
 case("coin_flip_app", "seed-2**32", call(W.coin_flip_app, seed=2 ** 32), VE, "seed")
 case("coin_flip_app", "seed-str", call(W.coin_flip_app, seed="0"), TE, "seed")
@@ -473,21 +474,22 @@ case("JointPredictions", "num_train_values-empty", call(W.JointPredictions, num_
      "num_train_values")
 case("joint_predictions_app", "temperature-0", call(W.joint_predictions_app, temperature=0.0, background=False), VE,
      "temperature")
-case("build_comparison", "temperature-neg", call(W.build_comparison, temperature=-1.0), VE, "temperature")
-case("build_comparison", "seed-2**32", call(W.build_comparison, seed=2 ** 32), VE, "seed")
-case("build_comparison", "prior_scales-no-0", call(W.build_comparison, prior_scales=(1.0,)), VE, "prior_scales")
-case("build_comparison", "resolution-huge", call(W.build_comparison, resolution=10 ** 6), VE, "resolution")
-case("kl_vs_num_train", "seeds-0", call(W.kl_vs_num_train, seeds=0), VE, "seeds")
-case("kl_vs_num_train", "num_test-huge", call(W.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
-case("kl_vs_num_train", "temperature-1e-45", call(W.kl_vs_num_train, temperature=1e-45), VE, "temperature")
-case("make_toy_state", "seed-2**32", call(W.make_toy_state, seed=2 ** 32), VE, "seed")
-case("make_toy_state", "num_pool-0", call(W.make_toy_state, num_pool=0), VE, "num_pool")
-case("make_toy_state", "unknown-kwarg", call(W.make_toy_state, num_pools=5), TE, "num_pools")
-case("make_toy_state", "models-empty", call(W.make_toy_state, models={}), VE, "models")
-case("build_coverage_app", "results-none", call(W.build_coverage_app, None), TE, "results")
+MAKE_COMP = ES.make_ensemble_comparison
+case("make_ensemble_comparison", "temperature-neg", call(MAKE_COMP, temperature=-1.0), VE, "temperature")
+case("make_ensemble_comparison", "seed-2**32", call(MAKE_COMP, seed=2 ** 32), VE, "seed")
+case("make_ensemble_comparison", "prior_scales-no-0", call(MAKE_COMP, prior_scales=(1.0,)), VE, "prior_scales")
+case("make_ensemble_comparison", "resolution-huge", call(MAKE_COMP, resolution=10 ** 6), VE, "resolution")
+case("kl_vs_num_train", "seeds-0", call(ES.kl_vs_num_train, seeds=0), VE, "seeds")
+case("kl_vs_num_train", "num_test-huge", call(ES.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
+case("kl_vs_num_train", "temperature-1e-45", call(ES.kl_vs_num_train, temperature=1e-45), VE, "temperature")
+case("make_toy_state", "seed-2**32", call(jtk.active.make_toy_state, seed=2 ** 32), VE, "seed")
+case("make_toy_state", "num_pool-0", call(jtk.active.make_toy_state, num_pool=0), VE, "num_pool")
+case("make_toy_state", "unknown-kwarg", call(jtk.active.make_toy_state, num_pools=5), TE, "num_pools")
+case("make_toy_state", "models-empty", call(jtk.active.make_toy_state, models={}), VE, "models")
+case("coverage_app", "results-none", call(W.coverage_app, None), TE, "results")
 case("ensemble_app", "comp-none", call(W.ensemble_app, None), TE, "comp")
-case("build_toy_app", "state-wrong", call(W.build_toy_app, state=3), TE, "state")
-case("build_bandit_app", "explorer-none", call(W.build_bandit_app, None), TE, "explorer")
+case("query_app", "state-wrong", call(W.query_app, state=3), TE, "state")
+case("bandit_app", "explorer-none", call(W.bandit_app, None), TE, "explorer")
 
 # --- jtk.testbed
 T = jtk.testbed

@@ -90,12 +90,22 @@ def attacks(tmp: pathlib.Path) -> dict:
         "delete_check_cell": _attack(edit=_delete_check),
         "metadata_points": _attack(edit=_points),
         "overwrite_check_function": _attack(
-            "from jtk import grading\n"
-            "grading.check_coin_joint = lambda *a, **k: print('✅ Exercise 1a (coin joint): passed')\n"
-            "grading.run_check = lambda *a, **k: None\n" + BLANK_1A),
+            "from jtk import checks\n"
+            "checks.check_coin_joint = lambda *a, **k: print('✅ Exercise 1a (coin joint): passed')\n"
+            "checks.run_check = lambda *a, **k: None\n" + BLANK_1A),
+        # the deprecated alias jtk.grading is the same module: patching it, or a stand-in bound to the name the
+        # source's check cell uses, changes nothing (kernel-side text: pytest's warning filter does not apply there)
+        "overwrite_through_old_name": _attack(
+            "import types, jtk.grading\n"
+            "jtk.grading.run_check = lambda *a, **k: None\n"
+            "jtk.grading._emit = lambda record: None\n"
+            "checks = grading = types.SimpleNamespace(check_coin_joint=lambda *a, **k: print('✅ passed'))\n"
+            + BLANK_1A),
+        "calls_reference_through_old_name": _attack(
+            "import jtk.grading\ndef coin_joint(b, p, f):\n    return jtk.grading._coin_joint(b, p, f)"),
         "forged_record": _attack(  # every record this kernel emits claims a pass with made-up answers
-            "from IPython.display import display\nfrom jtk import grading\n"
-            "grading._emit = lambda record: display({grading.MIME: {**record, 'answers': [{'npy': 'k05VTVBZ'}] * 16}},"
+            "from IPython.display import display\nfrom jtk import checks\n"
+            "checks._emit = lambda record: display({checks.MIME: {**record, 'answers': [{'npy': 'k05VTVBZ'}] * 16}},"
             " raw=True)\n" + BLANK_1A),
         "patched_numpy": _attack("np.allclose = lambda *a, **k: True\nnp.isclose = lambda *a, **k: True\n"
                                  "def coin_joint(biases, prior, flips):\n    return np.full((2,) * flips, 0.5)"),
@@ -174,7 +184,8 @@ def test_solutions_score_full_and_untouched_exercises_zero(graded):
         assert all(c["misconception"] == "generic.not_implemented" for c in blank["checks"]), blank
 
 
-ATTACKS = ["edit_check_cell", "delete_check_cell", "metadata_points", "overwrite_check_function", "forged_record",
+ATTACKS = ["edit_check_cell", "delete_check_cell", "metadata_points", "overwrite_check_function",
+           "overwrite_through_old_name", "calls_reference_through_old_name", "forged_record",
            "patched_numpy", "calls_reference", "saved_reference", "swapped_reference", "guard_switched_off", "infinite_loop",
            "loop_ignoring_interrupts", "huge_allocation", "huge_allocation_top_level", "sys_exit", "os_exit",
            "segfault"]
@@ -196,6 +207,7 @@ def test_an_attack_scores_what_a_blank_answer_scores(graded, attack):
     ("delete_check_cell", "failed", "generic.not_implemented", True),
     ("metadata_points", "failed", "generic.not_implemented", True),
     ("calls_reference", "failed", "uses_reference", False),
+    ("calls_reference_through_old_name", "failed", "uses_reference", False),
     ("saved_reference", "failed", "uses_reference", False),
     ("swapped_reference", "failed", "uses_reference", False),
     ("guard_switched_off", "failed", "uses_reference", False),

@@ -1,8 +1,10 @@
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
-from scipy.special import log_softmax, logsumexp
+from scipy.special import log_softmax
 
 import jtk
 from jtk import likelihood
@@ -89,3 +91,67 @@ def test_bad_probs_for_accuracy():
         jtk.accuracy(np.array([[0.5, 0.6]]), [0])
     with pytest.raises(ValueError, match="y must have 1 labels"):
         jtk.accuracy(np.array([[0.5, 0.5]]), [0, 1])
+
+
+# ------------------------------------------------------------------ exact finite mixtures (one implementation)
+def _numpy_mixture_kl(member_lp, true_lp, tau, weights=None):
+    """Independent float64 reference: loops over blocks and components, probabilities not logs."""
+    k, n = member_lp.shape
+    w = np.full(k, 1.0 / k) if weights is None else np.asarray(weights) / np.sum(weights)
+    out = []
+    for b in range(n // tau):
+        sl = slice(b * tau, (b + 1) * tau)
+        joint = sum(w[c] * np.prod(np.exp(member_lp[c, sl])) for c in range(k))
+        out.append(np.sum(true_lp[sl]) - np.log(joint))
+    return np.asarray(out)
+
+
+def test_mixture_kl_matches_an_independent_numpy_computation():
+    rng = np.random.default_rng(0)
+    k, n = 4, 60
+    member_lp = np.log(rng.uniform(0.05, 1.0, size=(k, n)))
+    true_lp = np.log(rng.uniform(0.05, 1.0, size=n))
+    weights = rng.uniform(0.1, 1.0, size=k)
+    for tau in (1, 3, 7, 60):
+        m = n // tau * tau
+        expected = _numpy_mixture_kl(member_lp, true_lp, tau)
+        np.testing.assert_allclose(likelihood.mixture_kl(member_lp[:, :m], true_lp[:m], tau), expected, rtol=1e-10)
+        got_jax = likelihood.mixture_kl(jnp.asarray(member_lp[:, :m], jnp.float32),
+                                        jnp.asarray(true_lp[:m], jnp.float32), tau)
+        np.testing.assert_allclose(np.asarray(got_jax), expected, rtol=1e-4, atol=1e-4)
+        weighted = _numpy_mixture_kl(member_lp, true_lp, tau, weights)
+        np.testing.assert_allclose(likelihood.mixture_kl(member_lp[:, :m], true_lp[:m], tau, np.log(weights)),
+                                   weighted, rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(likelihood.mixture_kl(
+            jnp.asarray(member_lp[:, :m], jnp.float32), jnp.asarray(true_lp[:m], jnp.float32), tau,
+            jnp.log(jnp.asarray(weights, jnp.float32)) + 3.0)), weighted, rtol=1e-4, atol=1e-4)
+        assert likelihood.mixture_kl_by_tau(member_lp, true_lp, [tau])[0] == pytest.approx(expected.mean(), rel=1e-10)
+
+
+def test_mixture_kl_by_tau_matches_the_monte_carlo_estimator_on_the_components():
+    rng = np.random.default_rng(0)
+    k, n = 4, 60
+    logits = rng.normal(size=(k, n, 2)) * 2
+    y = rng.integers(0, 2, n)
+    true_logits = rng.normal(size=(n, 2))
+    member_lp = np.take_along_axis(jax.nn.log_softmax(logits, -1), y[None, :, None], -1)[..., 0]
+    true_lp = np.take_along_axis(jax.nn.log_softmax(true_logits, -1), y[:, None], -1)[:, 0]
+    for tau in (1, 3, 7, 60):
+        m = n // tau
+        ll = likelihood.joint_log_likelihood(logits[:, :m * tau].reshape(k, m, tau, 2), y[:m * tau].reshape(m, tau))
+        truth = likelihood.log_likelihood(true_logits[:m * tau].reshape(m, tau, 2), y[:m * tau].reshape(m, tau))
+        expected = float(np.mean(np.asarray(truth) - np.asarray(ll)))
+        got = likelihood.mixture_kl_by_tau(member_lp, true_lp, [tau])[0]
+        assert got == pytest.approx(expected, rel=1e-5, abs=1e-5)
+
+
+def test_mixture_kl_by_tau_of_one_function_is_additive_in_tau():
+    rng = np.random.default_rng(1)
+    lp = np.log(rng.uniform(0.05, 1, size=(1, 100)))
+    true = np.log(rng.uniform(0.05, 1, size=100))
+    kl = likelihood.mixture_kl_by_tau(lp, true, [1, 10, 100])
+    assert kl[1] == pytest.approx(10 * kl[0]) and kl[2] == pytest.approx(100 * kl[0])
+    with pytest.raises(ValueError, match="tau"):
+        likelihood.mixture_kl_by_tau(lp, true, [101])
+    with pytest.raises(ValueError, match="true_logprobs"):
+        likelihood.mixture_kl_by_tau(lp, true[:5], [1])

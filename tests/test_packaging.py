@@ -6,7 +6,6 @@ import subprocess
 import sys
 import tomllib
 
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -132,3 +131,4 @@ def test_constraints_pin_every_dev_requirement_within_pyproject_bounds():
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().strip()
+

@@ -74,7 +74,7 @@ def test_paper_grid_is_the_420_problems_of_the_paper():
     assert {p.tau for p in problems} == {1, 10}
     assert sorted({p.num_train for p in problems}) == [1, 3, 10, 30, 100, 300, 1000]
     assert sorted({p.temperature for p in problems}) == [0.01, 0.1, 0.5]
-    assert len({p.training_key for p in problems}) == 210
+    assert len({p.training_problem for p in problems}) == 210
     assert len(testbed.quick_problems()) == 16
 
 
@@ -212,3 +212,4 @@ def test_evaluate_stops_between_chunks_when_interrupted():
     with pytest.raises(Interrupted) as err:
         testbed.evaluate("mlp", problems, progress=False, interrupt=AfterFirstChunk())
     assert 0 < err.value.kept < err.value.total == len(problems)
+

@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jtk.widgets.active import build_toy_app, make_toy_state, toy_view  # noqa: E402
+from jtk.active import make_toy_state, toy_view  # noqa: E402
+from jtk.widgets.active import query_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def test_toy_tells_the_papers_story(state):
 
 
 def test_builder_runs_observers(state):
-    app = build_toy_app(state)
+    app = query_app(state)
     app.controls["batch_size"].value = 7
     app.controls["criterion"].value = "mig"
     app.controls["model"].value = "GP-RBF (ML-II)"

@@ -51,7 +51,7 @@ def test_bad_controls_are_reported(explorer):
 
 
 def test_app_redraws_when_the_agent_changes(explorer):
-    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
+    app = wb.bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
     before = [line.get_xdata().max() for line in app.figure.axes[0].lines]
     app.controls["horizon"].value = 250
     after = [line.get_xdata().max() for line in app.figure.axes[0].lines]
@@ -61,13 +61,13 @@ def test_app_redraws_when_the_agent_changes(explorer):
 
 
 def test_horizon_moves_update_the_figure_in_place(explorer):
-    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
+    app = wb.bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
     axes, lines = list(app.figure.axes), list(app.figure.axes[0].lines)
     app.controls["horizon"].value = 250
     assert app.figure.axes == axes and list(app.figure.axes[0].lines) == lines  # same artists, new data
     assert app.figure.get_layout_engine() is None  # laid out once, then frozen
     own = wb.BanditExplorer(num_problems=2, max_horizon=500)  # another d runs: keep the shared explorer as it is
-    app = wb.build_bandit_app(own, agents=["uniform"], agent="uniform", background=False)
+    app = wb.bandit_app(own, agents=["uniform"], agent="uniform", background=False)
     app.controls["input_dim"].value = 10  # the right panel becomes a bar chart (built afresh)
     assert app.runner.errors == [] and "best action on the right" in app.figure.axes[1].get_title()
 
@@ -77,7 +77,7 @@ def test_app_layout_has_no_blank_band_and_readable_figure(explorer):
 
     from jtk.widgets._app import png_size
 
-    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
+    app = wb.bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp", background=False)
     assert app.status.value == "" and app.status_row.layout.display == "none"  # no empty status line
     assert app.progress.layout.display == "none" and app.progress.layout.visibility is None
     first_row = app.children[0]
@@ -120,7 +120,7 @@ def test_run_times_and_status_lines(explorer):
 
 
 def test_a_new_run_goes_to_the_background_with_a_status_line(explorer):
-    app = wb.build_bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp")
+    app = wb.bandit_app(explorer, agents=["mlp", "uniform"], agent="mlp")
     assert app.controls["temperature"].continuous_update is False
     assert "bandit explorer" in app._repr_mimebundle_()["text/plain"]
     before = bytes(app.image.value)

@@ -4,9 +4,10 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jtk.envs import Coin
+from jtk.envs import Coin, coin
 from jtk.widgets import coins as wc
 
 PAPER = wc.paper_coins()
@@ -37,10 +38,10 @@ def test_sequence_labels_follow_the_joint_array_order():
 @pytest.mark.parametrize("horizon", [1, 2, 3, 10, 37, 50])
 def test_expected_heads_match_the_closed_forms(horizon):
     h = horizon
-    assert wc.expected_cumulative_heads("marginal", h)[-1] == pytest.approx(h / 2)
-    assert wc.expected_cumulative_heads(ETC, h)[-1] == pytest.approx((3 * h - 1) / 4)
-    assert wc.expected_cumulative_heads("bayes-optimal", h)[-1] == pytest.approx((3 * h - 1) / 4)
-    assert wc.expected_cumulative_heads("oracle", h)[-1] == pytest.approx(3 * h / 4)
+    assert coin.expected_cumulative_heads("marginal", h)[-1] == pytest.approx(h / 2)
+    assert coin.expected_cumulative_heads(ETC, h)[-1] == pytest.approx((3 * h - 1) / 4)
+    assert coin.expected_cumulative_heads("bayes-optimal", h)[-1] == pytest.approx((3 * h - 1) / 4)
+    assert coin.expected_cumulative_heads("oracle", h)[-1] == pytest.approx(3 * h / 4)
 
 
 def _brute_force_etc(coins, horizon):
@@ -66,7 +67,7 @@ def _brute_force_etc(coins, horizon):
 def test_policies_on_random_coins_are_ordered_and_etc_matches_brute_force(biases, known, horizon):
     w = np.linspace(1.0, 2.0, len(biases))
     coins = {"known": Coin((known,), (1.0,)), "unknown": Coin(tuple(biases), tuple(w / w.sum()))}
-    values = {p: wc.expected_cumulative_heads(p, horizon, coins) for p in wc.POLICIES}
+    values = {p: coin.expected_cumulative_heads(p, horizon, coins) for p in wc.POLICIES}
     for v in values.values():
         assert v.shape == (horizon,) and np.all(np.diff(v) >= -1e-12)
     assert values["bayes-optimal"][-1] >= values[ETC][-1] - 1e-9
@@ -98,8 +99,8 @@ def test_draw_flip_is_deterministic_and_respects_the_bias():
     (lambda: wc.joint_table(0), ValueError),
     (lambda: wc.joint_table(wc.MAX_FLIPS + 1), ValueError),
     (lambda: wc.joint_table(2.0), TypeError),
-    (lambda: wc.expected_cumulative_heads("greedy", 5), ValueError),
-    (lambda: wc.expected_cumulative_heads("oracle", 0), ValueError),
+    (lambda: coin.expected_cumulative_heads("greedy", 5), ValueError),
+    (lambda: coin.expected_cumulative_heads("oracle", 0), ValueError),
     (lambda: wc.decision_table(wc.MAX_HORIZON + 1), ValueError),
     (lambda: wc.flip_update([(2, 1)]), ValueError),
     (lambda: wc.flip_update([(0, 3)]), ValueError),

@@ -66,13 +66,13 @@ def test_bad_control_values():
     with pytest.raises(ValueError, match="coordinate must be finite"):
         wc.fit_panel_data(RESULTS, 1.0, "BD", 5, float("nan"))
     with pytest.raises(TypeError, match="results"):
-        wc.build_coverage_app({})
+        wc.coverage_app({})
 
 
 def test_builder_wires_controls(monkeypatch):
     calls = []
     monkeypatch.setattr(wc, "draw", lambda fig, results, **kw: calls.append(kw))
-    app = wc.build_coverage_app(RESULTS)
+    app = wc.coverage_app(RESULTS)
     assert set(app.controls) == {"f_main", "method", "k", "x"}
     assert calls[-1] == {"f_main": 1.0, "method": "BD", "k": 10, "x": pytest.approx(1.2)}
     app.controls["f_main"].value = 2.0
@@ -123,7 +123,7 @@ def test_draw_keeps_legends_off_the_data_and_titles_the_interval():
 
 
 def test_app_is_an_app_with_readable_labels():
-    app = wc.build_coverage_app(RESULTS)
+    app = wc.coverage_app(RESULTS)
     assert "coverage explorer" in app._repr_mimebundle_()["text/plain"]
     assert all(c.style.description_width == "initial" for c in app.controls.values())
 

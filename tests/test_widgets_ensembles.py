@@ -1,4 +1,4 @@
-"""ensemble vs ensemble+ widgets: exact d_KL^τ from member log-probs, fits, the Fig. 12 app, the Fig. 5 study.
+"""ensemble vs ensemble+: jtk.ensemble_study fits, the Fig. 12 app, the Fig. 5 study (exact d_KL^τ: test_likelihood).
 
 Fits use tiny settings (3 members, 10 steps) so the whole file runs in seconds;
 the notebook's settings are exercised by executing the notebook.
@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from jax import monitoring
 
-from jtk import likelihood
+from jtk import ensemble_study as es
 from jtk.widgets import ensembles as we
 
-TINY = we.FitSettings(num_members=3, num_steps=10, batch_size=8, capacity=16)
+TINY = es.FitSettings(num_members=3, num_steps=10, batch_size=8, capacity=16)
 NS = (1, 3, 10)
 COMPILES: list[str] = []
 monitoring.register_event_duration_secs_listener(
@@ -23,48 +23,20 @@ monitoring.register_event_duration_secs_listener(
 
 @pytest.fixture(scope="module")
 def comp():
-    return we.build_comparison(temperature=0.1, seed=0, num_train_values=NS, prior_scales=(0.0, 3.0),
+    return es.make_ensemble_comparison(temperature=0.1, seed=0, num_train_values=NS, prior_scales=(0.0, 3.0),
                                resolution=12, settings=TINY)
-
-
-def test_kl_by_tau_matches_the_joint_log_likelihood_of_the_library():
-    rng = np.random.default_rng(0)
-    k, n = 4, 60
-    logits = rng.normal(size=(k, n, 2)) * 2
-    y = rng.integers(0, 2, n)
-    true_logits = rng.normal(size=(n, 2))
-    member_lp = np.take_along_axis(jax.nn.log_softmax(logits, -1), y[None, :, None], -1)[..., 0]
-    true_lp = np.take_along_axis(jax.nn.log_softmax(true_logits, -1), y[:, None], -1)[:, 0]
-    for tau in (1, 3, 7, 60):
-        m = n // tau
-        ll = likelihood.joint_log_likelihood(logits[:, :m * tau].reshape(k, m, tau, 2), y[:m * tau].reshape(m, tau))
-        truth = likelihood.log_likelihood(true_logits[:m * tau].reshape(m, tau, 2), y[:m * tau].reshape(m, tau))
-        expected = float(np.mean(np.asarray(truth) - np.asarray(ll)))
-        assert we.kl_by_tau(member_lp, true_lp, [tau])[0] == pytest.approx(expected, rel=1e-5, abs=1e-5)
-
-
-def test_kl_by_tau_of_one_function_is_additive_in_tau():
-    rng = np.random.default_rng(1)
-    lp = np.log(rng.uniform(0.05, 1, size=(1, 100)))
-    true = np.log(rng.uniform(0.05, 1, size=100))
-    kl = we.kl_by_tau(lp, true, [1, 10, 100])
-    assert kl[1] == pytest.approx(10 * kl[0]) and kl[2] == pytest.approx(100 * kl[0])
-    with pytest.raises(ValueError, match="tau"):
-        we.kl_by_tau(lp, true, [101])
-    with pytest.raises(ValueError, match="true_logprobs"):
-        we.kl_by_tau(lp, true[:5], [1])
 
 
 def test_fit_ensembles_validates_inputs():
     x, y = np.zeros((3, 2)), np.array([0, 1, 0])
     with pytest.raises(ValueError, match="equal length"):
-        we.fit_ensembles([x], [y, y], [0.1], [0.0], [0], TINY)
+        es.fit_ensembles([x], [y, y], [0.1], [0.0], [0], TINY)
     with pytest.raises(ValueError, match=r"xs\[0\]"):
-        we.fit_ensembles([np.zeros((20, 2))], [np.zeros(20, int)], [0.1], [0.0], [0], TINY)
+        es.fit_ensembles([np.zeros((20, 2))], [np.zeros(20, int)], [0.1], [0.0], [0], TINY)
     with pytest.raises(ValueError, match="temperatures"):
-        we.fit_ensembles([x], [y], [0.0], [0.0], [0], TINY)
+        es.fit_ensembles([x], [y], [0.0], [0.0], [0], TINY)
     with pytest.raises(ValueError, match="ys"):
-        we.fit_ensembles([x], [np.array([0, 2, 0])], [0.1], [0.0], [0], TINY)
+        es.fit_ensembles([x], [np.array([0, 2, 0])], [0.1], [0.0], [0], TINY)
 
 
 def test_comparison_update_reacts_to_every_slider(comp):
@@ -103,7 +75,7 @@ def test_comparison_update_rejects_values_off_the_sliders(comp, kwargs, err):
 
 def test_build_comparison_requires_the_plain_ensemble():
     with pytest.raises(ValueError, match="prior_scales"):
-        we.build_comparison(num_train_values=NS, prior_scales=(1.0, 3.0), settings=TINY)
+        es.make_ensemble_comparison(num_train_values=NS, prior_scales=(1.0, 3.0), settings=TINY)
 
 
 def test_ensemble_app_sliders_redraw_without_compiling(comp):
@@ -119,8 +91,8 @@ def test_ensemble_app_sliders_redraw_without_compiling(comp):
 
 def test_kl_vs_num_train_reuses_the_comparison_fits(comp):
     kw = dict(temperature=0.1, num_train_values=NS, seeds=2, num_test=20, settings=TINY)
-    fresh = we.kl_vs_num_train(**kw)
-    reused = we.kl_vs_num_train(**kw, comparison=comp)
+    fresh = es.kl_vs_num_train(**kw)
+    reused = es.kl_vs_num_train(**kw, comparison=comp)
     assert list(fresh.columns) == ["agent", "num_train", "seed", "tau", "kl"]
     assert len(fresh) == 2 * 2 * len(NS) * 2 and np.all(np.isfinite(fresh["kl"]))
     pd.testing.assert_frame_equal(fresh, reused, rtol=1e-3, atol=1e-3)
@@ -147,7 +119,7 @@ def test_member_label_logprobs_match_a_numpy_log_softmax_for_shared_and_per_prob
     rng = np.random.default_rng(0)
     xs = [rng.normal(size=(n, 2)).astype(np.float32) for n in (5, 12, 16)]
     ys = [rng.integers(0, 2, size=len(x)) for x in xs]
-    state = we.fit_ensembles(xs, ys, [0.1, 0.3, 1.0], [0.0, 3.0, 1.0], [0, 1, 2], TINY)
+    state = es.fit_ensembles(xs, ys, [0.1, 0.3, 1.0], [0.0, 3.0, 1.0], [0, 1, 2], TINY)
     tx = rng.normal(size=(40, 2)).astype(np.float32)
     ty = rng.integers(0, 2, size=40)
     agent = TINY.agent()
@@ -158,8 +130,8 @@ def test_member_label_logprobs_match_a_numpy_log_softmax_for_shared_and_per_prob
         logp = logits - np.logaddexp(logits[..., 0], logits[..., 1])[..., None]
         expected.append(logp[:, np.arange(40), ty])
     expected = np.stack(expected)
-    np.testing.assert_allclose(we.member_label_logprobs(state, tx, ty, TINY), expected, rtol=1e-5, atol=1e-5)
-    per_problem = we.member_label_logprobs(state, np.stack([tx] * 3), np.stack([ty] * 3), TINY)
+    np.testing.assert_allclose(es.member_label_logprobs(state, tx, ty, TINY), expected, rtol=1e-5, atol=1e-5)
+    per_problem = es.member_label_logprobs(state, np.stack([tx] * 3), np.stack([ty] * 3), TINY)
     np.testing.assert_allclose(per_problem, expected, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="xs"):
-        we.member_label_logprobs(state, np.stack([tx] * 2), np.stack([ty] * 2), TINY)
+        es.member_label_logprobs(state, np.stack([tx] * 2), np.stack([ty] * 2), TINY)

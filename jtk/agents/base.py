@@ -5,6 +5,12 @@ any object with ``sample_logits(x, num_samples, seed) -> [M, n, K]`` is a
 posterior (``typing.Protocol``, as in neural_testbed): a researcher's own model
 works with the testbed without subclassing anything.
 
+A posterior that is a finite mixture of C functions also implements
+:class:`MixturePosterior` (``num_components``, ``components(x) -> [C, n, K]``,
+``log_weights() -> [C] or None``): the testbed then enumerates the components
+exactly. :func:`as_mixture` is the one place that decides whether a posterior
+is one (a third-party posterior without ``log_weights`` counts as uniform).
+
 jtk's own agents subclass :class:`JaxAgent`, which splits an agent into two
 pure functions of one problem, ``train(key, data, hyper) -> state`` and
 ``components(state, x) / sample(state, x, key, M)``. ``fit`` jits them for one
@@ -12,6 +18,15 @@ problem; the testbed ``vmap``s the same functions over many problems at once.
 Gradient-trained agents build ``train`` from ``init`` / ``loss`` /
 ``finalize`` and the shared loop of :mod:`jtk.train`; the neural bandit
 (:mod:`jtk.bandit`) runs the same pieces online.
+
+Agents are frozen, keyword-only dataclasses (hashable: static ``jax.jit``
+arguments). The fields every agent shares are declared and checked once:
+``batch_size`` / ``num_classes`` on :class:`JaxAgent`, ``learning_rate`` /
+``num_steps`` / ``hidden`` on :class:`NeuralAgent`; a subclass checks its own
+fields in ``__check_init__`` (equinox's idea: each class's hook runs after its
+bases'), and may redeclare a shared field to change its default. A renamed
+keyword keeps working for a deprecation period through
+:func:`renamed_keywords` (in the constructor and in :func:`make`).
 """
 
 from __future__ import annotations
@@ -20,8 +35,10 @@ import dataclasses
 import difflib
 import functools
 import inspect
+import numbers
+import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +93,117 @@ class Agent(Protocol):
         """x [n, d], y [n] int labels → Posterior."""
 
 
+@runtime_checkable
+class MixturePosterior(Posterior, Protocol):
+    """A posterior that is a finite mixture of C functions, which the testbed scores by exact enumeration.
+
+    Attributes:
+      num_components: C ≥ 1, the number of mixture components.
+    """
+
+    num_components: int
+
+    def components(self, x) -> Any:
+        """x [n, d] → logits [C, n, K]: all C functions at all n inputs."""
+
+    def log_weights(self) -> Any | None:
+        """Normalised log mixture weights [C], or None for a uniform mixture."""
+
+
+class _UniformMixture:
+    """A posterior with ``num_components`` and ``components`` but no ``log_weights``: a uniform mixture."""
+
+    def __init__(self, posterior):
+        self._posterior = posterior
+        self.num_components = int(posterior.num_components)
+
+    def components(self, x):
+        return self._posterior.components(x)
+
+    def log_weights(self):
+        return None
+
+    def sample_logits(self, x, num_samples: int, seed=0):
+        return self._posterior.sample_logits(x, num_samples, seed)
+
+
+def as_mixture(posterior: Any) -> MixturePosterior | None:
+    """The posterior as a :class:`MixturePosterior`, or None when it is not a finite mixture.
+
+    A finite mixture has an integer ``num_components`` ≥ 1 and a callable ``components``;
+    ``log_weights`` is optional (absent: uniform weights), as README "Evaluate your own agent" promises.
+    """
+    c = getattr(posterior, "num_components", None)
+    if not (isinstance(c, numbers.Integral) and not isinstance(c, bool) and c > 0):
+        return None
+    if not callable(getattr(posterior, "components", None)):
+        return None
+    if isinstance(posterior, MixturePosterior) and callable(posterior.log_weights):
+        return posterior
+    return _UniformMixture(posterior)
+
+
+# ---------------------------------------------------------------- renamed keywords
+def renamed_keywords(**renames: str | tuple[str, Callable[[Any], Any]]):
+    """Class decorator: old keyword names of an agent keep working, with a DeprecationWarning.
+
+    ``@renamed_keywords(length_scale="l2_scale")`` above ``@dataclass``; a value
+    ``(new, convert)`` also converts the old value (``prior_variance=("l2_scale", lambda v: 1 / v)``).
+    The constructor and :func:`make` accept the old name; reading ``agent.<old>`` works too (and warns).
+    """
+
+    def deco(cls):
+        table = {**getattr(cls, "renamed", {}),
+                 **{old: (new, None) if isinstance(new, str) else tuple(new) for old, new in renames.items()}}
+        cls.renamed = table
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            init(self, *args, **translate_renamed(type(self), kw, f"jtk.agents.{type(self).__name__}", stacklevel=2))
+
+        cls.__init__ = __init__
+        for old, (new, convert) in table.items():
+            if old not in cls.__dict__ and convert is None:  # a converted name defines its own property
+                setattr(cls, old, _renamed_property(cls.__name__, old, new))
+        return cls
+
+    return deco
+
+
+def _renamed_property(cls_name: str, old: str, new: str) -> property:
+    def get(self):
+        warnings.warn(f"jtk.agents.{cls_name}.{old} is deprecated; use {new}", DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    return property(get, doc=f"Deprecated: read ``{new}``.")
+
+
+def translate_renamed(cls: type, kw: dict[str, Any], where: str, stacklevel: int = 2, warn: bool = True
+                      ) -> dict[str, Any]:
+    """``kw`` with the deprecated keyword names of ``cls`` (``cls.renamed``) replaced by the new ones.
+
+    Raises:
+      TypeError: both the old and the new name were given.
+    """
+    table = getattr(cls, "renamed", None)
+    if not table or not any(k in table for k in kw):
+        return kw
+    out = dict(kw)
+    for old, (new, convert) in table.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise TypeError(f"{where} got both {old}= (deprecated) and {new}=; pass only {new}=")
+        value = out.pop(old)
+        out[new] = value if convert is None else convert(value)
+        if warn:
+            how = "" if convert is None else f" (= {new}={out[new]!r})"
+            warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...{how}", DeprecationWarning,
+                          stacklevel=stacklevel + 1)
+    return out
+
+
 # ---------------------------------------------------------------- registry
 _REGISTRY: dict[str, Callable[..., Agent]] = {}
 
@@ -98,16 +226,23 @@ def names() -> list[str]:
 def make(name: str, **hyperparameters) -> Agent:
     """Builds a registered agent, e.g. ``make("ensemble+", num_members=10)``.
 
+    Keywords are checked against the agent's dataclass fields (and its factory's own
+    arguments, such as sgmcmc's ``preset``); a renamed keyword (``length_scale``,
+    ``weight_decay``, ``prior_variance`` → ``l2_scale``) still works and warns.
+
     Raises:
-      ValueError: unknown name (the message lists the known ones).
-      TypeError: a hyperparameter the agent does not have.
+      ValueError: unknown name (the message lists the known ones, with a "did you mean").
+      TypeError: a hyperparameter the agent does not have; the message names the agent,
+        the bad keyword, close matches ("did you mean") and the valid names.
     """
     if not isinstance(name, str) or name not in _REGISTRY:
         close = difflib.get_close_matches(name, names(), n=3) if isinstance(name, str) else []
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
         raise ValueError(f"name must be one of {names()}, got {name!r}{hint}")
     factory = _REGISTRY[name]
-    valid = _hyperparameter_names(factory)
+    proto = _default_agent(factory)
+    hyperparameters = translate_renamed(type(proto), hyperparameters, f"jtk.agents.{name}", stacklevel=2)
+    valid = _hyperparameter_names(factory, proto)
     if valid is not None:
         _checks.keywords(f"agent {name!r}", hyperparameters, valid, what="hyperparameter")
     try:
@@ -118,15 +253,21 @@ def make(name: str, **hyperparameters) -> Agent:
         raise
 
 
-def _hyperparameter_names(factory: Callable[..., Agent]) -> list[str] | None:
+@functools.lru_cache(maxsize=None)
+def _default_agent(factory: Callable[..., Agent]) -> Any:
+    """The agent a factory builds with no arguments (None when it needs some)."""
+    try:
+        return factory()
+    except Exception:  # a factory that needs arguments: let it report unknown ones itself
+        return None
+
+
+def _hyperparameter_names(factory: Callable[..., Agent], proto: Any = None) -> list[str] | None:
     """Keywords a factory accepts: its own, or (for ``**kwargs`` factories) its default agent's fields."""
     valid = _checks.call_keywords(factory)
     if valid is not None:
         return valid
-    try:
-        proto = factory()
-    except Exception:  # a factory that needs arguments: let it report unknown ones itself
-        return None
+    proto = _default_agent(factory) if proto is None else proto
     if not dataclasses.is_dataclass(proto):
         return None
     own = [p.name for p in inspect.signature(factory).parameters.values()
@@ -169,7 +310,7 @@ def check_query(x, input_dim: int, num_samples: int | None = None) -> np.ndarray
 def _network_size(agent: Any, input_dim: int, num_classes: int) -> tuple[float, float, float]:
     """(members, parameters per member, widest layer) of an agent's networks, from its usual fields."""
     hidden = tuple(getattr(agent, "hidden", (50, 50)) or ())
-    members = float(getattr(agent, "num_members", 1) or 1)
+    members = float(agent.num_networks if isinstance(agent, JaxAgent) else 1)
     params = _memory.mlp_params((input_dim, *hidden, num_classes))
     return members, params, float(max((*hidden, num_classes)))
 
@@ -194,7 +335,7 @@ def check_fit_memory(agent: Any, num_train: int, input_dim: int, num_classes: in
 def check_sample_memory(agent: Any, num_samples: int, num_inputs: int, input_dim: int, num_classes: int) -> None:
     """Refuses ``sample_logits`` whose output and activations (float32) exceed the memory budget."""
     members, _, width = _network_size(agent, input_dim, num_classes)
-    if getattr(agent, "mixture", False):  # C components evaluated once, then M of them gathered
+    if isinstance(agent, JaxAgent) and agent.is_mixture:  # C components evaluated once, then M of them gathered
         total = _memory.nbytes(members, num_inputs, num_classes + width) + _memory.nbytes(num_samples, num_inputs,
                                                                                          num_classes)
     else:  # M forward passes: the output and one hidden layer per sample
@@ -204,15 +345,16 @@ def check_sample_memory(agent: Any, num_samples: int, num_inputs: int, input_dim
 
 
 # ---------------------------------------------------------------- JAX agents
+@dataclass(frozen=True, kw_only=True)
 class JaxAgent:
     """Base class of jtk's agents: pure per-problem functions plus generic ``fit``.
 
-    Subclasses are frozen dataclasses (hashable, so their methods can be static
-    arguments to ``jax.jit``) with fields ``batch_size`` and ``num_classes``,
-    and implement:
+    Subclasses are frozen, keyword-only dataclasses (hashable, so their methods
+    can be static arguments to ``jax.jit``) and implement:
 
     * ``hyper(prior) -> dict`` of traced scalars (L2 scale, prior scale, ...),
-      so a new temperature or num_train never recompiles;
+      so a new temperature or num_train never recompiles; each agent's class
+      docstring lists its keys under "Hyper keys";
     * either ``init(key, data, hyper) -> (trainable, fixed)``,
       ``loss(trainable, fixed, batch, hyper, key)`` and optionally
       ``finalize(trainable, fixed) -> state`` (gradient-trained agents: the
@@ -220,12 +362,48 @@ class JaxAgent:
       them online with ``online_hyper``), or their own
       ``train(key, data, hyper) -> state``: one problem, pure;
     * either ``components(state, x) -> [C, n, K]`` for a posterior that is a
-      mixture of C functions (``mixture = True``: exact enumeration; uniform
-      unless ``log_weights(state) -> [C]`` says otherwise),
-      or ``sample(state, x, key, num_samples) -> [M, n, K]``.
+      mixture of C functions (exact enumeration; uniform unless
+      ``log_weights(state) -> [C]`` says otherwise: :attr:`is_mixture` is
+      true and ``fit`` returns a :class:`MixturePosterior`),
+      or ``sample(state, x, key, num_samples) -> [M, n, K]`` only.
+
+    Fields are checked in ``__post_init__``: this class's ``__check_init__``
+    first, then each subclass's own ``__check_init__`` (a subclass defines one
+    for its own fields and does not call ``super()``; it may normalise a field
+    with ``object.__setattr__``, e.g. a list of widths into a tuple).
+
+    Attributes:
+      batch_size: minibatch size (the whole set when n is smaller); agents
+        without minibatches read it as their static cap on training rows.
+        ``specialize`` sets it per problem (100).
+      num_classes: number of outputs K; ``fit`` and the testbed set it from the prior (2).
     """
 
-    mixture: bool = True
+    batch_size: int = 100
+    num_classes: int = 2
+
+    def __post_init__(self):
+        for cls in reversed(type(self).__mro__):
+            check = cls.__dict__.get("__check_init__")
+            if check is not None:
+                check(self)
+
+    def __check_init__(self):
+        _checks.integer("batch_size", self.batch_size, minimum=1)
+        _checks.integer("num_classes", self.num_classes, minimum=2)
+
+    @property
+    def is_mixture(self) -> bool:
+        """True when the posterior is a finite mixture: the agent implements ``components``."""
+        return type(self).components is not JaxAgent.components
+
+    @property
+    def num_networks(self) -> int:
+        """Networks trained or evaluated side by side per problem (ensemble members, mixture slots): 1.
+
+        Sizes the testbed's chunks of vmapped problems and the memory estimates.
+        """
+        return 1
 
     def hyper(self, prior: ProblemInfo) -> dict[str, float]:
         return {}
@@ -235,7 +413,7 @@ class JaxAgent:
     # the generic ``train`` below runs them through the shared training loop,
     # and the neural bandit (jtk.bandit) updates them online, a few steps per
     # observation, with the entries of ``annealed`` in hyper decayed as 1/t.
-    annealed: tuple[str, ...] = ()
+    annealed: ClassVar[tuple[str, ...]] = ()
 
     @property
     def incremental(self) -> bool:
@@ -266,12 +444,6 @@ class JaxAgent:
         regulariser by a weight decay annealed as 1/t.
         """
         raise NotImplementedError(f"{type(self).__name__} defines no online hyperparameters")
-
-    def check_training_settings(self) -> None:
-        """Validates the shared training fields: learning_rate > 0, num_steps ≥ 1, batch_size ≥ 1."""
-        _checks.positive("learning_rate", self.learning_rate)
-        _checks.integer("num_steps", self.num_steps, minimum=1)
-        _checks.integer("batch_size", self.batch_size, minimum=1)
 
     def optimizer(self) -> optax.GradientTransformation:
         """Adam with the agent's ``learning_rate`` (the reference optimiser of every agent)."""
@@ -334,7 +506,32 @@ class JaxAgent:
         data = train_lib.pad_dataset(x, y)
         hyper = {k: jnp.asarray(v, jnp.float32) for k, v in self.hyper(prior).items()}
         agent = self.specialize(prior)
-        return JaxPosterior(agent, _train_one(agent, key, data, hyper), prior.input_dim)
+        return _posterior(agent, _train_one(agent, key, data, hyper), prior.input_dim)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeuralAgent(JaxAgent):
+    """Base class of the agents trained by stochastic gradients on an MLP: the shared training fields.
+
+    Ensemble, dropout, bbb, hypermodel, epinet, sgmcmc and deep_kernel subclass it;
+    a subclass redeclares a field to change its default (bbb: ``learning_rate`` 3e-3).
+
+    Attributes:
+      learning_rate: Adam step size (1e-3, the reference's; sgmcmc: the Langevin step η).
+      num_steps: training steps (1000).
+      hidden: hidden widths of the (base) MLP ((50, 50), the generative model's).
+      batch_size: minibatch size (100; the whole set when n is smaller).
+      num_classes: number of outputs K; ``fit`` and the testbed set it from the prior (2).
+    """
+
+    learning_rate: float = 1e-3
+    num_steps: int = 1000
+    hidden: tuple[int, ...] = (50, 50)
+
+    def __check_init__(self):
+        _checks.positive("learning_rate", self.learning_rate)
+        _checks.integer("num_steps", self.num_steps, minimum=1)
+        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
@@ -391,7 +588,7 @@ def fit_many(agent: JaxAgent, xs, ys, priors, seeds) -> list[JaxPosterior]:
         states = train_many(specialized, keys, data, hyper)
         for j, i in enumerate(idx):
             state = jax.tree_util.tree_map(lambda a: a[j], states)
-            out[i] = JaxPosterior(specialized, state, checked[i][2].input_dim)
+            out[i] = _posterior(specialized, state, checked[i][2].input_dim)
     return out
 
 
@@ -405,26 +602,18 @@ def _sample(agent, state, x, key, num_samples):
     return agent.sample(state, x, key, num_samples)
 
 
+def _posterior(agent: JaxAgent, state, input_dim: int) -> "JaxPosterior":
+    """A :class:`JaxMixturePosterior` for a mixture agent, else a :class:`JaxPosterior`."""
+    return (JaxMixturePosterior if agent.is_mixture else JaxPosterior)(agent, state, input_dim)
+
+
 @dataclass(frozen=True, eq=False)
 class JaxPosterior:
-    """The posterior of a :class:`JaxAgent` on one training set."""
+    """The posterior of a :class:`JaxAgent` on one training set (a :class:`Posterior`)."""
 
     agent: JaxAgent
     state: Any
     input_dim: int
-
-    @property
-    def num_components(self) -> int | None:
-        """C for a uniform mixture over C functions (exact enumeration), else None."""
-        if not self.agent.mixture:
-            return None
-        return int(jax.tree_util.tree_leaves(self.state)[0].shape[0])
-
-    def components(self, x) -> jax.Array:
-        """All C mixture components at x [n, d] → logits [C, n, K] (mixture agents only)."""
-        if not self.agent.mixture:
-            raise TypeError(f"{type(self.agent).__name__} is not a finite mixture; use sample_logits")
-        return _components(self.agent, self.state, jnp.asarray(check_query(x, self.input_dim)))
 
     def sample_logits(self, x, num_samples: int = 1, seed=0) -> jax.Array:
         """Draws ``num_samples`` functions, each evaluated at all of x [n, d] → [M, n, K].
@@ -435,18 +624,36 @@ class JaxPosterior:
         """
         x = check_query(x, self.input_dim, num_samples)
         key = _checks.as_key(seed)
-        num_classes = int(getattr(self.agent, "num_classes", 2))
-        check_sample_memory(self.agent, num_samples, x.shape[0], self.input_dim, num_classes)
+        check_sample_memory(self.agent, num_samples, x.shape[0], self.input_dim, self.agent.num_classes)
         return _sample(self.agent, self.state, jnp.asarray(x), key, int(num_samples))
+
+    def mean_probs(self, x) -> jax.Array:
+        """Marginal predictive p̂(y | x) averaged over the posterior: [n, K] (1000 samples)."""
+        return jnp.mean(jax.nn.softmax(self.sample_logits(x, 1000), -1), axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class JaxMixturePosterior(JaxPosterior):
+    """The posterior of a mixture :class:`JaxAgent` (one implementing ``components``): a :class:`MixturePosterior`."""
+
+    @property
+    def num_components(self) -> int:
+        """C, the number of mixture components (exact enumeration)."""
+        log_w = self.agent.log_weights(self.state)
+        if log_w is not None:
+            return int(log_w.shape[0])
+        return int(next(a for a in jax.tree_util.tree_leaves(self.state) if np.ndim(a) >= 1).shape[0])
+
+    def components(self, x) -> jax.Array:
+        """All C mixture components at x [n, d] → logits [C, n, K]."""
+        return _components(self.agent, self.state, jnp.asarray(check_query(x, self.input_dim)))
 
     def log_weights(self) -> jax.Array | None:
         """Log weights [C] of the mixture components (None: uniform)."""
-        return self.agent.log_weights(self.state) if self.agent.mixture else None
+        return self.agent.log_weights(self.state)
 
     def mean_probs(self, x) -> jax.Array:
-        """Marginal predictive p̂(y | x) averaged over the posterior: [n, K]."""
-        if not self.agent.mixture:
-            return jnp.mean(jax.nn.softmax(self.sample_logits(x, 1000), -1), axis=0)
+        """Marginal predictive p̂(y | x), exact over the components: [n, K]."""
         probs = jax.nn.softmax(self.components(x), -1)  # [C, n, K]
         log_w = self.log_weights()
         if log_w is None:

@@ -13,12 +13,18 @@ import jax.numpy as jnp
 from jtk.agents.base import JaxAgent, register
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UniformAgent(JaxAgent):
-    """Ignores the data; one component with all-zero logits."""
+    """Ignores the data; one component with all-zero logits (a finite mixture of one function).
+
+    Attributes:
+      batch_size: unused (1).
+      num_classes: outputs; set from the prior by ``fit`` and the testbed (2).
+
+    Hyper keys: none.
+    """
 
     batch_size: int = 1
-    num_classes: int = 2
 
     def train(self, key, data, hyper) -> jax.Array:
         return jnp.zeros((1,))  # one mixture component, no parameters

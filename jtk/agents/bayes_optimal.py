@@ -63,11 +63,11 @@ class BayesOptimalState(NamedTuple):
     log_evidence: jax.Array  # [] log p(D) estimate: log-mean-exp of the N log-likelihoods
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BayesOptimalAgent(JaxAgent):
     """Exact posterior predictive of the testbed prior by importance sampling (a weighted mixture).
 
-    Args:
+    Attributes:
       num_particles: N environments drawn from the prior (16 384); rounded up to whole chunks.
       num_components: C mixture slots after systematic resampling (512).
       chunk_elements: environment × training-row pairs per vectorised step (2¹⁸), bounds memory.
@@ -77,6 +77,9 @@ class BayesOptimalAgent(JaxAgent):
       env_apply: optional ``(params, x [n, d]) -> f(x) [n, K]`` matching ``env_sampler``.
       batch_size: cap on the static number of training rows used (set per problem by ``specialize``).
       num_classes: outputs; set from the prior by ``fit`` and the testbed.
+
+    Hyper keys (``hyper(prior)``, traced per problem):
+      inv_temperature: 1 / ρ, the generative model's inverse temperature.
     """
 
     num_particles: int = 16_384
@@ -87,11 +90,8 @@ class BayesOptimalAgent(JaxAgent):
     env_sampler: Callable[..., Any] | None = None
     env_apply: Callable[..., Any] | None = None
     batch_size: int = 2 ** 20
-    num_classes: int = 2
 
-    mixture = True
-
-    def __post_init__(self):
+    def __check_init__(self):
         _checks.integer("num_particles", self.num_particles, minimum=1)
         _checks.integer("num_components", self.num_components, minimum=1)
         _checks.integer("chunk_elements", self.chunk_elements, minimum=1)
@@ -104,11 +104,10 @@ class BayesOptimalAgent(JaxAgent):
             fn = getattr(self, name)
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
-        _checks.integer("batch_size", self.batch_size, minimum=1)
 
     @property
-    def num_members(self) -> int:
-        """Components per problem (read by the testbed to size its chunks of vmapped problems)."""
+    def num_networks(self) -> int:
+        """Components per problem (the testbed sizes its chunks of vmapped problems by it)."""
         return self.num_components
 
     def hyper(self, prior: ProblemInfo) -> dict[str, float]:

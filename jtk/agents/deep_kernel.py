@@ -1,7 +1,7 @@
 """Deep kernel: a trained MLP's features with a Bayesian last layer (Osband et al. 2022, App. C.9).
 
 1. Train an MLP (50, 50) exactly as the mlp agent does (Adam 1e-3, 1000 steps,
-   minibatch 100, L2 = weight_decay · sqrt(ρ) · d / n) — this reuses the
+   minibatch 100, L2 = l2_scale · sqrt(ρ) · d / n) — this reuses the
    ensemble agent's training with one member.
 2. Take the penultimate features φ(x) ∈ R^m of the trained net, normalised to
    unit length (the reference's ``only_output`` normalisation), and treat
@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, ProblemInfo, register
+from jtk.agents.base import NeuralAgent, ProblemInfo, register, renamed_keywords
 from jtk.agents.ensemble import EnsembleAgent
 
 
@@ -66,43 +66,39 @@ def direct_covariance(phi_train: jax.Array, phi_test: jax.Array, sigma2) -> jax.
     return phi_test @ phi_test.T - cross @ jnp.linalg.solve(sigma2 * jnp.eye(n) + phi_train @ phi_train.T, cross.T)
 
 
-@dataclass(frozen=True)
-class DeepKernelAgent(JaxAgent):
+@renamed_keywords(weight_decay="l2_scale")
+@dataclass(frozen=True, kw_only=True)
+class DeepKernelAgent(NeuralAgent):
     """MLP features + Bayesian last layer (GP with the learned kernel), Woodbury form.
 
-    Args:
-      hidden: hidden widths ((50, 50)); m = hidden[-1] features.
-      weight_decay: λ in the training L2 = λ · sqrt(ρ) · d / n (1.0).
+    Attributes:
+      l2_scale: λ in the training L2 = λ · sqrt(ρ) · d / n (1.0; the reference calls it ``weight_decay``,
+        jtk's old keyword, still accepted with a DeprecationWarning).
       sigma_squared_factor: σ² = factor · ρ, the observation noise of the GP (4.0).
       scale_factor: s = factor · σ / sqrt(n ρ) (2.0).
-      learning_rate: Adam step size (1e-3).
-      num_steps: Adam steps (1000).
-      batch_size: minibatch size (100).
-      num_classes: outputs; set from the prior by ``fit`` and the testbed.
+      hidden, learning_rate, num_steps, batch_size, num_classes: the shared training fields
+        (:class:`~jtk.agents.base.NeuralAgent`: (50, 50) (not empty; m = hidden[-1] features), Adam 1e-3,
+        1000 steps, minibatch 100).
+
+    Hyper keys (``hyper(prior)``, traced per problem):
+      l2, prior_scale: the mlp's (:class:`~jtk.agents.ensemble.EnsembleAgent` with one member, no prior).
+      sigma2: σ² = sigma_squared_factor · ρ.
+      scale: s = scale_factor · σ / sqrt(n ρ).
     """
 
-    hidden: tuple[int, ...] = (50, 50)
-    weight_decay: float = 1.0
+    l2_scale: float = 1.0
     sigma_squared_factor: float = 4.0
     scale_factor: float = 2.0
-    learning_rate: float = 1e-3
-    num_steps: int = 1000
-    batch_size: int = 100
-    num_classes: int = 2
 
-    mixture = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
+    def __check_init__(self):
         if not self.hidden:
             raise ValueError("hidden must list at least one hidden width, got ()")
-        _checks.positive("weight_decay", self.weight_decay, allow_zero=True)
+        _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         _checks.positive("sigma_squared_factor", self.sigma_squared_factor)
         _checks.positive("scale_factor", self.scale_factor, allow_zero=True)
-        self.check_training_settings()
 
     def _mlp(self) -> EnsembleAgent:
-        return EnsembleAgent(num_members=1, hidden=self.hidden, l2_scale=self.weight_decay,
+        return EnsembleAgent(num_members=1, hidden=self.hidden, l2_scale=self.l2_scale,
                              learning_rate=self.learning_rate, num_steps=self.num_steps,
                              batch_size=self.batch_size, num_classes=self.num_classes)
 

@@ -1,7 +1,7 @@
 """MC dropout (Gal & Ghahramani 2016; Osband et al. 2022, App. C.3).
 
 An MLP (50, 50) trained with dropout on its hidden units and the reference
-weight decay ``l2 = length_scale · sqrt(ρ) · d / n`` on all parameters
+weight decay ``l2 = l2_scale · sqrt(ρ) · d / n`` on all parameters
 (biases included). A posterior sample is the network with one dropout mask:
 a Bernoulli(1 − rate) keep/drop decision per *unit*, rescaled by 1/(1 − rate),
 shared by every input, so sample m is one function at all n inputs (as the
@@ -10,7 +10,7 @@ step, shared by the minibatch (the reference trains with one index sample per
 step).
 
 Defaults (docs/reference.md, "Agent defaults": reference factory and the paper's sweep): rate 0.1,
-length_scale 1, hidden (50, 50), no dropout on the inputs, Adam 1e-3, 1000
+l2_scale 1 (the reference's ``length_scale``), hidden (50, 50), no dropout on the inputs, Adam 1e-3, 1000
 steps, minibatch 100.
 """
 
@@ -23,54 +23,47 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, ProblemInfo, register
+from jtk.agents.base import NeuralAgent, ProblemInfo, register, renamed_keywords
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, reference_bandit_l2, reference_l2, sample_keys
 
 
-@dataclass(frozen=True)
-class DropoutAgent(JaxAgent):
+@renamed_keywords(length_scale="l2_scale")
+@dataclass(frozen=True, kw_only=True)
+class DropoutAgent(NeuralAgent):
     """MC dropout over an MLP.
 
-    Args:
+    Attributes:
       dropout_rate: probability p of dropping a hidden unit, in [0, 1) (0.1).
-      length_scale: l in the weight decay l · sqrt(ρ) · d / n (1.0).
-      hidden: hidden widths ((50, 50)).
+      l2_scale: λ in the weight decay λ · sqrt(ρ) · d / n (1.0; the reference calls it ``length_scale``,
+        jtk's old keyword, still accepted with a DeprecationWarning).
       dropout_input: also drop input coordinates (False, as the reference default).
-      learning_rate: Adam step size (1e-3).
-      num_steps: Adam steps (1000).
-      batch_size: minibatch size (100; the whole set when n is smaller).
-      num_classes: outputs; set from the prior by ``fit`` and the testbed.
+      hidden, learning_rate, num_steps, batch_size, num_classes: the shared training fields
+        (:class:`~jtk.agents.base.NeuralAgent`: (50, 50) (not empty), Adam 1e-3, 1000 steps, minibatch 100).
+
+    Hyper keys (``hyper(prior)``, traced per problem):
+      l2: λ · sqrt(ρ) · d / n, the weight of Σ params² (the bandit: λ · 2ρ, annealed as 1/t).
     """
 
     dropout_rate: float = 0.1
-    length_scale: float = 1.0
-    hidden: tuple[int, ...] = (50, 50)
+    l2_scale: float = 1.0
     dropout_input: bool = False
-    learning_rate: float = 1e-3
-    num_steps: int = 1000
-    batch_size: int = 100
-    num_classes: int = 2
 
-    mixture = False
-
-    def __post_init__(self):
+    def __check_init__(self):
         rate = _checks.positive("dropout_rate", self.dropout_rate, allow_zero=True)
         if rate >= 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate!r}")
-        _checks.positive("length_scale", self.length_scale, allow_zero=True)
-        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
+        _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         if not self.hidden:
             raise ValueError("hidden must list at least one hidden width, got ()")
-        self.check_training_settings()
 
     annealed = ("l2",)
 
     def hyper(self, prior: ProblemInfo) -> dict[str, float]:
-        return {"l2": reference_l2(prior, self.length_scale)}
+        return {"l2": reference_l2(prior, self.l2_scale)}
 
     def online_hyper(self, prior: ProblemInfo) -> dict[str, float]:
-        return {"l2": reference_bandit_l2(prior, self.length_scale)}
+        return {"l2": reference_bandit_l2(prior, self.l2_scale)}
 
     def masks(self, key: jax.Array, input_dim: int) -> tuple[jax.Array, ...]:
         """One dropout mask per layer input (inputs, then each hidden layer), rescaled: [d], [h1], ..."""
@@ -107,5 +100,5 @@ class DropoutAgent(JaxAgent):
 
 @register("dropout")
 def dropout(**kw) -> DropoutAgent:
-    """MC dropout, rate 0.1, (50, 50), L2 = length_scale · sqrt(ρ) · d / n (App. C.3)."""
+    """MC dropout, rate 0.1, (50, 50), L2 = l2_scale · sqrt(ρ) · d / n (App. C.3)."""
     return DropoutAgent(**kw)

@@ -10,9 +10,9 @@ in their initialisation, with an L2 penalty on all parameters.
   sqrt(temperature) (reference: 3 / sqrt(ρ)): output = trained net(x) +
   scale · prior net(x), with the prior net never trained (Osband et al. 2018,
   "randomized prior functions"). Prior networks are drawn from the generative
-  model's own prior (first-layer bias N(0, 1/d)), as the reference's are
-  (docs/reference.md, "Agent defaults"; jtk's prior functions are within 2 % of
-  the reference's in size). Optional bootstrap weights per (member, example).
+  model's own prior (first-layer bias N(0, 1/d)), as the reference's are, so
+  they have the reference's size (docs/reference.md, "Agent defaults", has the
+  measured comparison). Optional bootstrap weights per (member, example).
 
 Loss (reference factories): mean over members of the (weighted) mean
 cross-entropy on the minibatch + l2 · Σ params², with
@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, ProblemInfo, register
+from jtk.agents.base import NeuralAgent, ProblemInfo, register
 from jtk.agents.zoo_common import reference_bandit_l2, reference_l2
 from jtk.envs.classification import sample_prior_params
 
@@ -70,44 +70,43 @@ def masked_cross_entropy(logits: jax.Array, batch: train_lib.Batch, weights: jax
     return jnp.sum(nll * w, axis=-1) / jnp.maximum(jnp.sum(batch.mask), 1.0)
 
 
-@dataclass(frozen=True)
-class EnsembleAgent(JaxAgent):
+@dataclass(frozen=True, kw_only=True)
+class EnsembleAgent(NeuralAgent):
     """An ensemble of MLPs, optionally with additive prior networks (ensemble+).
 
-    Args:
+    Attributes:
       num_members: ensemble size K (reference default 100; mlp = 1).
-      hidden: hidden widths of each member, (50, 50).
-      l2_scale: λ in l2 = λ · sqrt(ρ) · d / (K · n).
+      l2_scale: λ in l2 = λ · sqrt(ρ) · d / (K · n) (1.0; the reference factories call it ``l2_weight_decay``).
       prior_scale: scale of the additive prior networks; 0 means no prior (ensemble).
       scale_prior_by_temperature: multiply prior_scale by 1 / sqrt(ρ) (reference: yes).
       prior_hidden: hidden widths of the prior networks (the generative model's, (50, 50)).
       bootstrap: "none" (default), "exponential" or "bernoulli" example weights.
-      learning_rate: Adam step size (1e-3).
-      num_steps: number of Adam steps (1000).
-      batch_size: minibatch size (100; the whole set when n is smaller).
-      num_classes: number of outputs; ``fit`` and the testbed set it from the prior.
+      hidden, learning_rate, num_steps, batch_size, num_classes: the shared training fields
+        (:class:`~jtk.agents.base.NeuralAgent`: (50, 50), Adam 1e-3, 1000 steps, minibatch 100).
+
+    Hyper keys (``hyper(prior)``, traced per problem):
+      l2: λ · sqrt(ρ) · d / (K · n), the weight of Σ params² (the bandit: λ · 2ρ / K, annealed as 1/t).
+      prior_scale: the prior networks' scale, prior_scale / sqrt(ρ) (or prior_scale).
     """
 
     num_members: int = 100
-    hidden: tuple[int, ...] = (50, 50)
     l2_scale: float = 1.0
     prior_scale: float = 0.0
     scale_prior_by_temperature: bool = True
     prior_hidden: tuple[int, ...] = (50, 50)
     bootstrap: str = "none"
-    learning_rate: float = 1e-3
-    num_steps: int = 1000
-    batch_size: int = 100
-    num_classes: int = 2
 
-    def __post_init__(self):
+    def __check_init__(self):
         _checks.integer("num_members", self.num_members, minimum=1)
-        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
         object.__setattr__(self, "prior_hidden", _checks.widths("prior_hidden", self.prior_hidden))
         _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         _checks.positive("prior_scale", self.prior_scale, allow_zero=True)
         _checks.one_of("bootstrap", self.bootstrap, BOOTSTRAPS)
-        self.check_training_settings()
+
+    @property
+    def num_networks(self) -> int:
+        """K members per problem."""
+        return self.num_members
 
     annealed = ("l2",)
 

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks, nets, train as train_lib
-from jtk.agents.base import JaxAgent, ProblemInfo, register
+from jtk.agents.base import NeuralAgent, ProblemInfo, register
 from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, mlp_sizes
 
@@ -63,31 +63,33 @@ class EpinetState(NamedTuple):
     prior_scale: jax.Array  # []
 
 
-@dataclass(frozen=True)
-class EpinetAgent(JaxAgent):
+@dataclass(frozen=True, kw_only=True)
+class EpinetAgent(NeuralAgent):
     """An MLP with an epinet head and an additive index-linear prior (the reference's testbed epinet).
 
-    Args:
+    Attributes:
       index_dim: D, dimension of the Gaussian index z (8).
-      hidden: base network hidden widths ((50, 50)).
       epinet_hidden: hidden widths of the epinet ((15, 15)).
       prior_hidden: hidden widths of each of the D additive prior MLPs ((5, 5)).
       prior_scale: scale of the additive prior before the temperature factor (0.3).
       scale_prior_by_temperature: divide prior_scale by ρ (linear, as the reference; True).
       epinet_prior_scale: scale of the fixed prior epinet σ^P (0: off, the reference's testbed setting).
       num_index_samples: index samples averaged per training step (8 = D, as the reference).
-      l2_scale: λ in l2 = λ · (d / n)^0.7 (0.2).
-      learning_rate: Adam step size (1e-3).
-      num_steps: Adam steps (1000).
+      l2_scale: λ in l2 = λ · (d / n)^0.7 (0.2; the reference calls it ``l2_weight_decay``).
       high_data_steps_factor: num_steps is multiplied by this when n / d > 500 (10).
-      batch_size: minibatch size (100).
-      num_classes: outputs; set from the prior by ``fit`` and the testbed.
+      hidden, learning_rate, num_steps, batch_size, num_classes: the shared training fields
+        (:class:`~jtk.agents.base.NeuralAgent`: base network (50, 50) (not empty), Adam 1e-3, 1000 steps,
+        minibatch 100).
+
+    Hyper keys (``hyper(prior)``, traced per problem):
+      l2: λ · (d / n)^0.7, the weight of Σ params² of the base network and the learnable epinet
+        (the bandit: its value at n = 1, annealed as 1/t).
+      prior_scale: the additive prior's scale, prior_scale / ρ (or prior_scale).
 
     Defaults: the reference factory's (docs/reference.md, "Epinet").
     """
 
     index_dim: int = 8
-    hidden: tuple[int, ...] = (50, 50)
     epinet_hidden: tuple[int, ...] = (15, 15)
     prior_hidden: tuple[int, ...] = (5, 5)
     prior_scale: float = 0.3
@@ -95,15 +97,9 @@ class EpinetAgent(JaxAgent):
     epinet_prior_scale: float = 0.0
     num_index_samples: int = 8
     l2_scale: float = 0.2
-    learning_rate: float = 1e-3
-    num_steps: int = 1000
     high_data_steps_factor: int = 10
-    batch_size: int = 100
-    num_classes: int = 2
 
-    mixture = False
-
-    def __post_init__(self):
+    def __check_init__(self):
         _checks.integer("index_dim", self.index_dim, minimum=1)
         object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden, allow_empty=False))
         object.__setattr__(self, "epinet_hidden", _checks.widths("epinet_hidden", self.epinet_hidden))
@@ -115,7 +111,6 @@ class EpinetAgent(JaxAgent):
         _checks.integer("num_index_samples", self.num_index_samples, minimum=1)
         _checks.positive("l2_scale", self.l2_scale, allow_zero=True)
         _checks.integer("high_data_steps_factor", self.high_data_steps_factor, minimum=1)
-        self.check_training_settings()
 
     # ------------------------------------------------------------ configuration
     def hyper(self, prior: ProblemInfo) -> dict[str, float]:

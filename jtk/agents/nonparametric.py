@@ -28,7 +28,7 @@ PROB_CLIP = (0.01, 0.99)
 
 @dataclass(frozen=True, eq=False)
 class ClassifierPosterior:
-    """A deterministic predictive from a fitted scikit-learn classifier (one component)."""
+    """A deterministic predictive from a fitted scikit-learn classifier (a one-component MixturePosterior)."""
 
     model: object
     input_dim: int
@@ -46,6 +46,10 @@ class ClassifierPosterior:
     def components(self, x) -> np.ndarray:
         """The single component's logits log p: [1, n, K]."""
         return np.log(self.probs(x))[None].astype(np.float32)
+
+    def log_weights(self) -> None:
+        """A single component: uniform weights (a :class:`~jtk.agents.base.MixturePosterior` of one function)."""
+        return None
 
     def sample_logits(self, x, num_samples: int = 1, seed=0) -> np.ndarray:
         """Every sample is the same function: [M, n, K]."""

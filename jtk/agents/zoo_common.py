@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jtk import nets, train as train_lib
+from jtk import nets
+from jtk.nets import mlp_sizes  # noqa: F401  (one owner: jtk.nets; re-exported for the agents)
 from jtk.agents.base import ProblemInfo
 
 # Functions evaluated at once when drawing posterior samples on a test set:
@@ -59,10 +60,6 @@ def chunked_map(fn: Callable[[jax.Array], jax.Array], xs, chunk: int = SAMPLE_CH
 def sample_keys(key: jax.Array, num_samples: int) -> jax.Array:
     """``num_samples`` independent keys: [M]."""
     return jax.random.split(key, num_samples)
-
-
-def mlp_sizes(input_dim: int, hidden: tuple[int, ...], num_classes: int) -> tuple[int, ...]:
-    return (input_dim, *hidden, num_classes)
 
 
 def flat_mlp(key: jax.Array, sizes: tuple[int, ...]) -> tuple[jax.Array, Callable[[jax.Array], nets.Params]]:

@@ -2,3 +2,6 @@
 
 from jtk.plots import active, bandit, coins, regression, testbed  # noqa: F401
 from jtk.plots.active import plot_ppc_study, plot_tal_criteria, plot_toy_view
+
+__all__ = ["active", "bandit", "coins", "plot_ppc_study", "plot_tal_criteria", "plot_toy_view", "regression",
+           "testbed"]

@@ -128,11 +128,11 @@ class DeepRegression:
       concrete_temperature: temperature of CD's relaxed Bernoulli mask, 0.1 (Gal et al. 2017).
       adversarial_eps: EnsAdvA's FGSM step as a fraction of the training-input
         range, 0.01 (Lakshminarayanan et al. 2017; the paper gives none, and
-        larger steps measured *lower* uncertainty: 0.020 at 0.05, 0.009 at 0.2).
+        larger steps gave *lower* uncertainty: docs/coverage.md, "Defaults the paper leaves open").
       bootstrap_size: EnsBS resample size as a fraction of n, in (0, 1] (1: the
         classical bootstrap). The paper's "train set/2 … pull with back" can be
-        read as 0.5; at f_main = 1 it raised EnsBS's coverage from 0.60 to 0.76
-        (k = 20), closer to the paper. Counts are divided by it, so weights have mean 1.
+        read as 0.5, which brings EnsBS's coverage closer to the paper's
+        (docs/coverage.md, "Defaults the paper leaves open"). Counts are divided by it, so weights have mean 1.
       num_samples: Monte-Carlo draws for the dropout methods' mean and std, 120.
       negative_slope: leaky-ReLU slope, 0.01 (§3).
       max_epochs: length of the step-key sequence (static), None = num_epochs.

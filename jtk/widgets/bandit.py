@@ -23,6 +23,7 @@ import pandas as pd
 
 from jtk import _checks, _memory, bandit
 from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
+from jtk._deprecation import moved_names
 
 LAB_AGENT_KWARGS = bandit.PRESETS["lab"]["agent_kwargs"]
 FIGSIZE, DPI = (9.6, 3.9), 96  # 922 × 374 px, shown at that size: 10-point text is 13 px tall
@@ -188,7 +189,7 @@ def draw(fig, explorer: BanditExplorer, agent: str, input_dim: int, horizon: int
                         fig=fig)
 
 
-def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, agent: str = "ensemble+",
+def bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, agent: str = "ensemble+",
                      input_dims: Sequence[int] = (2, 10), background: bool = True):
     """The explorer: agent dropdown, input-dimension buttons, horizon and temperature sliders, the figure.
 
@@ -307,3 +308,10 @@ def build_bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = No
     app.runner, app.wait = runner, runner.wait
     redraw()
     return app
+
+
+# Deprecated names (#19: one naming scheme, ``<topic>_app``): old name -> (module, new name).
+_DEPRECATED = {"build_bandit_app": ("jtk.widgets.bandit", "bandit_app")}
+
+
+__getattr__ = moved_names("jtk.widgets.bandit", _DEPRECATED)

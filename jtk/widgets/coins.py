@@ -7,7 +7,8 @@ Two coins with equal marginals (P(heads) = ½ on one flip) but different joints:
 
 **The decision problem.** You flip one coin of your choice per step, for a
 horizon of H steps, and score one point per head. Exact expected scores
-(:func:`expected_cumulative_heads`):
+(:func:`jtk.envs.coin.expected_cumulative_heads`, computed in the library; the
+widgets here only plot them and wire controls):
 
 * ``marginal``: a decision maker that only has the one-flip marginals sees two
   identical coins, P(heads) = ½ each, and nothing tells it that a flip of $
@@ -28,37 +29,19 @@ widgets, redrawn by plain update functions that tests call directly.
 
 from __future__ import annotations
 
-import functools
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
 from jtk import _checks
-from jtk.envs.coin import Coin
+from jtk.envs.coin import MAX_HORIZON, POLICIES, Coin, _check_coins, decision_table, paper_coins  # noqa: F401
 from jtk.plots import coins as coin_plots
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png
+from jtk._deprecation import moved_names
 
 MAX_FLIPS = 6  # largest n shown as an n-flip joint grid (2^3 × 2^3 cells)
-MAX_HORIZON = 100
-POLICIES = ("marginal", "try $ once, then commit", "bayes-optimal", "oracle")
-
-
-def paper_coins() -> dict[str, Coin]:
-    """The two coins of Fig. 1: name → Coin. '£' is fair, '$' has bias 0 or 1 (½ each)."""
-    return {"£": Coin((0.5,), (1.0,)), "$": Coin((0.0, 1.0), (0.5, 0.5))}
-
-
-def _check_coins(coins) -> dict[str, Coin]:
-    if coins is None:
-        return paper_coins()
-    if not isinstance(coins, Mapping) or not coins:
-        raise TypeError(f"coins must be a non-empty dict name → jtk.envs.Coin, got {type(coins).__name__}")
-    for name, c in coins.items():
-        if not isinstance(c, Coin):
-            raise TypeError(f"coins[{name!r}] must be a jtk.envs.Coin, got {type(c).__name__}")
-    return dict(coins)
 
 
 # ------------------------------------------------------------------ joints
@@ -160,158 +143,6 @@ def flip_figure(history: Sequence[tuple[int, int]], coins: Mapping[str, Coin] | 
     """Figure of :func:`flip_update`: posterior over each coin's bias and the joint of its next two flips."""
     coins = _check_coins(coins)
     return coin_plots.plot_coin_posterior(flip_update(history, coins), list(coins))
-
-
-# ------------------------------------------------------------------ decisions
-@functools.lru_cache(maxsize=4096)
-def _posterior(coin: Coin, heads: int, tails: int) -> Coin:
-    return coin.posterior([1] * heads + [0] * tails)
-
-
-Counts = tuple[tuple[int, int], ...]
-Chooser = Callable[[tuple[Coin, ...], Counts, int, object], tuple[int, object]]
-
-
-def _forward(coins: tuple[Coin, ...], horizon: int, choose: Chooser) -> np.ndarray:
-    """Exact expected heads at each step [H] of a policy, by propagating the distribution of posterior states."""
-    dist: dict[tuple[Counts, object], float] = {(tuple((0, 0) for _ in coins), None): 1.0}
-    per_step = np.zeros(horizon)
-    for t in range(horizon):
-        new: dict[tuple[Counts, object], float] = {}
-        for (counts, memo), prob in dist.items():
-            posts = tuple(_posterior(c, h, tl) for c, (h, tl) in zip(coins, counts))
-            i, memo = choose(posts, counts, t, memo)
-            q = _predictive(coins[i], *counts[i])
-            per_step[t] += prob * q
-            for outcome, w in ((1, q), (0, 1.0 - q)):
-                if prob * w <= 0.0:
-                    continue
-                h, tl = counts[i]
-                nxt = counts[:i] + ((h + outcome, tl + 1 - outcome),) + counts[i + 1:]
-                new[(nxt, memo)] = new.get((nxt, memo), 0.0) + prob * w
-        dist = new
-    return per_step
-
-
-@functools.lru_cache(maxsize=4096)
-def _predictive(coin: Coin, heads: int, tails: int) -> float:
-    """P(next flip heads | heads, tails seen) of one coin (cached: the dynamic programme asks millions of times)."""
-    return _posterior(coin, heads, tails).marginal()
-
-
-def _bayes_value(coins: tuple[Coin, ...]):
-    """Q-values of the finite-horizon Bayes-adaptive problem.
-
-    The value of a state depends on the flips seen only through the posteriors they lead to, so it is memoised
-    by (posteriors, steps left): count states with equal beliefs share one entry. For the paper's coins that
-    collapses the state space (£ never changes, $ has three beliefs), and H = 50 takes milliseconds, not a second.
-    """
-    num = len(coins)
-    memo: dict[tuple, float] = {}
-
-    def value(counts: Counts, steps_left: int) -> float:
-        if steps_left == 0:
-            return 0.0
-        key = (tuple(_posterior(c, h, tl) for c, (h, tl) in zip(coins, counts)), steps_left)
-        if key not in memo:
-            memo[key] = max(q_value(counts, steps_left, i) for i in range(num))
-        return memo[key]
-
-    def q_value(counts: Counts, steps_left: int, i: int) -> float:
-        h, tl = counts[i]
-        q = _predictive(coins[i], h, tl)
-        if steps_left == 1:
-            return q
-        total = 0.0
-        if q > 0.0:
-            total += q * (1.0 + value(counts[:i] + ((h + 1, tl),) + counts[i + 1:], steps_left - 1))
-        if q < 1.0:
-            total += (1.0 - q) * value(counts[:i] + ((h, tl + 1),) + counts[i + 1:], steps_left - 1)
-        return total
-
-    return q_value
-
-
-def _most_uncertain(coins: Sequence[Coin]) -> int:
-    """Index of the coin whose bias has the largest prior variance (the one worth trying)."""
-    var = [float(np.dot(c.prior, (np.asarray(c.biases) - c.marginal()) ** 2)) for c in coins]
-    return int(np.argmax(var))
-
-
-def expected_cumulative_heads(policy: str, horizon: int, coins: Mapping[str, Coin] | None = None) -> np.ndarray:
-    """Exact expected number of heads after each flip t = 1 … H under a policy.
-
-    Args:
-      policy: one of :data:`POLICIES`:
-        ``"marginal"`` commits to the coin with the highest one-flip marginal
-        (ties averaged) and never learns — all a marginal predictor supports;
-        ``"try $ once, then commit"`` flips the coin with the most uncertain
-        bias once, then commits to the coin with the highest posterior P(heads);
-        ``"bayes-optimal"`` acts optimally on the joint (dynamic programming);
-        ``"oracle"`` knows every coin's bias.
-      horizon: number of flips H (1 … 100).
-      coins: name → Coin (default :func:`paper_coins`, the paper's £ and $).
-
-    Returns:
-      [H] expected cumulative heads; for the paper's coins the last entries are
-      H/2, (3H − 1)/4, (3H − 1)/4 and 3H/4.
-
-    Example:
-      >>> float(expected_cumulative_heads("try $ once, then commit", 10)[-1])
-      7.25
-    """
-    _checks.one_of("policy", policy, POLICIES)
-    horizon = _checks.integer("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
-    cs = tuple(_check_coins(coins).values())
-    t = np.arange(1, horizon + 1, dtype=np.float64)
-    if policy == "marginal":
-        return t * max(c.marginal() for c in cs)
-    if policy == "oracle":
-        grids = np.meshgrid(*[np.asarray(c.biases) for c in cs], indexing="ij")
-        weights = functools.reduce(np.multiply, np.meshgrid(*[np.asarray(c.prior) for c in cs], indexing="ij"))
-        return t * float(np.sum(weights * np.max(np.stack(grids), axis=0)))
-    if policy == "bayes-optimal":
-        q_value = _bayes_value(cs)
-
-        def choose(posts, counts, step, memo):
-            qs = [q_value(counts, horizon - step, i) for i in range(len(cs))]
-            return int(np.argmax(np.round(qs, 12))), None
-    else:
-        explore = _most_uncertain(cs)
-
-        def choose(posts, counts, step, memo):
-            if step == 0:
-                return explore, None
-            if memo is None:  # commit once, after the first flip
-                memo = int(np.argmax(np.round([p.marginal() for p in posts], 12)))
-            return memo, memo
-    return np.cumsum(_forward(cs, horizon, choose))
-
-
-def decision_table(horizon: int, coins: Mapping[str, Coin] | None = None) -> pd.DataFrame:
-    """Expected cumulative heads of every policy: columns policy, t, expected_heads (long format).
-
-    Results are cached per (horizon, coins), so a slider returning to a horizon costs nothing.
-    """
-    horizon = _checks.integer("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
-    coins = _check_coins(coins)
-    return _decision_table(horizon, tuple(coins.items())).copy()
-
-
-@functools.lru_cache(maxsize=256)
-def _decision_table(horizon: int, coins: tuple[tuple[str, Coin], ...]) -> pd.DataFrame:
-    cs = dict(coins)
-    values = {pol: expected_cumulative_heads(pol, horizon, cs) for pol in POLICIES}
-    return pd.DataFrame({"policy": np.repeat(POLICIES, horizon),
-                         "t": np.tile(np.arange(1, horizon + 1), len(POLICIES)),
-                         "expected_heads": np.concatenate([values[p] for p in POLICIES]).astype(np.float64)})
-
-
-def decision_summary(horizon: int, coins: Mapping[str, Coin] | None = None) -> pd.Series:
-    """Expected total heads after ``horizon`` flips, one entry per policy."""
-    table = decision_table(horizon, coins)
-    return table[table["t"] == table["t"].max()].set_index("policy")["expected_heads"].rename(
-        f"expected heads after {horizon} flips")
 
 
 def decision_figure(horizon: int, coins: Mapping[str, Coin] | None = None):
@@ -437,3 +268,10 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
     box = App([slider, table, image], title="decision app")
     box.controls, box.image, box.table = {"horizon": slider}, image, table
     return box
+
+
+# Deprecated names (#19: the decision values are computed in jtk.envs.coin): old name -> (module, new name).
+_DEPRECATED = {name: ("jtk.envs.coin", name) for name in ("expected_cumulative_heads", "decision_summary")}
+
+
+__getattr__ = moved_names("jtk.widgets.coins", _DEPRECATED)

@@ -17,6 +17,7 @@ from jtk import _checks
 from jtk.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval
 from jtk.widgets._app import LABEL_STYLE, App
+from jtk._deprecation import moved_names
 
 
 def _check_results(results: Mapping[tuple[Any, str], CoverageResult]):
@@ -148,7 +149,7 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     legend.set_bbox_to_anchor((ax2.get_position().x1 + 0.008, 0.5), transform=fig.transFigure)
 
 
-def build_coverage_app(results, x: float = 1.2):
+def coverage_app(results, x: float = 1.2):
     """Builds the explorer: f_main slider, method dropdown, k slider, x slider and the figure.
 
     Args:
@@ -194,3 +195,10 @@ def build_coverage_app(results, x: float = 1.2):
     app.figure = fig
     redraw()
     return app
+
+
+# Deprecated names (#19: one naming scheme, ``<topic>_app``): old name -> (module, new name).
+_DEPRECATED = {"build_coverage_app": ("jtk.widgets.coverage", "coverage_app")}
+
+
+__getattr__ = moved_names("jtk.widgets.coverage", _DEPRECATED)

@@ -9,8 +9,10 @@ prediction, a few of its posterior samples, and d_KL^τ of all three agents as
 
 Speed (see :mod:`jtk.widgets.ensembles` for the training settings):
 
-* The environment map and training points come from one jitted function with
-  the temperature and the seed as *traced* arguments: any slider value, no
+* The environment map, training points and test pool come from
+  :func:`jtk.envs.classification.sample_lab_data` (the testbed's draw keyed by
+  the seed alone: one environment at every temperature), jitted with the
+  temperature and the seed as *traced* arguments: any slider value, no
   recompilation, a few milliseconds.
 * For one (temperature, seed) every num_train slider position and both
   ensembles are trained in one vmapped call (the mlp is member 0 of the plain
@@ -24,79 +26,40 @@ Speed (see :mod:`jtk.widgets.ensembles` for the training settings):
   burst of slider steps costs at most two fits.
 * d_KL^τ is exact over the K members (a finite uniform mixture) on one test
   pool of 100 · 100 points cut into blocks of τ (⌊10000/τ⌋ τ-samples for each
-  τ; 100 for τ = 100), see :func:`jtk.widgets.ensembles.kl_by_tau`.
+  τ; 100 for τ = 100), see :func:`jtk.likelihood.mixture_kl_by_tau`.
 """
 
 from __future__ import annotations
 
 import collections
-import functools
 import html
 import threading
-import time
-from dataclasses import dataclass
 from typing import Sequence
 
 import ipywidgets as widgets
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from jtk import _checks, nets
-from jtk.envs.classification import sample_prior_params
+from jtk import _checks
+from jtk.ensemble_study import AgentFits, FitSettings, fit_joint_agents, probability_grid
+from jtk.envs.classification import sample_lab_data
 from jtk.plots import testbed as tb_plots
-from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, image_widget, show_png, significant_frame
-from jtk.widgets.ensembles import (FitSettings, fit_ensembles, kl_by_tau, member_label_logprobs, member_probs,
-                                   probability_grid)
+from jtk.widgets._app import (
+    LABEL_STYLE,
+    App,
+    LatestOnly,
+    image_widget,
+    show_png,
+    significant_frame,
+)
 
 AGENTS = ("mlp", "ensemble", "ensemble+")
 NUM_TRAIN_VALUES = (1, 3, 10, 30, 100)
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 1.0
 MAX_TAU = 100
 PRIOR_SCALE = 3.0  # ensemble+ prior networks scaled by 3 / sqrt(ρ) (reference default)
-
-
-@functools.partial(jax.jit, static_argnums=(2,))
-def _environment(seed, temperature, num_points: int, grid):
-    """Environment of MLPClassification(ρ, seed): p(y=1) on the grid [G] and a training draw x [n, 2], y [n]."""
-    key = jax.random.key(seed)
-    params = sample_prior_params(key)  # the same function as MLPClassification(temperature, seed=seed)
-    kx, kg = jax.random.split(jax.random.fold_in(key, 1))
-    x = jax.random.normal(kx, (num_points, 2))
-    # Gumbel-max with noise fixed per point: as ρ moves, only labels near the boundary flip.
-    y = jnp.argmax(nets.mlp_apply(params, x) / temperature + jax.random.gumbel(kg, (num_points, 2)), -1)
-    probs = jax.nn.softmax(nets.mlp_apply(params, grid) / temperature, -1)[:, 1]
-    return x, y.astype(jnp.int32), probs
-
-
-@functools.partial(jax.jit, static_argnums=(2,))
-def _test_pool(seed, temperature, num_points: int):
-    """Test inputs [N, 2], labels [N] and the environment's log p(y | x) [N] (independent of training)."""
-    key = jax.random.key(seed)
-    params = sample_prior_params(key)
-    kx, ky = jax.random.split(jax.random.fold_in(key, 2))
-    x = jax.random.normal(kx, (num_points, 2))
-    logits = nets.mlp_apply(params, x) / temperature
-    y = jax.random.categorical(ky, logits).astype(jnp.int32)
-    true_lp = jnp.take_along_axis(jax.nn.log_softmax(logits, -1), y[:, None], -1)[:, 0]
-    return x, y, true_lp
-
-
-@dataclass(frozen=True, eq=False)
-class AgentFits:
-    """Everything the agent panels show for one (temperature, seed), for all num_train positions.
-
-    Attributes:
-      probs: agent → [N, K, R, R] class-1 probability of each member (mlp: K = 1).
-      kl: agent → [N, MAX_TAU] d_KL^τ for τ = 1 … MAX_TAU.
-      seconds: wall time of the fit and the precomputation.
-    """
-
-    probs: dict
-    kl: dict
-    seconds: float
 
 
 class JointPredictions:
@@ -145,8 +108,8 @@ class JointPredictions:
         """(x [n_max, 2], y [n_max], probs [R, R]) of the environment and its training draw."""
         t = self.check_temperature(temperature)
         seed = _checks.integer("seed", seed, minimum=0, maximum=2 ** 31 - 1)
-        x, y, probs = _environment(jnp.uint32(seed), jnp.float32(t), max(self.num_train_values), self.grid)
-        return np.asarray(x), np.asarray(y), np.asarray(probs).reshape(self.resolution, self.resolution)
+        d = sample_lab_data(seed, t, max(self.num_train_values), self.test_blocks * MAX_TAU, self.grid)
+        return d.x_train, d.y_train, d.grid_probs.reshape(self.resolution, self.resolution)
 
     # -------------------------------------------------------------- agents
     def fits(self, temperature: float, seed: int) -> AgentFits:
@@ -169,24 +132,10 @@ class JointPredictions:
         return None
 
     def _fit(self, key, t: float, seed: int) -> AgentFits:
-        start = time.perf_counter()
-        x, y, _ = self.environment(t, seed)
-        ns, k, r = self.num_train_values, self.settings.num_members, self.resolution
-        problems = [(s, j) for s in (0.0, PRIOR_SCALE) for j in range(len(ns))]
-        state = fit_ensembles([x[:ns[j]] for _, j in problems], [y[:ns[j]] for _, j in problems],
-                              [t] * len(problems), [s for s, _ in problems],
-                              [seed * 1000 + j for _, j in problems], self.settings)
-        grid_probs = member_probs(state, self.grid, self.settings).reshape(2, len(ns), k, r, r)
-        tx, ty, true_lp = _test_pool(jnp.uint32(seed), jnp.float32(t), self.test_blocks * MAX_TAU)
-        lp = member_label_logprobs(state, np.asarray(tx), np.asarray(ty), self.settings)
-        lp = lp.reshape(2, len(ns), k, -1)
-        true_lp = np.asarray(true_lp)
-        taus = range(1, MAX_TAU + 1)
-        probs = {"mlp": grid_probs[0, :, :1], "ensemble": grid_probs[0], "ensemble+": grid_probs[1]}
-        kl = {"mlp": np.stack([kl_by_tau(lp[0, j, :1], true_lp, taus) for j in range(len(ns))]),
-              "ensemble": np.stack([kl_by_tau(lp[0, j], true_lp, taus) for j in range(len(ns))]),
-              "ensemble+": np.stack([kl_by_tau(lp[1, j], true_lp, taus) for j in range(len(ns))])}
-        fits = AgentFits(probs, kl, time.perf_counter() - start)
+        fits = fit_joint_agents(t, seed, self.num_train_values, self.grid, self.test_blocks * MAX_TAU,
+                                settings=self.settings, prior_scale=PRIOR_SCALE, max_tau=MAX_TAU)
+        fits = AgentFits({a: p.reshape(*p.shape[:2], self.resolution, self.resolution) for a, p in fits.probs.items()},
+                         fits.kl, fits.seconds)
         with self._cache_lock:
             self._fits[key] = fits
             while len(self._fits) > self.cache_size:

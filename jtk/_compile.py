@@ -1,0 +1,54 @@
+"""How the testbed compiles its programs: ``jax.jit`` with XLA's CPU backend at LLVM optimisation level 1.
+
+On the CPU, most of a cold testbed run is XLA compiling a handful of training programs, and most of that is LLVM
+optimising the generated code. Level 1 (XLA's default is 2) halves the compile time and leaves the compiled
+programs as fast, measured on the paper grid (docs/platforms.md, "Where the compile time goes on the CPU"); scores
+move in the sixth significant digit (floating-point operations are ordered differently), far inside their
+standard errors. The option is passed per program (``jax.jit(..., compiler_options=...)``), so jtk sets no global
+``XLA_FLAGS`` and other JAX code in the process is unaffected; on a GPU the programs compile with XLA's defaults.
+``JTK_FAST_COMPILE=0`` restores the default level on the CPU too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable
+
+import jax
+
+CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+
+
+def compiler_options() -> dict[str, Any] | None:
+    """The options jtk's testbed programs compile with on the current default backend (None: XLA's defaults)."""
+    if jax.default_backend() != "cpu" or os.environ.get("JTK_FAST_COMPILE", "1") == "0":
+        return None
+    return dict(CPU_COMPILER_OPTIONS)
+
+
+class _Jit:
+    """``jax.jit(fun, **kwargs)`` built on first use, when the backend (and so the options) is known."""
+
+    def __init__(self, fun: Callable, kwargs: dict[str, Any]):
+        self._fun, self._kwargs, self._jitted = fun, kwargs, None
+        functools.update_wrapper(self, fun, updated=())
+
+    def _get(self):
+        if self._jitted is None:
+            self._jitted = jax.jit(self._fun, compiler_options=compiler_options(), **self._kwargs)
+        return self._jitted
+
+    def __call__(self, *args, **kwargs):
+        return self._get()(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._get().lower(*args, **kwargs)
+
+
+def jit(fun: Callable | None = None, **kwargs) -> Any:
+    """``jax.jit`` with :func:`compiler_options`; use like ``jax.jit`` (``jit(f, static_argnums=0)`` or
+    ``@functools.partial(jit, static_argnums=0)``)."""
+    if fun is None:
+        return functools.partial(jit, **kwargs)
+    return _Jit(fun, kwargs)
