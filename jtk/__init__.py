@@ -8,7 +8,9 @@ the Neural Testbed (``jtk.testbed``), active learning (``jtk.active``) and poste
 On import jtk turns on JAX's persistent compilation cache (in
 ``$JTK_CACHE_DIR``, default ``~/.cache/jtk/xla``), so a second run of a sweep or
 a notebook skips XLA compilation. Set ``JTK_COMPILATION_CACHE=0`` to opt out;
-a cache directory already configured for JAX is left alone.
+a cache directory already configured for JAX is left alone. The cache is capped at
+``$JTK_CACHE_MAX_GB`` (2 GB; least recently used entries go first), which also
+makes JAX lock the cache while it reads or writes an entry.
 """
 
 import os as _os
@@ -31,6 +33,32 @@ def _enable_compilation_cache() -> None:
         return  # read-only home: run without a persistent cache
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    # A size cap turns on JAX's least-recently-used eviction, and with it a file lock around every cache read and
+    # write: without it, two processes (two notebooks, a notebook and a sweep) can write one entry at once or read
+    # one half written. The cap keeps a student's disk from filling (JTK_CACHE_MAX_GB, default 2).
+    try:
+        max_gb = float(_os.environ.get("JTK_CACHE_MAX_GB", "2"))
+    except ValueError:
+        max_gb = 2.0
+    jax.config.update("jax_compilation_cache_max_size", int(max_gb * 2 ** 30) if max_gb > 0 else -1)
+    if max_gb > 0:
+        _backfill_access_times(path)
+
+
+def _backfill_access_times(path: str) -> None:
+    """Gives every cache entry written without the cap (an older jtk, or ``JTK_CACHE_MAX_GB=0``) the access-time
+    file JAX's eviction reads; without it every later cache write fails with a warning. JAX's file names
+    (``<key>-cache``, ``<key>-atime``) are its own: if they change, this does nothing."""
+    try:
+        names = set(_os.listdir(path))
+        for name in names:
+            if name.endswith("-cache") and name[:-len("-cache")] + "-atime" not in names:
+                entry = _os.path.join(path, name)
+                stamp = int(_os.stat(entry).st_mtime_ns).to_bytes(8, "little")
+                with open(entry[:-len("-cache")] + "-atime", "wb") as f:
+                    f.write(stamp)
+    except OSError:
+        pass
 
 
 _enable_compilation_cache()

@@ -132,3 +132,35 @@ def test_constraints_pin_every_dev_requirement_within_pyproject_bounds():
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().strip()
 
+
+def test_compilation_cache_is_capped_and_locked(tmp_path):
+    """The persistent cache gets a size cap (JTK_CACHE_MAX_GB), which makes JAX lock the cache around every read
+    and write: two processes never write one entry at once or read one half written."""
+    import os
+
+    env = {**os.environ, "JTK_CACHE_DIR": str(tmp_path / "xla"), "JTK_CACHE_MAX_GB": "0.5", "JAX_PLATFORMS": "cpu"}
+    env.pop("JTK_COMPILATION_CACHE", None)
+    code = ("import jax, jax.numpy as jnp, jtk; jax.config.update('jax_persistent_cache_min_compile_time_secs', 0); "
+            "jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(3)).block_until_ready(); "
+            "print(jax.config.jax_compilation_cache_max_size)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == str(2 ** 29)
+    assert (tmp_path / "xla" / ".lockfile").exists()
+    assert any(p.name.endswith("-cache") for p in (tmp_path / "xla").iterdir())
+
+
+def test_cache_entries_without_access_times_get_them(tmp_path):
+    """An entry an uncapped cache wrote (no -atime file) would make every later capped write fail; import backfills."""
+    import os
+
+    cache = tmp_path / "xla"
+    cache.mkdir()
+    (cache / "jit_f-0123-cache").write_bytes(b"old entry")
+    env = {**os.environ, "JTK_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
+    env.pop("JTK_COMPILATION_CACHE", None)
+    env.pop("JTK_CACHE_MAX_GB", None)
+    done = subprocess.run([sys.executable, "-c", "import jtk"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    stamp = int.from_bytes((cache / "jit_f-0123-atime").read_bytes(), "little")
+    assert stamp == os.stat(cache / "jit_f-0123-cache").st_mtime_ns
