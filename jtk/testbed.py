@@ -280,12 +280,22 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     return rows
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(jax.jit, static_argnums=0)
+def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
+    """Trains the agent on the P padded training sets ``data`` at once (one compile per agent and shape)."""
+    return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
+
+
 def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
-    """Generates the data of P training groups and trains the agent on all of them (one compile)."""
-    env_params, data = jax.vmap(_make_training, in_axes=(None, 0, 0, 0))(cfg, seeds, temps, ns)
-    states = jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
-    return env_params, states
+    """Generates the data of P training groups and trains the agent on all of them.
+
+    Two compiled programs, not one: the data program depends only on the data shapes, so the chunks of one grid
+    that differ in their minibatch size (num_train 1, 3, 10, 30, ≥ 100) share it and compile it once; fused into the
+    training program it was compiled again for every minibatch size (docs/platforms.md, "Where the compile time
+    goes on the CPU").
+    """
+    env_params, data = _make_training_batch(cfg, seeds, temps, ns)
+    return env_params, _train_states(agent, data, hyper, agent_seeds)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
@@ -310,6 +320,18 @@ def _pad(values, size):
     return list(values) + [values[-1]] * (size - len(values))
 
 
+PAD_STEP = 32
+
+
+def padded_count(num_groups: int) -> int:
+    """How many training groups a chunk of ``num_groups`` is padded to: a power of two up to 32, then a multiple of 32.
+
+    Padding lets chunks of nearby sizes share one compiled program; padded groups are computed and dropped. Powers of
+    two all the way up wasted up to half a chunk (the paper grid's 90 groups with n ≥ 100 trained 128), multiples of
+    32 waste less than 32 (96), at the price of one more compiled shape for every further 32 groups.
+    """
+    return train_lib.next_pow2(num_groups) if num_groups <= PAD_STEP else -(-num_groups // PAD_STEP) * PAD_STEP
+
 
 def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
     """Whether to enumerate components; raises for ``"exact"`` on an agent that is not a finite mixture."""
@@ -320,8 +342,8 @@ def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
 
 
 def _train_inputs(agent: agents_base.JaxAgent, heads: Sequence[Problem]) -> tuple[list[Problem], tuple]:
-    """The training groups padded to a power of two, and the arguments of :func:`_train_chunk` for them."""
-    padded = _pad(list(heads), train_lib.next_pow2(len(heads)))
+    """The training groups padded to :func:`padded_count`, and the arguments of :func:`_train_chunk` for them."""
+    padded = _pad(list(heads), padded_count(len(heads)))
     seeds, temps, ns = _group_arrays(padded)
     hyper_rows = [agent.hyper(p.prior()) for p in padded]
     hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
@@ -333,8 +355,8 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
                         likelihood_: str | tuple[str, ...] = "auto") -> list[dict]:
     """Trains one agent on a chunk of training groups at once (vmap) and scores every τ.
 
-    The number of groups is padded to a power of two, so a chunk of any size
-    reuses the compilation of its power-of-two bucket. ``likelihood_`` may be a
+    The number of groups is padded (:func:`padded_count`), so a chunk of any size
+    reuses the compilation of its padded size. ``likelihood_`` may be a
     tuple of estimators: rows for each, from one training (benchmarks compare them).
     """
     heads = [g[0] for g in groups]
@@ -796,7 +818,7 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
     num_groups = len({p.training_problem for p in paper})
     if isinstance(agent, agents_base.JaxAgent):
         shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
-                   agent.batch_size), train_lib.next_pow2(len(c))) for c in _chunks(paper, agent)}
+                   agent.batch_size), padded_count(len(c))) for c in _chunks(paper, agent)}
         compile_s = max(first - run, 0.0)
         total = len(shapes) * compile_s + num_groups * run
         how = (f"{len(shapes)} compiled shapes × {compile_s:.1f} s + {num_groups} training groups × {run:.2f} s "

@@ -213,3 +213,9 @@ def test_evaluate_stops_between_chunks_when_interrupted():
         testbed.evaluate("mlp", problems, progress=False, interrupt=AfterFirstChunk())
     assert 0 < err.value.kept < err.value.total == len(problems)
 
+
+def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
+    assert [testbed.padded_count(n) for n in (1, 2, 3, 5, 17, 30, 32)] == [1, 2, 4, 8, 32, 32, 32]
+    assert [testbed.padded_count(n) for n in (33, 64, 65, 90, 96, 97)] == [64, 64, 96, 96, 96, 128]
+    for n in range(1, 300):
+        assert 0 <= testbed.padded_count(n) - n < max(32, n)
