@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, _memory, likelihood, nets, train as train_lib
+from jtk import _checks, _compile, _memory, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import (ProblemSettings, TestData, problem_key, sample_problem,  # noqa: F401
                                      sample_test)
@@ -213,8 +213,9 @@ def _make_test(cfg: _DataConfig, num_test: int, tau: int, params, seed, temperat
     return sample_test(cfg, num_test, tau, params, problem_key(seed, temperature, num_train), temperature)
 
 
-_make_training_batch = jax.jit(jax.vmap(_make_training, in_axes=(None, 0, 0, 0)), static_argnums=0)
-_make_test_batch = jax.jit(jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0)), static_argnums=(0, 1, 2))
+_make_training_batch = _compile.jit(jax.vmap(_make_training, in_axes=(None, 0, 0, 0)), static_argnums=0)
+_make_test_batch = _compile.jit(jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0)),
+                                static_argnums=(0, 1, 2))
 
 
 def load_problem(problem: Problem) -> tuple[Any, train_lib.Dataset, TestData]:
@@ -251,7 +252,7 @@ def _score(comps, test: TestData, tau: int, log_w=None):
     return kl, jnp.einsum("c,cnk->nk", w, probs)
 
 
-_score_jit = jax.jit(_score, static_argnums=2)
+_score_jit = _compile.jit(_score, static_argnums=2)
 
 
 def _score_numpy(comps, test: TestData, tau: int, log_w=None):
@@ -280,7 +281,7 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     return rows
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0)
 def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     """Trains the agent on the P padded training sets ``data`` at once (one compile per agent and shape)."""
     return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
@@ -298,7 +299,7 @@ def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
     return env_params, _train_states(agent, data, hyper, agent_seeds)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5))
 def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
                 seeds, temps, ns, eval_seeds):
     """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""
