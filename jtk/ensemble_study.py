@@ -44,7 +44,7 @@ from jtk import _checks, _memory, likelihood, train as train_lib
 from jtk.agents.base import ProblemInfo, train_many
 from jtk.agents.ensemble import EnsembleAgent
 from jtk.agents.zoo_common import reference_l2
-from jtk.envs.classification import LAB_TEST_POOL as TEST_POOL, sample_lab_data  # noqa: F401 (TEST_POOL: re-export)
+from jtk.envs.classification import LAB_TEST_POOL as TEST_POOL, LabData, sample_lab_data  # noqa: F401 (TEST_POOL: re-export)
 
 CHUNK = 10  # problems trained per vmapped call (fixed, so the compiled shape never changes)
 NUM_MEMBERS, NUM_STEPS, BATCH_SIZE = 10, 500, 32
@@ -203,6 +203,15 @@ def _chunk(states, start: int):
     return jax.tree_util.tree_map(lambda a: np.asarray(a)[idx], states)
 
 
+def lab_data(seed: int, temperature: float, num_train: int, num_test: int, grid) -> LabData:
+    """The ensembles lab's environment and data: :func:`jtk.envs.classification.sample_lab_data` with this lab's key
+    schedule (``lab="ensembles"``), the draws lab 03's figures and prose were made with.
+
+    Returns:
+      LabData (x_train [n, 2], y_train [n], x_test [m, 2], y_test [m], true log-probabilities [m], grid p(y = 1) [G]).
+    """
+    return sample_lab_data(seed, temperature, num_train, num_test, grid, lab="ensembles")
+
 def probability_grid(resolution: int = 50, extent: float = EXTENT) -> tuple[np.ndarray, np.ndarray]:
     """A square grid over [-extent, extent]^2: (axis [R], points [R*R, 2], row-major with y the row)."""
     resolution = _checks.integer("resolution", resolution, minimum=2, maximum=400)
@@ -270,7 +279,7 @@ def make_ensemble_comparison(temperature: float = 0.1, seed: int = 0,
         raise ValueError(f"num_train_values must be non-empty and prior_scales must include 0 (the ensemble), "
                          f"got {ns} and {scales}")
     axis, grid = probability_grid(resolution)
-    x, y, _, _, _, true = sample_lab_data(seed, temperature, max(ns), 1, grid, lab="ensembles")
+    x, y, _, _, _, true = lab_data(seed, temperature, max(ns), 1, grid)
     problems = [(s, n) for s in scales for n in ns]
     state = fit_ensembles([x[:n] for _, n in problems], [y[:n] for _, n in problems],
                           [temperature] * len(problems), [s for s, _ in problems],
@@ -325,7 +334,7 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
     # the comparison's grid shape (its maps are not needed here): the same compiled environment draw
     grid = probability_grid(comparison.axis.size)[1] if isinstance(comparison, EnsembleComparison) else \
         probability_grid()[1]
-    data = [sample_lab_data(s, temperature, max(ns), pool, grid, lab="ensembles") for s in range(seeds)]
+    data = [lab_data(s, temperature, max(ns), pool, grid) for s in range(seeds)]
     train = [(d[0], d[1]) for d in data]
     test = [(d[2], d[3]) for d in data]
     true_lp = [d[4].astype(np.float64) for d in data]

@@ -109,7 +109,7 @@ def _widget_moves():
     moves += [(we, name, jtk.ensemble_study, name) for name in (
         "FitSettings", "fit_ensembles", "member_probs", "member_label_logprobs", "probability_grid",
         "kl_vs_num_train", "CHUNK", "TEST_POOL")]
-    moves += [(we, "environment_data", jtk.envs.classification, "sample_lab_data")]
+    moves += [(we, "environment_data", jtk.ensemble_study, "lab_data")]
     return moves
 
 

@@ -24,10 +24,12 @@ _DEPRECATED = {name: ("jtk.ensemble_study", name) for name in (
     "member_probs", "member_label_logprobs", "probability_grid", "kl_vs_num_train")}
 _DEPRECATED["build_comparison"] = ("jtk.ensemble_study", "make_ensemble_comparison")
 _DEPRECATED["kl_by_tau"] = ("jtk.likelihood", "mixture_kl_by_tau")
-_DEPRECATED["environment_data"] = ("jtk.envs.classification", "sample_lab_data")
+_DEPRECATED["environment_data"] = ("jtk.ensemble_study", "lab_data")
 
 
 __getattr__ = moved_names("jtk.widgets.ensembles", _DEPRECATED)
+
+
 def comparison_update(comp: EnsembleComparison, prior_scale: float, num_members: int, num_train: int,
                       num_samples: int = 4) -> dict:
     """The data of the Fig. 12 figure for one slider position (pure numpy indexing).
