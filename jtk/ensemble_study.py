@@ -135,7 +135,7 @@ def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], pri
 
 @jax.jit
 def _keys(seeds):
-    """One threefry key per seed. (The rbg PRNGs compile ~3x faster on CPU but are not batch-invariant:
+    """One threefry key per seed. (The rbg PRNGs compile faster on CPU but are not batch-invariant:
     a problem's fit would depend on the other problems in its chunk.)"""
     return jax.vmap(jax.random.key)(seeds)
 

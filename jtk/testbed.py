@@ -4,8 +4,8 @@ Osband et al. (2022), §3–4 and App. B. A problem is (temperature, num_train,
 τ, seed): an environment drawn from the MLP prior, a training set, N = 1000
 test τ-samples, and the agent's d_KL^τ estimated as in Algorithms 1–3.
 
-How jtk makes the paper grid fast (the reference spends ~60 % of its time
-re-jitting an agent for every problem):
+How jtk makes the paper grid fast (the reference re-jits an agent for every
+problem):
 
 * τ = 1 and τ = 10 problems of one seed share environment and training data,
   so each agent is trained once for both (docs/reference.md, "The grid").

@@ -109,7 +109,7 @@ class KNNAgent(SklearnAgent):
         _checks.one_of("weights", self.weights, ("uniform", "distance"))
 
     def estimator(self, seed: int, num_points: int):
-        from sklearn.neighbors import KNeighborsClassifier  # imported on use: sklearn costs 0.6 s at import jtk
+        from sklearn.neighbors import KNeighborsClassifier  # imported on use: keeps `import jtk` light (docs/platforms.md)
 
         return KNeighborsClassifier(n_neighbors=min(self.num_neighbors, num_points), weights=self.weights)
 
