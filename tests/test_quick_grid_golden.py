@@ -22,21 +22,6 @@ import make_quick_grid_golden as golden  # noqa: E402
 GOLDEN = pd.read_csv(golden.PATH)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _compile_in_process():
-    """These tests compile every agent's programs themselves instead of loading them from the persistent cache.
-
-    Twice, a long serial run of the suite died in this module with a segmentation fault inside JAX's
-    deserialisation of a cached CPU executable (docs/platforms.md, "The persistent compilation cache"); compiling
-    in process avoids that code path, and a score regression cannot hide behind a stale cache entry either.
-    """
-    import jax
-
-    before = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    yield
-    jax.config.update("jax_enable_compilation_cache", before)
-
 
 def test_golden_covers_every_registered_agent():
     assert sorted(GOLDEN["agent"].unique()) == sorted(agents.names())
