@@ -107,11 +107,6 @@ def _chunk_id(chunk: list[list[testbed.Problem]]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def _write_atomic(df: pd.DataFrame, path: pathlib.Path) -> None:
-    """Writes a CSV atomically under a unique temporary name (kept for callers of the old helper)."""
-    results_lib.write_atomic(path, results_lib.csv_bytes(df))
-
-
 def _agent_record(config: Config) -> dict:
     return results_lib.agent_config(config.agent, name=config.agent, hyperparameters=dict(config.hyperparameters))
 

@@ -62,8 +62,7 @@ from tqdm.auto import tqdm
 
 from jtk import _checks, _compile, _memory, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
-from jtk.envs.classification import (ProblemSettings, TestData, problem_key, sample_problem,  # noqa: F401
-                                     sample_test)
+from jtk.envs.classification import ProblemSettings, TestData, problem_key, sample_problem, sample_test
 from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
 
 PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
@@ -200,15 +199,12 @@ def agent_seed(problem: Problem, purpose: int) -> int:
     return int(np.random.SeedSequence(ints).generate_state(1)[0] >> 1)
 
 
-_DataConfig = ProblemSettings  # the static settings of a chunk's data (jtk.envs.classification owns them)
-
-
-def _make_training(cfg: _DataConfig, seed, temperature, num_train):
+def _make_training(cfg: ProblemSettings, seed, temperature, num_train):
     """The environment and padded training set of group (seed, ρ, n): the one draw, keyed the testbed's way."""
     return sample_problem(cfg, problem_key(seed, temperature, num_train), temperature, num_train)
 
 
-def _make_test(cfg: _DataConfig, num_test: int, tau: int, params, seed, temperature, num_train):
+def _make_test(cfg: ProblemSettings, num_test: int, tau: int, params, seed, temperature, num_train):
     """The τ test set of group (seed, ρ, n)."""
     return sample_test(cfg, num_test, tau, params, problem_key(seed, temperature, num_train), temperature)
 
@@ -229,8 +225,8 @@ def load_problem(problem: Problem) -> tuple[Any, train_lib.Dataset, TestData]:
     return first(params), first(data), first(test)
 
 
-def _data_config(p: Problem) -> _DataConfig:
-    return _DataConfig(p.input_dim, p.num_classes, p.hidden, p.activation, train_lib.capacity_for(p.num_train),
+def _data_config(p: Problem) -> ProblemSettings:
+    return ProblemSettings(p.input_dim, p.num_classes, p.hidden, p.activation, train_lib.capacity_for(p.num_train),
                        p.test_inputs, p.num_anchors)
 
 
@@ -287,7 +283,7 @@ def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
 
 
-def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
+def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds):
     """Generates the data of P training groups and trains the agent on all of them.
 
     Two compiled programs, not one: the data program depends only on the data shapes, so the chunks of one grid
@@ -300,7 +296,7 @@ def _train_chunk(agent, cfg: _DataConfig, seeds, temps, ns, hyper, agent_seeds):
 
 
 @functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5))
-def _eval_chunk(agent, cfg: _DataConfig, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
+def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
                 seeds, temps, ns, eval_seeds):
     """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""
     tests = jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0))(cfg, num_test, tau, env_params, seeds,

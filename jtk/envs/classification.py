@@ -180,7 +180,7 @@ def sample_test(settings: ProblemSettings, num_test: int, tau: int, params: nets
         pick = jax.random.randint(ki, (num_test, tau), 0, settings.num_anchors)
         x = jnp.take_along_axis(anchors, pick[..., None], axis=1).reshape(num_test * tau, settings.input_dim)
     else:
-        x = jax.random.normal(kx, (num_test * tau, settings.input_dim))
+        x = sample_inputs(kx, num_test * tau, settings.input_dim)
     logits = environment_logits(params, x, temperature, settings.activation)
     return TestData(x, sample_labels(ky, logits), logits)
 
