@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from typing import Any, Callable
 
 import jax
@@ -32,11 +33,14 @@ class _Jit:
 
     def __init__(self, fun: Callable, kwargs: dict[str, Any]):
         self._fun, self._kwargs, self._jitted = fun, kwargs, None
+        self._lock = threading.Lock()  # chunks run in threads (jtk.executors.local_threads): build it once
         functools.update_wrapper(self, fun, updated=())
 
     def _get(self):
         if self._jitted is None:
-            self._jitted = jax.jit(self._fun, compiler_options=compiler_options(), **self._kwargs)
+            with self._lock:
+                if self._jitted is None:
+                    self._jitted = jax.jit(self._fun, compiler_options=compiler_options(), **self._kwargs)
         return self._jitted
 
     def __call__(self, *args, **kwargs):

@@ -7,14 +7,56 @@ speaks. Work is shipped in chunks of problems that share compiled code, so each
 worker compiles an agent once and keeps its jit cache warm for later chunks.
 Results do not depend on where a chunk runs: every random number comes from the
 problem's seed.
+
+Without an executor, jtk's own agents still use every core: XLA's CPU backend
+runs one program on one core (the testbed's batched small matrix products are
+not split across threads), so :func:`local_threads` chunks run at once, one per
+thread, each its own XLA program. A researcher's own agent (an object with
+``fit``) runs one chunk at a time, since jtk cannot know its code is thread-safe.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator
 
 SCHEDULERS = ("local", "dask")
+MAX_LOCAL_THREADS = 4  # each running chunk holds its own training and scoring memory
+
+
+def local_threads(num_tasks: int, agents=()) -> int:
+    """How many chunks run at once in this process when no executor is given.
+
+    One per CPU core available to the process (``os.sched_getaffinity``), at most
+    :data:`MAX_LOCAL_THREADS` and ``num_tasks``, when JAX's default backend is the
+    CPU and every agent is one of jtk's (:class:`jtk.agents.JaxAgent`); otherwise
+    1. On a GPU one device runs one program at a time, so threads would only add
+    memory. ``JTK_THREADS=N`` sets the number (``JTK_THREADS=1``: one chunk at a
+    time, as before).
+
+    Args:
+      num_tasks: chunks to run.
+      agents: the agents whose chunks these are.
+
+    Returns:
+      The number of worker threads, ≥ 1.
+    """
+    import jax
+
+    from jtk.agents.base import JaxAgent
+
+    setting = os.environ.get("JTK_THREADS", "").strip()
+    if setting:
+        if not setting.isdigit() or int(setting) < 1:
+            raise ValueError(f"JTK_THREADS must be a positive integer, got {setting!r}")
+        wanted = int(setting)
+    elif jax.default_backend() != "cpu" or not all(isinstance(a, JaxAgent) for a in agents):
+        return 1
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        wanted = min(cores, MAX_LOCAL_THREADS)
+    return max(1, min(wanted, int(num_tasks)))
 
 
 def _require_dask() -> None:

@@ -60,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -832,52 +833,81 @@ def _distinct(items: Iterable[Any]) -> list:
 
 
 
-def run_chunks(tasks: Sequence[Any], job, save, *, executor=None, interrupt: "DeferredInterrupt | None" = None,
-               stop) -> None:
+def run_chunks(tasks: Sequence[Any], job, save, *, executor=None, threads: int = 1,
+               interrupt: "DeferredInterrupt | None" = None, stop) -> None:
     """Runs every task's job, in this process or on ``executor``, and saves each result as it arrives.
 
-    Between tasks it checks ``interrupt``: once Ctrl-C was requested it keeps the results that are already
-    finished (an executor's done futures are saved, the others cancelled) and raises ``stop()``. A failure of a
-    Dask task after Ctrl-C (the signal also reaches local workers) counts as the interruption.
+    Results are saved as they finish, in any order. Between tasks (and every
+    :data:`POLL_SECONDS` while waiting) it checks ``interrupt``: once Ctrl-C was
+    requested it keeps the results that are already finished (an executor's done
+    futures are saved, the others cancelled) and raises ``stop()``. Tasks already
+    running in local threads finish and are kept too, as the running task is
+    when tasks run one after another (XLA cannot be stopped mid-program). A
+    failure of a Dask task after Ctrl-C (the signal also reaches local workers)
+    counts as the interruption.
 
     Args:
       tasks: the work items.
       job: ``job(task) -> (fn, args, kwargs)``, the call that computes one task.
-      save: ``save(task, result)``, called once per finished task.
+      save: ``save(task, result)``, called once per finished task, in this thread.
       executor: optional ``submit(fn, *args, **kwargs) -> future`` object; None runs in this process.
+      threads: without ``executor``, how many tasks run at once in this process
+        (:func:`jtk.executors.local_threads`); 1 runs them one after another.
       interrupt: the run's :class:`DeferredInterrupt`, or None.
       stop: ``stop() -> Exception`` describing what was kept; raised on interruption.
     """
     requested = lambda: interrupt is not None and interrupt.requested  # noqa: E731
+    pool = None
     try:
-        if executor is None:
+        if executor is None and threads <= 1:
             for task in tasks:
                 if requested():
                     raise stop()
                 fn, args, kwargs = job(task)
                 save(task, fn(*args, **kwargs))
             return
-        futures = []
-        for task in tasks:
+        if executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            executor = pool = ThreadPoolExecutor(int(threads), thread_name_prefix="jtk-chunk")
+        futures = {}
+        for i, task in enumerate(tasks):
             fn, args, kwargs = job(task)
-            futures.append((task, executor.submit(fn, *args, **kwargs)))
-        for n, (task, future) in enumerate(futures):
+            futures[i] = (task, executor.submit(fn, *args, **kwargs))
+        while futures:
             if requested():
-                for t, f in futures[n:]:
-                    if f.done() and not f.cancelled() and f.exception() is None:
-                        save(t, f.result())
-                    else:
+                # Keep what is finished and, in local threads, what is running (XLA cannot stop mid-program, so it
+                # finishes anyway); cancel the rest.
+                kept = [(t, f) for t, f in futures.values() if f.done() or (pool is not None and not f.cancel())]
+                for t, f in futures.values():
+                    if not f.done():
                         f.cancel()
+                for t, f in kept:
+                    if not f.cancelled() and f.exception() is None:
+                        save(t, f.result())
                 raise stop()
-            try:
-                result = future.result()
-            except Exception:  # noqa: BLE001 - Ctrl-C also reaches local Dask workers, failing their task
-                if requested():
-                    raise stop() from None
-                raise
-            save(task, result)
+            ready = [i for i, (_, f) in futures.items() if f.done()]
+            if not ready:
+                time.sleep(POLL_SECONDS)
+                continue
+            for i in ready:
+                task, future = futures.pop(i)
+                try:
+                    result = future.result()
+                except Exception:  # noqa: BLE001 - Ctrl-C also reaches local Dask workers, failing their task
+                    if requested():
+                        raise stop() from None
+                    raise
+                save(task, result)
     except KeyboardInterrupt:
         raise stop() from None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+POLL_SECONDS = 0.05  # how often run_chunks looks for finished futures and for Ctrl-C
+
 
 def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = None,
                      hyperparameters: Mapping[str, Any] | None = None, executor=None, resume: bool = False,
@@ -919,7 +949,7 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
     """
     from tqdm.auto import tqdm
 
-    from jtk import testbed
+    from jtk import executors, testbed
     from jtk.agents import base as agents_base
 
     if resume and force:
@@ -975,8 +1005,9 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
             return Interrupted(f"interrupted: {kept} of {len(problems)} problems are saved in {str(parts)!r}",
                                kept, len(problems), parts)
 
+        threads = executors.local_threads(len(todo), [agent]) if executor is None else 1
         run_chunks(todo, lambda i: (testbed.evaluate_chunk, (agent, chunks[i], name, estimator or "auto"), {}), save,
-                   executor=executor, interrupt=interrupt, stop=stop)
+                   executor=executor, threads=threads, interrupt=interrupt, stop=stop)
         bar.close()
         if interrupt is not None and interrupt.requested and kept < len(problems):  # pragma: no cover
             raise stop()

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, results as results_lib, testbed
+from jtk import _checks, executors, results as results_lib, testbed
 from jtk.agents import base as agents_base
 
 #: The file (in the results directory) holding every row of a finished sweep run, with its manifest beside it.
@@ -177,8 +177,9 @@ def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], re
             return results_lib.Interrupted(f"interrupted: {done} of {total} chunks are saved in {str(root)!r}",
                                            done, total, root)
 
+        threads = executors.local_threads(len(todo), [t[1] for t in todo]) if executor is None else 1
         results_lib.run_chunks(todo, lambda task: (testbed.evaluate_chunk, (task[1], task[2], task[0].id), {}), save,
-                               executor=executor, interrupt=interrupt, stop=stop)
+                               executor=executor, threads=threads, interrupt=interrupt, stop=stop)
         bar.close()
         rows = load(root, sweep_configs)
         results_lib.save_results(rows, root / RESULTS_CSV, agents=records, agent_column="config", problems=problems,

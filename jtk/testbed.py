@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, _compile, _memory, likelihood, nets, train as train_lib
+from jtk import _checks, _compile, _memory, executors, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import ProblemSettings, TestData, problem_key, sample_problem, sample_test
 from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
@@ -376,7 +376,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
         eval_time = time.perf_counter() - t0
         problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
         n = len(groups)
-        rows += _rows(problems_tau, np.asarray(kl[:n]), np.asarray(probs[:n]), np.asarray(y[:n]), kind,
+        rows += _rows(problems_tau, np.asarray(kl)[:n], np.asarray(probs)[:n], np.asarray(y)[:n], kind,
                       train_time / num_rows, eval_time / n, name)
     return rows
 
@@ -388,7 +388,7 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likel
         head = group[0]
         params, data, _ = load_problem(head)
         n = head.num_train
-        x, y = np.asarray(data.x[:n]), np.asarray(data.y[:n])
+        x, y = np.asarray(data.x)[:n], np.asarray(data.y)[:n]
         t0 = time.perf_counter()
         posterior = agent.fit(x, y, seed=agent_seed(head, 0), prior=head.prior())
         train_time = (time.perf_counter() - t0) / len(group)
@@ -429,8 +429,19 @@ def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) ->
     return logits
 
 
+# How many problems one compiled training call vectorises. XLA's CPU backend runs a program on one core, and the
+# batched small matrix products of training run fastest per problem when one step's activations stay near the
+# core's cache, not in the largest vmap (docs/platforms.md, "Chunk size", has the measurements). Smaller chunks also
+# give the threads of jtk.executors.local_threads work to share.
+MAX_GROUPS_PER_CHUNK = 32
+MEMBER_ROWS_PER_CHUNK = 25_600  # problems × members × minibatch rows in one step of one call
+
+
 def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
-    """Groups problems that share training, then packs groups with equal static shapes into chunks."""
+    """Groups problems that share training, then packs groups with equal static shapes into chunks.
+
+    Chunks are returned costliest first, so that chunks running in parallel threads finish together.
+    """
     groups: dict[Problem, list[Problem]] = {}
     for p in problems_:
         groups.setdefault(p.training_problem, []).append(p)
@@ -443,15 +454,17 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
                   train_lib.capacity_for(key.num_train), train_lib.batch_bucket(key.num_train, agent.batch_size),
                   tuple(sorted(p.tau for p in g)), agent.specialize(key.prior()))  # static agent fields too
         by_shape.setdefault(static, []).append(g)
-    chunks = []
-    for (_, capacity, *_), gs in by_shape.items():
-        # ~2048 member trainings per vectorised call and at most 2^26 floats of training data,
-        # rounded down to a power of two so that full chunks need no padding.
+    chunks, cost = [], {}
+    for (_, capacity, batch, *_), gs in by_shape.items():
+        # At most MAX_GROUPS_PER_CHUNK groups, MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step and
+        # 2^26 floats of training data, rounded down to a power of two so that full chunks need no padding.
         data_floats = capacity * (gs[0][0].input_dim + 1)
-        limit = max(1, min(2048 // members, 2 ** 26 // data_floats))
+        limit = max(1, min(MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch), 2 ** 26 // data_floats))
         max_groups = 1 << (limit.bit_length() - 1)
-        chunks += [gs[i:i + max_groups] for i in range(0, len(gs), max_groups)]
-    return chunks
+        for i in range(0, len(gs), max_groups):
+            chunks.append(gs[i:i + max_groups])
+            cost[id(chunks[-1])] = padded_count(len(chunks[-1])) * batch
+    return sorted(chunks, key=lambda c: -cost[id(c)])
 
 
 def evaluate_chunk(agent, groups: list[list[Problem]], name: str, likelihood: str = "auto") -> pd.DataFrame:
@@ -532,8 +545,9 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         done = sum(len(f) for f in frames.values())
         return Interrupted(f"interrupted after {done} of {len(problems)} problems", done, len(problems), None)
 
+    threads = executors.local_threads(len(chunks), [agent]) if executor is None else 1
     run_chunks(range(len(chunks)), lambda i: (evaluate_chunk, (agent, chunks[i], name, likelihood), {}), save,
-               executor=executor, interrupt=interrupt, stop=stop)
+               executor=executor, threads=threads, interrupt=interrupt, stop=stop)
     bar.close()
     return sort_rows(pd.concat([frames[i] for i in sorted(frames)], ignore_index=True))
 

@@ -14,13 +14,14 @@ ARGS = ["sweep", "--agents", "mlp", "--grid", "quick", "--seeds", "1", "--set", 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path, capsys):
     interrupted, fresh = tmp_path / "interrupted", tmp_path / "fresh"
     proc = subprocess.Popen([sys.executable, "-m", "jtk.cli", *ARGS, "--results", str(interrupted)],
-                            env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                            env={**os.environ, "JAX_PLATFORMS": "cpu", "JTK_THREADS": "1"})
     deadline = time.time() + 240
-    while time.time() < deadline and not list(interrupted.glob("*/chunk-*.csv")):
+    while time.time() < deadline and not list(interrupted.glob("*/chunk-*.json")):
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    done = {p: p.stat().st_mtime_ns for p in interrupted.glob("*/chunk-*.csv")}
+    # finished chunks: a CSV with its checksum sidecar (a CSV the kill caught before its sidecar is recomputed)
+    done = {p: p.stat().st_mtime_ns for p in interrupted.glob("*/chunk-*.csv") if p.with_suffix(".json").exists()}
     assert done, "the sweep wrote no chunk before it was killed"
     for path in done:  # atomic writes: every .csv that exists is complete (a killed write leaves a .tmp)
         assert len(pd.read_csv(path)) > 0 and "kl" in pd.read_csv(path)
@@ -119,7 +120,7 @@ def test_second_writer_of_a_sweep_directory_fails_fast(tmp_path, capsys):
                                f"r = pathlib.Path({str(root)!r}); r.mkdir(); "
                                "l = results.Lock(r, r / 'sweep.lock').acquire(); print('held', flush=True); "
                                "time.sleep(60)"], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                              env={**os.environ, "JAX_PLATFORMS": "cpu", "JTK_THREADS": "1"})
     try:
         assert holder.stdout.readline().strip() == "held"
         t0 = time.perf_counter()

@@ -194,9 +194,11 @@ def test_polyadic_problems_evaluate_in_higher_dimensions():
     assert df.kl.notna().all() and (df.kl[df.tau == 10].values > df.kl[df.tau == 1].values).all()
 
 
-def test_evaluate_stops_between_chunks_when_interrupted():
+def test_evaluate_stops_between_chunks_when_interrupted(monkeypatch):
     """An interrupt (jtk.results.DeferredInterrupt's protocol) stops evaluate after the running chunk."""
     from jtk.results import Interrupted
+
+    monkeypatch.setenv("JTK_THREADS", "1")
 
     class AfterFirstChunk:
         def __init__(self):
@@ -212,6 +214,79 @@ def test_evaluate_stops_between_chunks_when_interrupted():
     with pytest.raises(Interrupted) as err:
         testbed.evaluate("mlp", problems, progress=False, interrupt=AfterFirstChunk())
     assert 0 < err.value.kept < err.value.total == len(problems)
+
+
+class _AfterFirstCheck:
+    """An interrupt whose flag turns true at its second check."""
+
+    def __init__(self):
+        self.checks = 0
+
+    @property
+    def requested(self):
+        self.checks += 1
+        return self.checks > 1
+
+
+# four minibatch buckets: four chunks, more than two threads run at once
+THREAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(1, 3, 10, 30), seeds=2)
+
+
+def test_chunks_in_threads_give_bitwise_the_serial_results(monkeypatch):
+    agent = jtk.agents.make("ensemble+", num_members=3, num_steps=30)
+    assert len(testbed._chunks(THREAD_GRID, agent)) == 4
+    frames = {}
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("JTK_THREADS", threads)
+        frames[threads] = testbed.evaluate(agent, THREAD_GRID, progress=False).drop(
+            columns=["train_seconds", "eval_seconds"])
+    pd.testing.assert_frame_equal(frames["1"], frames["2"], check_exact=True)
+    pd.testing.assert_frame_equal(frames["1"], frames["3"], check_exact=True)
+
+
+def test_interrupt_keeps_the_chunks_running_in_threads_and_cancels_the_rest(monkeypatch):
+    from jtk.results import Interrupted
+
+    monkeypatch.setenv("JTK_THREADS", "2")
+    agent = jtk.agents.make("mlp", num_steps=30)
+    sizes = [sum(len(g) for g in c) for c in testbed._chunks(THREAD_GRID, agent)]
+    with pytest.raises(Interrupted) as err:
+        testbed.evaluate(agent, THREAD_GRID, progress=False, interrupt=_AfterFirstCheck())
+    # the two chunks that had started finish and are kept; the two queued ones never start
+    assert err.value.kept == sum(sizes[:2]) and err.value.total == len(THREAD_GRID) == sum(sizes)
+
+
+def test_local_threads_one_per_core_only_for_jtk_agents_on_the_cpu(monkeypatch):
+    from jtk import executors
+
+    monkeypatch.delenv("JTK_THREADS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
+    mlp = jtk.agents.make("mlp")
+    assert executors.local_threads(100, [mlp]) == executors.MAX_LOCAL_THREADS
+    assert executors.local_threads(3, [mlp]) == 3
+    assert executors.local_threads(100, [mlp, testbed.OracleAgent(CHECK_GRID[:1])]) == 1  # another's code
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert executors.local_threads(100, [mlp]) == 1
+    monkeypatch.setenv("JTK_THREADS", "6")
+    assert executors.local_threads(100, [mlp]) == 6 and executors.local_threads(2, [mlp]) == 2
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("JTK_THREADS", bad)
+        with pytest.raises(ValueError, match=f"JTK_THREADS must be a positive integer, got '{bad}'"):
+            executors.local_threads(4, [mlp])
+
+
+@pytest.mark.parametrize("name,members,largest", [("mlp", 1, 32), ("ensemble+", 10, 16), ("ensemble+", 100, 2)])
+def test_chunks_are_bounded_and_costliest_first(name, members, largest):
+    agent = jtk.agents.make(name, num_members=members)
+    chunks = testbed._chunks(testbed.problems("paper"), agent)
+    assert sorted(len(g) for c in chunks for g in c) == [2] * 210  # every group once, both τ in it
+    assert max(len(c) for c in chunks if c[0][0].num_train >= 100) == largest
+    for c in chunks:
+        batch = agent.specialize(c[0][0].prior()).batch_size
+        assert len(c) <= testbed.MAX_GROUPS_PER_CHUNK
+        assert len(c) == 1 or len(c) * members * batch <= testbed.MEMBER_ROWS_PER_CHUNK
+    cost = [testbed.padded_count(len(c)) * agent.specialize(c[0][0].prior()).batch_size for c in chunks]
+    assert cost == sorted(cost, reverse=True)
 
 
 def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
