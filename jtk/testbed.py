@@ -432,9 +432,11 @@ def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) ->
 # How many problems one compiled training call vectorises. XLA's CPU backend runs a program on one core, and the
 # batched small matrix products of training run fastest per problem when one step's activations stay near the
 # core's cache, not in the largest vmap (docs/platforms.md, "Chunk size", has the measurements). Smaller chunks also
-# give the threads of jtk.executors.local_threads work to share.
+# give the threads of jtk.executors.local_threads work to share. A GPU wants the widest vmap that fits: there a
+# chunk holds up to ACCELERATOR_MEMBERS_PER_CHUNK member trainings.
 MAX_GROUPS_PER_CHUNK = 32
-MEMBER_ROWS_PER_CHUNK = 25_600  # problems × members × minibatch rows in one step of one call
+MEMBER_ROWS_PER_CHUNK = 25_600  # problems × members × minibatch rows in one step of one call (CPU)
+ACCELERATOR_MEMBERS_PER_CHUNK = 2048  # problems × members in one call (GPU)
 
 
 def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
@@ -455,11 +457,17 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
                   tuple(sorted(p.tau for p in g)), agent.specialize(key.prior()))  # static agent fields too
         by_shape.setdefault(static, []).append(g)
     chunks, cost = [], {}
+    cpu = jax.default_backend() == "cpu"
     for (_, capacity, batch, *_), gs in by_shape.items():
-        # At most MAX_GROUPS_PER_CHUNK groups, MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step and
-        # 2^26 floats of training data, rounded down to a power of two so that full chunks need no padding.
+        # On the CPU at most MAX_GROUPS_PER_CHUNK groups and MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per
+        # step, on a GPU ACCELERATOR_MEMBERS_PER_CHUNK member trainings; at most 2^26 floats of training data;
+        # rounded down to a power of two so that full chunks need no padding.
         data_floats = capacity * (gs[0][0].input_dim + 1)
-        limit = max(1, min(MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch), 2 ** 26 // data_floats))
+        if cpu:
+            limit = min(MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
+        else:
+            limit = ACCELERATOR_MEMBERS_PER_CHUNK // members
+        limit = max(1, min(limit, 2 ** 26 // data_floats))
         max_groups = 1 << (limit.bit_length() - 1)
         for i in range(0, len(gs), max_groups):
             chunks.append(gs[i:i + max_groups])
@@ -831,9 +839,11 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
         shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
                    agent.batch_size), padded_count(len(c))) for c in _chunks(paper, agent)}
         compile_s = max(first - run, 0.0)
-        total = len(shapes) * compile_s + num_groups * run
+        threads = executors.local_threads(len(shapes) + num_groups, [agent])
+        total = len(shapes) * compile_s + num_groups * run / threads
         how = (f"{len(shapes)} compiled shapes × {compile_s:.1f} s + {num_groups} training groups × {run:.2f} s "
-               f"(one group at n = 100, timed after compilation; vectorised chunks are usually faster per group)")
+               f"/ {threads} thread{'s' if threads > 1 else ''} (one group at n = 100, timed after compilation; "
+               f"vectorised chunks are usually faster per group)")
     else:
         total = num_groups * run
         how = f"{num_groups} training groups × {run:.2f} s (one group at n = 100; the fit time depends on n)"

@@ -289,6 +289,14 @@ def test_chunks_are_bounded_and_costliest_first(name, members, largest):
     assert cost == sorted(cost, reverse=True)
 
 
+def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    for members, largest in ((1, 90), (10, 90), (100, 16)):  # 90: all groups of the n ≥ 100 bucket
+        chunks = testbed._chunks(testbed.problems("paper"), jtk.agents.make("ensemble+", num_members=members))
+        assert max(len(c) for c in chunks) == largest
+        assert all(len(c) * members <= testbed.ACCELERATOR_MEMBERS_PER_CHUNK for c in chunks)
+
+
 def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
     assert [testbed.padded_count(n) for n in (1, 2, 3, 5, 17, 30, 32)] == [1, 2, 4, 8, 32, 32, 32]
     assert [testbed.padded_count(n) for n in (33, 64, 65, 90, 96, 97)] == [64, 64, 96, 96, 96, 128]
