@@ -305,11 +305,29 @@ def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_sample
     def one(args):
         state, test, seed = args
         if exact:
-            return _score(agent.components(state, test.x), test, tau, agent.log_weights(state))
+            return _score(_blocked_components(agent, state, test.x), test, tau, agent.log_weights(state))
         return _score(agent.sample(state, test.x, jax.random.key(seed), num_samples), test, tau)
 
     kl, probs = jax.lax.map(one, (states, tests, eval_seeds))
     return kl, probs, tests.y
+
+
+def _blocked_components(agent, state, x):
+    """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``lax.map``) on the CPU.
+
+    Every component is a function, evaluated input by input, so blocks give the same logits. A block holds at most
+    MEMBER_ROWS_PER_CHUNK // C inputs, the rows of all components that training uses per step: evaluating 100
+    members (and their prior networks) on all 10 000 inputs of a τ = 10 test set at once streamed activations far
+    larger than the cache and was about twice as slow (docs/platforms.md, "Chunk size").
+    """
+    n, comps = x.shape[0], int(agent.num_networks)
+    block = max(1, MEMBER_ROWS_PER_CHUNK // comps)  # num_networks: the components evaluated side by side
+    if n <= block or jax.default_backend() != "cpu":
+        return agent.components(state, x)
+    blocks = -(-n // block)
+    xp = jnp.concatenate([x, jnp.zeros((blocks * block - n,) + x.shape[1:], x.dtype)])
+    out = jax.lax.map(lambda xb: agent.components(state, xb), xp.reshape((blocks, block) + x.shape[1:]))
+    return jnp.moveaxis(out, 0, 1).reshape((out.shape[1], blocks * block) + out.shape[3:])[:, :n]
 
 
 def _pad(values, size):
@@ -432,11 +450,12 @@ def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) ->
 # How many problems one compiled training call vectorises. XLA's CPU backend runs a program on one core, and the
 # batched small matrix products of training run fastest per problem when one step's activations stay near the
 # core's cache, not in the largest vmap (docs/platforms.md, "Chunk size", has the measurements). Smaller chunks also
-# give the threads of jtk.executors.local_threads work to share. A GPU wants the widest vmap that fits: there a
-# chunk holds up to ACCELERATOR_MEMBERS_PER_CHUNK member trainings.
+# give the threads of jtk.executors.local_threads work to share. A GPU wants the widest vmap that fits. On both, a
+# chunk holds at most MEMBERS_PER_CHUNK member trainings: ensemble+ evaluates its prior networks at all 1024 rows of
+# every training set once, and with 100 members that bounds the memory of a chunk of small minibatches.
 MAX_GROUPS_PER_CHUNK = 32
 MEMBER_ROWS_PER_CHUNK = 25_600  # problems × members × minibatch rows in one step of one call (CPU)
-ACCELERATOR_MEMBERS_PER_CHUNK = 2048  # problems × members in one call (GPU)
+MEMBERS_PER_CHUNK = 2048  # problems × members in one call (CPU and GPU)
 
 
 def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
@@ -459,15 +478,14 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
     chunks, cost = [], {}
     cpu = jax.default_backend() == "cpu"
     for (_, capacity, batch, *_), gs in by_shape.items():
-        # On the CPU at most MAX_GROUPS_PER_CHUNK groups and MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per
-        # step, on a GPU ACCELERATOR_MEMBERS_PER_CHUNK member trainings; at most 2^26 floats of training data;
-        # rounded down to a power of two so that full chunks need no padding.
+        # At most MEMBERS_PER_CHUNK member trainings and 2^26 floats of training data; on the CPU also at most
+        # MAX_GROUPS_PER_CHUNK groups and MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step; rounded down
+        # to a power of two so that full chunks need no padding.
         data_floats = capacity * (gs[0][0].input_dim + 1)
+        limit = min(MEMBERS_PER_CHUNK // members, 2 ** 26 // data_floats)
         if cpu:
-            limit = min(MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
-        else:
-            limit = ACCELERATOR_MEMBERS_PER_CHUNK // members
-        limit = max(1, min(limit, 2 ** 26 // data_floats))
+            limit = min(limit, MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
+        limit = max(1, limit)
         max_groups = 1 << (limit.bit_length() - 1)
         for i in range(0, len(gs), max_groups):
             chunks.append(gs[i:i + max_groups])

@@ -283,7 +283,7 @@ def test_chunks_are_bounded_and_costliest_first(name, members, largest):
     assert max(len(c) for c in chunks if c[0][0].num_train >= 100) == largest
     for c in chunks:
         batch = agent.specialize(c[0][0].prior()).batch_size
-        assert len(c) <= testbed.MAX_GROUPS_PER_CHUNK
+        assert len(c) <= testbed.MAX_GROUPS_PER_CHUNK and len(c) * members <= testbed.MEMBERS_PER_CHUNK
         assert len(c) == 1 or len(c) * members * batch <= testbed.MEMBER_ROWS_PER_CHUNK
     cost = [testbed.padded_count(len(c)) * agent.specialize(c[0][0].prior()).batch_size for c in chunks]
     assert cost == sorted(cost, reverse=True)
@@ -294,7 +294,20 @@ def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
     for members, largest in ((1, 90), (10, 90), (100, 16)):  # 90: all groups of the n ≥ 100 bucket
         chunks = testbed._chunks(testbed.problems("paper"), jtk.agents.make("ensemble+", num_members=members))
         assert max(len(c) for c in chunks) == largest
-        assert all(len(c) * members <= testbed.ACCELERATOR_MEMBERS_PER_CHUNK for c in chunks)
+        assert all(len(c) * members <= testbed.MEMBERS_PER_CHUNK for c in chunks)
+
+
+def test_components_in_blocks_of_inputs_equal_the_whole_evaluation():
+    agent = jtk.agents.make("ensemble+", num_members=300, num_steps=2)
+    block = testbed.MEMBER_ROWS_PER_CHUNK // 300
+    _, args = testbed._train_inputs(agent, [testbed.Problem(temperature=0.1, num_train=10, tau=1, seed=0)])
+    _, states = testbed._train_chunk(*args)
+    state = jax.tree_util.tree_map(lambda a: a[0], states)
+    x = jax.random.normal(jax.random.key(0), (10 * block + 7, 2))  # 11 blocks, the last one padded
+    whole = agent.components(state, x)
+    blocked = jax.jit(testbed._blocked_components, static_argnums=0)(agent, state, x)
+    assert blocked.shape == whole.shape == (300, x.shape[0], 2)
+    np.testing.assert_allclose(np.asarray(blocked), np.asarray(whole), rtol=1e-5, atol=1e-5)
 
 
 def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
