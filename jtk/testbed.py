@@ -315,13 +315,13 @@ def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_sample
 def _blocked_components(agent, state, x):
     """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``lax.map``) on the CPU.
 
-    Every component is a function, evaluated input by input, so blocks give the same logits. A block holds at most
-    MEMBER_ROWS_PER_CHUNK // C inputs, the rows of all components that training uses per step: evaluating 100
-    members (and their prior networks) on all 10 000 inputs of a τ = 10 test set at once streamed activations far
-    larger than the cache and was about twice as slow (docs/platforms.md, "Chunk size").
+    Every component is a function, evaluated input by input, so blocks give the same logits up to rounding. A block
+    holds at most COMPONENT_ROWS_PER_BLOCK // C inputs: evaluating 100 members (and their prior networks) on all
+    10 000 inputs of a τ = 10 test set at once streamed activations far larger than the cache and was about twice
+    as slow (docs/platforms.md, "What the testbed does about it").
     """
     n, comps = x.shape[0], int(agent.num_networks)
-    block = max(1, MEMBER_ROWS_PER_CHUNK // comps)  # num_networks: the components evaluated side by side
+    block = max(1, COMPONENT_ROWS_PER_BLOCK // comps)  # num_networks: the components evaluated side by side
     if n <= block or jax.default_backend() != "cpu":
         return agent.components(state, x)
     blocks = -(-n // block)
@@ -454,7 +454,8 @@ def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) ->
 # chunk holds at most MEMBERS_PER_CHUNK member trainings: ensemble+ evaluates its prior networks at all 1024 rows of
 # every training set once, and with 100 members that bounds the memory of a chunk of small minibatches.
 MAX_GROUPS_PER_CHUNK = 32
-MEMBER_ROWS_PER_CHUNK = 25_600  # problems × members × minibatch rows in one step of one call (CPU)
+MEMBER_ROWS_PER_CHUNK = 6_400  # problems × members × minibatch rows in one step of one call (CPU)
+COMPONENT_ROWS_PER_BLOCK = 25_600  # components × test inputs evaluated at once when scoring (CPU)
 MEMBERS_PER_CHUNK = 2048  # problems × members in one call (CPU and GPU)
 
 

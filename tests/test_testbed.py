@@ -275,7 +275,7 @@ def test_local_threads_one_per_core_only_for_jtk_agents_on_the_cpu(monkeypatch):
             executors.local_threads(4, [mlp])
 
 
-@pytest.mark.parametrize("name,members,largest", [("mlp", 1, 32), ("ensemble+", 10, 16), ("ensemble+", 100, 2)])
+@pytest.mark.parametrize("name,members,largest", [("mlp", 1, 32), ("ensemble+", 10, 4), ("ensemble+", 100, 1)])
 def test_chunks_are_bounded_and_costliest_first(name, members, largest):
     agent = jtk.agents.make(name, num_members=members)
     chunks = testbed._chunks(testbed.problems("paper"), agent)
@@ -299,7 +299,7 @@ def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
 
 def test_components_in_blocks_of_inputs_equal_the_whole_evaluation():
     agent = jtk.agents.make("ensemble+", num_members=300, num_steps=2)
-    block = testbed.MEMBER_ROWS_PER_CHUNK // 300
+    block = testbed.COMPONENT_ROWS_PER_BLOCK // 300
     _, args = testbed._train_inputs(agent, [testbed.Problem(temperature=0.1, num_train=10, tau=1, seed=0)])
     _, states = testbed._train_chunk(*args)
     state = jax.tree_util.tree_map(lambda a: a[0], states)
