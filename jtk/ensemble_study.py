@@ -212,6 +212,7 @@ def lab_data(seed: int, temperature: float, num_train: int, num_test: int, grid)
     """
     return sample_lab_data(seed, temperature, num_train, num_test, grid, lab="ensembles")
 
+
 def probability_grid(resolution: int = 50, extent: float = EXTENT) -> tuple[np.ndarray, np.ndarray]:
     """A square grid over [-extent, extent]^2: (axis [R], points [R*R, 2], row-major with y the row)."""
     resolution = _checks.integer("resolution", resolution, minimum=2, maximum=400)

@@ -61,7 +61,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from jtk import _checks, _compile, _memory, executors, likelihood, nets, train as train_lib
-from jtk.agents import base as agents_base
+from jtk.agents import base as agents_base, zoo_common
 from jtk.envs.classification import ProblemSettings, TestData, problem_key, sample_problem, sample_test
 from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
 
@@ -313,21 +313,18 @@ def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_sample
 
 
 def _blocked_components(agent, state, x):
-    """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``lax.map``) on the CPU.
+    """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``zoo_common.chunked_map``) on the CPU.
 
     Every component is a function, evaluated input by input, so blocks give the same logits up to rounding. A block
     holds at most COMPONENT_ROWS_PER_BLOCK // C inputs: evaluating 100 members (and their prior networks) on all
     10 000 inputs of a τ = 10 test set at once streamed activations far larger than the cache and was about twice
     as slow (docs/platforms.md, "What the testbed does about it").
     """
-    n, comps = x.shape[0], int(agent.num_networks)
-    block = max(1, COMPONENT_ROWS_PER_BLOCK // comps)  # num_networks: the components evaluated side by side
-    if n <= block or jax.default_backend() != "cpu":
+    block = max(1, COMPONENT_ROWS_PER_BLOCK // int(agent.num_networks))  # num_networks: components side by side
+    if x.shape[0] <= block or jax.default_backend() != "cpu":
         return agent.components(state, x)
-    blocks = -(-n // block)
-    xp = jnp.concatenate([x, jnp.zeros((blocks * block - n,) + x.shape[1:], x.dtype)])
-    out = jax.lax.map(lambda xb: agent.components(state, xb), xp.reshape((blocks, block) + x.shape[1:]))
-    return jnp.moveaxis(out, 0, 1).reshape((out.shape[1], blocks * block) + out.shape[3:])[:, :n]
+    per_input = zoo_common.chunked_map(lambda xi: agent.components(state, xi[None])[:, 0], x, block)  # [n, C, K]
+    return jnp.moveaxis(per_input, 0, 1)
 
 
 def _pad(values, size):
@@ -476,7 +473,7 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
                   train_lib.capacity_for(key.num_train), train_lib.batch_bucket(key.num_train, agent.batch_size),
                   tuple(sorted(p.tau for p in g)), agent.specialize(key.prior()))  # static agent fields too
         by_shape.setdefault(static, []).append(g)
-    chunks, cost = [], {}
+    costed = []  # (padded groups × minibatch, chunk)
     cpu = jax.default_backend() == "cpu"
     for (_, capacity, batch, *_), gs in by_shape.items():
         # At most MEMBERS_PER_CHUNK member trainings and 2^26 floats of training data; on the CPU also at most
@@ -488,10 +485,8 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
             limit = min(limit, MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
         limit = max(1, limit)
         max_groups = 1 << (limit.bit_length() - 1)
-        for i in range(0, len(gs), max_groups):
-            chunks.append(gs[i:i + max_groups])
-            cost[id(chunks[-1])] = padded_count(len(chunks[-1])) * batch
-    return sorted(chunks, key=lambda c: -cost[id(c)])
+        costed += [(padded_count(len(c)) * batch, c) for c in (gs[i:i + max_groups] for i in range(0, len(gs), max_groups))]
+    return [c for _, c in sorted(costed, key=lambda pair: -pair[0])]
 
 
 def evaluate_chunk(agent, groups: list[list[Problem]], name: str, likelihood: str = "auto") -> pd.DataFrame:

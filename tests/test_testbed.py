@@ -194,28 +194,6 @@ def test_polyadic_problems_evaluate_in_higher_dimensions():
     assert df.kl.notna().all() and (df.kl[df.tau == 10].values > df.kl[df.tau == 1].values).all()
 
 
-def test_evaluate_stops_between_chunks_when_interrupted(monkeypatch):
-    """An interrupt (jtk.results.DeferredInterrupt's protocol) stops evaluate after the running chunk."""
-    from jtk.results import Interrupted
-
-    monkeypatch.setenv("JTK_THREADS", "1")
-
-    class AfterFirstChunk:
-        def __init__(self):
-            self.checks = 0
-
-        @property
-        def requested(self):
-            self.checks += 1
-            return self.checks > 1
-
-    problems = testbed.problems("quick")
-    assert len(testbed._chunks(problems, jtk.agents.make("mlp"))) > 1
-    with pytest.raises(Interrupted) as err:
-        testbed.evaluate("mlp", problems, progress=False, interrupt=AfterFirstChunk())
-    assert 0 < err.value.kept < err.value.total == len(problems)
-
-
 class _AfterFirstCheck:
     """An interrupt whose flag turns true at its second check."""
 
@@ -226,6 +204,18 @@ class _AfterFirstCheck:
     def requested(self):
         self.checks += 1
         return self.checks > 1
+
+
+def test_evaluate_stops_between_chunks_when_interrupted(monkeypatch):
+    """An interrupt (jtk.results.DeferredInterrupt's protocol) stops evaluate after the running chunk."""
+    from jtk.results import Interrupted
+
+    monkeypatch.setenv("JTK_THREADS", "1")
+    problems = testbed.problems("quick")
+    assert len(testbed._chunks(problems, jtk.agents.make("mlp"))) > 1
+    with pytest.raises(Interrupted) as err:
+        testbed.evaluate("mlp", problems, progress=False, interrupt=_AfterFirstCheck())
+    assert 0 < err.value.kept < err.value.total == len(problems)
 
 
 # four minibatch buckets: four chunks, more than two threads run at once
