@@ -7,6 +7,7 @@ import functools
 from typing import Any, Callable, TypeVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jtk import _checks
@@ -44,3 +45,56 @@ def numpy_rng(seed: Any, name: str = "seed") -> np.random.Generator:
     """A numpy Generator seeded from an int or a JAX PRNG key (deterministic)."""
     key = _checks.as_key(seed, name)
     return np.random.default_rng(np.asarray(jax.random.key_data(key), dtype=np.uint32).tolist())
+
+
+# ------------------------------------------------------------------ factorisations kept inside XLA
+# jax.numpy.linalg.cholesky and jax.scipy.linalg.solve_triangular run, on the CPU, the LAPACK / BLAS that scipy
+# ships (OpenBLAS), which picks its kernels by the CPU it detects: the same program gives other bits on another
+# CPU (docs/reference.md, "Reproducibility across machines"). The two below are plain XLA loops over a few dozen
+# columns, so their bits depend only on the compiled program. They are for the small matrices of the testbed's
+# agents (m ≤ a few hundred): O(m³) like LAPACK, without its blocking. Hand-written for reproducibility.
+def cholesky(a: jax.Array) -> jax.Array:
+    """Lower Cholesky factor L of a symmetric positive definite matrix, L Lᵀ = a, computed in XLA.
+
+    Column by column (the Cholesky–Crout order): L[j, j] = sqrt(a[j, j] − Σ_k<j L[j, k]²) and
+    L[i, j] = (a[i, j] − Σ_k<j L[i, k] L[j, k]) / L[j, j] for i > j.
+
+    Args:
+      a: [m, m] symmetric positive definite (only its lower triangle is read).
+
+    Returns:
+      [m, m] lower triangular L (NaN where ``a`` is not positive definite, as LAPACK's wrapper in JAX gives).
+    """
+    m = a.shape[-1]
+    rows = jnp.arange(m)
+
+    def column(j, low):
+        done = low[j]  # [m]: L[j, k] for k < j, zero from j on
+        pivot = jnp.sqrt(a[j, j] - jnp.dot(done, done))
+        col = (a[:, j] - low @ done) / pivot  # [m]
+        return low.at[:, j].set(jnp.where(rows > j, col, jnp.where(rows == j, pivot, 0.0)))
+
+    return jax.lax.fori_loop(0, m, column, jnp.zeros_like(a))
+
+
+def solve_triangular(low: jax.Array, b: jax.Array, transpose: bool = False) -> jax.Array:
+    """x with L x = b (forward substitution), or Lᵀ x = b with ``transpose`` (back substitution), in XLA.
+
+    Args:
+      low: [m, m] lower triangular L with a non-zero diagonal.
+      b: [m, ...] right-hand sides (any trailing shape: every column is solved at once).
+      transpose: solve with Lᵀ instead of L.
+
+    Returns:
+      x, shaped like ``b``.
+    """
+    m = low.shape[0]
+    rows = jnp.arange(m)
+
+    def step(t, x):
+        i = m - 1 - t if transpose else t
+        # L x = b: x_i = (b_i − Σ_k<i L[i, k] x_k) / L[i, i];  Lᵀ x = b: x_i = (b_i − Σ_k>i L[k, i] x_k) / L[i, i]
+        coef = jnp.where(rows > i, low[:, i], 0.0) if transpose else jnp.where(rows < i, low[i], 0.0)  # [m]
+        return x.at[i].set((b[i] - jnp.tensordot(coef, x, 1)) / low[i, i])
+
+    return jax.lax.fori_loop(0, m, step, jnp.zeros_like(b))

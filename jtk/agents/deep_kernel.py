@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jtk import _checks, nets, train as train_lib
+from jtk import _checks, _numerics, nets, train as train_lib
 from jtk.agents.base import NeuralAgent, ProblemInfo, register, renamed_keywords
 from jtk.agents.ensemble import EnsembleAgent
 
@@ -54,8 +54,8 @@ def normalized_features(params: nets.Params, x: jax.Array) -> jax.Array:
 def woodbury_covariance(phi_train: jax.Array, phi_test: jax.Array, sigma2) -> jax.Array:
     """σ² Φ* (σ² I_m + ΦᵀΦ)⁻¹ Φ*ᵀ: Φ [n, m], Φ* [n*, m] → [n*, n*] (zero rows of Φ are absent data)."""
     m = phi_train.shape[1]
-    chol = jnp.linalg.cholesky(sigma2 * jnp.eye(m) + phi_train.T @ phi_train)
-    half = jax.scipy.linalg.solve_triangular(chol, phi_test.T, lower=True)  # L⁻¹ Φ*ᵀ  [m, n*]
+    chol = _numerics.cholesky(sigma2 * jnp.eye(m) + phi_train.T @ phi_train)
+    half = _numerics.solve_triangular(chol, phi_test.T)  # L⁻¹ Φ*ᵀ  [m, n*]
     return sigma2 * half.T @ half
 
 
@@ -113,14 +113,14 @@ class DeepKernelAgent(NeuralAgent):
         valid = (jnp.arange(data.x.shape[0]) < data.n)[:, None]
         phi = jnp.where(valid, normalized_features(params, data.x), 0.0)  # [cap, m]; padding rows are 0
         m = phi.shape[1]
-        chol = jnp.linalg.cholesky(hyper["sigma2"] * jnp.eye(m) + phi.T @ phi)
+        chol = _numerics.cholesky(hyper["sigma2"] * jnp.eye(m) + phi.T @ phi)
         return DeepKernelState(params, chol, hyper["scale"])
 
     def sample(self, state: DeepKernelState, x, key, num_samples: int) -> jax.Array:
         mean = nets.mlp_apply(state.params, x)  # [n, K]
         phi = normalized_features(state.params, x)  # [n, m]
         zeta = jax.random.normal(key, (num_samples, phi.shape[1], self.num_classes))  # [M, m, K]
-        a = jax.vmap(lambda z: jax.scipy.linalg.solve_triangular(state.chol, z, lower=True, trans=1))(zeta)
+        a = jnp.moveaxis(_numerics.solve_triangular(state.chol, jnp.moveaxis(zeta, 0, 1), transpose=True), 0, 1)
         return mean + state.scale * jnp.einsum("nm,smk->snk", phi, a)  # [M, n, K]
 
 
