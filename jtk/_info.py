@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -31,12 +33,82 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+ISA_LEVELS = ("SSE4_2", "AVX", "AVX2", "AVX512")
+"""x86-64 vector instruction sets XLA's CPU compiler targets, lowest first (names as in ``--xla_cpu_max_isa``)."""
+PORTABLE_XLA_FLAG = "--xla_cpu_max_isa=AVX2"
+"""The XLA flag under which jtk's CPU results are the same bits on every x86-64 CPU with AVX2 (docs/reference.md,
+"Reproducibility across machines"); jtk's tests set it, jtk itself never does."""
+
+
+@functools.lru_cache(None)
+def _cpu() -> tuple[str | None, frozenset]:
+    """The CPU's model name and feature flags (Linux /proc/cpuinfo; elsewhere the platform's processor string)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read(200_000)
+    except OSError:
+        return platform.processor() or None, frozenset()
+    model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+    return (model.group(1).strip() if model else platform.processor() or None,
+            frozenset(flags.group(1).split()) if flags else frozenset())
+
+
+def _level(isa: str | None) -> int | None:
+    if not isa:
+        return None
+    for i in range(len(ISA_LEVELS) - 1, -1, -1):  # AVX512_VNNI and the like count as AVX512
+        if isa.upper().startswith(ISA_LEVELS[i]):
+            return i
+    return None
+
+
+def numerics() -> dict:
+    """What the bits of a CPU result depend on: the CPU, the vector ISA XLA compiles for, and the BLAS kernels.
+
+    XLA's CPU compiler targets the host's widest vector instructions unless ``--xla_cpu_max_isa`` in ``XLA_FLAGS``
+    caps them; float reductions are ordered by the vector width, so AVX2 and AVX-512 machines differ in the last
+    bits. jtk's testbed agents do not go through the BLAS (their factorisations run in XLA), numpy / scipy code
+    does, and OpenBLAS picks its kernels by the CPU.
+
+    Returns:
+      ``machine`` (e.g. x86_64), ``cpu`` (model name), ``cpu_isa`` (the host's widest ISA of :data:`ISA_LEVELS`),
+      ``xla_cpu_max_isa`` (the cap in XLA_FLAGS, or None), ``xla_cpu_isa`` (what XLA targets: the lower of the two),
+      ``numerics_key`` (``machine/xla_cpu_isa``: results with equal keys and versions are bit-identical) and
+      ``blas`` (each loaded BLAS: library, version and kernel set, via threadpoolctl).
+    """
+    model, flags = _cpu()
+    machine = platform.machine()
+    host = None
+    if machine in ("x86_64", "AMD64"):
+        host = next((isa for flag, isa in (("avx512f", "AVX512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                                           ("sse4_2", "SSE4_2")) if flag in flags), None)
+    cap = re.search(r"--xla_cpu_max_isa=(\w+)", os.environ.get("XLA_FLAGS", ""))
+    cap = cap.group(1) if cap else None
+    levels = [lv for lv in (_level(host), _level(cap)) if lv is not None]
+    effective = ISA_LEVELS[min(levels)] if host and levels else host
+    return {"machine": machine, "cpu": model, "cpu_isa": host, "xla_cpu_max_isa": cap, "xla_cpu_isa": effective,
+            "numerics_key": f"{machine}/{effective or 'native'}", "blas": _blas()}
+
+
+def _blas() -> str | None:
+    try:
+        import threadpoolctl
+    except ImportError:  # pragma: no cover - a scikit-learn dependency
+        return None
+    libs = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture') or ''}".strip()
+            for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(sorted(set(libs))) or None
+
+
 def info() -> dict:
     """Versions, the JAX backend and devices, the compilation cache and which optional extras are installed.
 
     Returns:
       A dict with keys jtk, git_commit, python, platform, jax, jaxlib, backend, devices, jax_platforms (the
-      environment variable, or None), compilation_cache, extras (name -> version or None).
+      environment variable, or None), compilation_cache, the keys of :func:`numerics` (cpu, cpu_isa,
+      xla_cpu_max_isa, xla_cpu_isa, numerics_key, blas; not machine, which platform shows), extras (name -> version
+      or None).
     """
     import jax
 
@@ -48,6 +120,7 @@ def info() -> dict:
         "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
         "jax_platforms": os.environ.get("JAX_PLATFORMS"),
         "compilation_cache": jax.config.jax_compilation_cache_dir or None,
+        **{k: v for k, v in numerics().items() if k != "machine"},
         "extras": {name: _version(name) for name in EXTRAS},
     }
 

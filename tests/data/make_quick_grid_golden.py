@@ -4,7 +4,11 @@ tests/test_quick_grid_golden.py re-runs the same agents and asserts the numbers 
 the agents, the environment drawing or the testbed cannot move a score silently. Regenerate only when a change is
 *meant* to change scores, and say why in the commit:
 
-    JAX_PLATFORMS=cpu python tests/data/make_quick_grid_golden.py
+    JAX_PLATFORMS=cpu XLA_FLAGS=--xla_cpu_max_isa=AVX2 python tests/data/make_quick_grid_golden.py
+
+Bits depend on the vector ISA XLA compiles for (docs/reference.md, "Reproducibility across machines"): the file
+records the writer's ``numerics_key`` in quick_grid_golden.json, and the test asserts bit-identity where the key is
+the same and jtk verify's tolerance elsewhere. Write it under the portable flag above, as the tests run.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import pandas as pd  # noqa: E402
 
-from jtk import agents, testbed  # noqa: E402
+from jtk import _info, agents, testbed  # noqa: E402
 
 # Small settings where an agent's default is slow; the keyword names are the stable ones (not the L2 knob).
 CONFIGS: dict[str, dict] = {
@@ -33,6 +37,7 @@ CONFIGS: dict[str, dict] = {
 }
 COLUMNS = ["kl", "kl_std", "frac_finite", "accuracy", "ece"]
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quick_grid_golden.csv")
+NUMERICS_PATH = PATH.replace(".csv", ".json")
 
 
 def scores(name: str) -> pd.DataFrame:
@@ -56,7 +61,11 @@ def main() -> None:
         print(name, "done", flush=True)
     table = pd.concat(frames, ignore_index=True).sort_values("agent", kind="stable")
     table.to_csv(PATH, index=False, float_format="%.17g")
-    print("wrote", PATH)
+    numerics = {k: v for k, v in _info.numerics().items() if k != "blas"}
+    with open(NUMERICS_PATH, "w") as f:
+        json.dump(numerics, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote", PATH, "and", NUMERICS_PATH, numerics["numerics_key"])
 
 
 if __name__ == "__main__":
