@@ -646,7 +646,14 @@ class _Guard:
 
 
 class _Timer:
-    """Raises _OutOfTime in the main thread once ``seconds`` have passed (SIGALRM; a no-op elsewhere)."""
+    """Raises _OutOfTime in the main thread once the process has used ``seconds`` of CPU time (SIGPROF; a no-op
+    off the main thread).
+
+    CPU time, not wall time: the budget separates an answer that loops from a machine that is busy. A kernel that
+    shares its cores with other jobs gets fewer time slices, so its wall time grows with the load, but the CPU
+    time its code needs stays what it is on a quiet machine (docs/grading.md, "Time limits under load"). An answer
+    that waits without computing (``time.sleep``) spends no CPU time; the grader's wall-clock cell limit stops it.
+    """
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -658,14 +665,14 @@ class _Timer:
 
     def __enter__(self):
         if self.armed:
-            self._previous = signal.signal(signal.SIGALRM, self._ring)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self._previous = signal.signal(signal.SIGPROF, self._ring)
+            signal.setitimer(signal.ITIMER_PROF, self.seconds)
         return self
 
     def __exit__(self, *exc):
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self._previous)
         return False
 
 
@@ -673,7 +680,7 @@ def _capture(check: Check, fn: Callable, args: tuple, seconds: float = 0.0):
     """The student's answer for one case, or a Raised saying what happened instead.
 
     Args:
-      seconds: time allowed for this case (0: no limit); past it the case is a timeout.
+      seconds: CPU time allowed for this case (0: no limit); past it the case is a timeout.
     """
     if not callable(fn):
         return Raised("not_callable", type(fn).__name__)
@@ -706,8 +713,9 @@ def _raised_failure(raised: Raised, args) -> tuple[str, str]:
     if raised.kind == "guard_removed":
         return "uses_reference", "your function switched off the check's guard (sys.setprofile); that is not allowed."
     if raised.kind == "timeout":
-        return "generic.timeout", ("your function did not return in time (an infinite loop, or a loop that never "
-                                   "ends for these inputs?); the remaining cases were not tried.")
+        budget = f" its {raised.text} s of CPU time" if raised.text else " its CPU-time budget"
+        return "generic.timeout", (f"your function used up{budget} without returning (an infinite loop, or a loop "
+                                   f"that never ends for these inputs?); the remaining cases were not tried.")
     if raised.kind == "not_callable":
         return "generic.not_callable", (f"expected a function, got {raised.text}. Pass the function itself, without "
                                         f"calling it (e.g. check(my_function), not check(my_function())).")
@@ -826,11 +834,12 @@ _CONTEXT: dict | None = None
 
 
 NOTEBOOK_CALL_SECONDS = 60.0
-"""Time one check call may spend in the student's function in a notebook (``jtk grade`` sets its own)."""
+"""CPU seconds one check call may spend in the student's function in a notebook (``jtk grade`` sets its own)."""
 
 
 def _grading_context(seed: int, call_seconds: float = 10.0) -> None:
-    """Called by the grader at the top of each check cell it runs: record answers, use this seed and time."""
+    """Called by the grader at the top of each check cell it runs: record answers, use this seed and this many CPU
+    seconds per check call."""
     global _CONTEXT
     _CONTEXT = {"seed": int(seed), "call_seconds": float(call_seconds)}
 
@@ -853,10 +862,12 @@ def run_check(name: str, fn: Callable, seed=None, hidden: bool = False) -> Resul
     context = _CONTEXT
     seed = case_seed(context["seed"] if context else seed)
     cases = check.cases(_rng(name, seed, hidden), hidden)
-    deadline = time.monotonic() + (context["call_seconds"] if context else NOTEBOOK_CALL_SECONDS)
+    # The cases of one call share a budget of the process's CPU time (user + system, all threads), which a busy
+    # machine does not shrink: see _Timer.
+    deadline = time.process_time() + (context["call_seconds"] if context else NOTEBOOK_CALL_SECONDS)
     answers = []
     for args in cases:  # after a timeout the remaining cases (of this grading cell) are not tried
-        left = deadline - time.monotonic()
+        left = deadline - time.process_time()
         late = (answers and answers[-1].get("raised") == "timeout") or (context or {}).get("timed_out")
         answers.append(encode(Raised("timeout") if late or left <= 0 else _capture(check, fn, args, left)))
     if context is not None and answers and answers[-1].get("raised") == "timeout":

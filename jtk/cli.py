@@ -2,7 +2,7 @@
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
     jtk exercises build|check
-    jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S]
+    jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
     jtk info
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
@@ -119,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--csv", default=None, help="write grades to this CSV (and the misconception summary beside it)")
     gr.add_argument("--feedback", default=None, help="write one HTML feedback page per student and notebook here")
     gr.add_argument("--workers", type=_positive_int, default=None, help="notebooks graded at once (default: cores)")
-    gr.add_argument("--timeout", type=_positive_int, default=30, help="seconds allowed per cell (default 30)")
+    gr.add_argument("--timeout", type=_positive_int, default=30,
+                    help="CPU seconds for the student's code per check cell (default 30); every cell also stops at "
+                         "4x this in wall-clock time")
+    gr.add_argument("--only", default=None, metavar="STUDENT[,STUDENT...]",
+                    help="grade only these students' notebooks (e.g. to regrade the ones that timed out)")
     gr.add_argument("--memory", type=_bytes, default=4 * 2 ** 30, help="memory per kernel, e.g. 4G (default 4 GiB)")
     gr.add_argument("--sandbox", default="auto", choices=["auto", "none", "user", "bwrap"],
                     help="containment of student code (default auto: bwrap if it works, else user if root, else none)")
@@ -309,7 +313,7 @@ def _verify(args) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.8g}".format):
         print(table.to_string(index=False))
     bad = int((~table["ok"]).sum())
-    tol = f"rtol {results_lib.VERIFY_RTOL:g}, atol {results_lib.VERIFY_ATOL:g}"
+    tol = table.attrs["tolerance"]
     if bad:
         print(f"jtk verify: FAILED: {bad} of {len(table)} recomputed rows differ from {args.csv} beyond {tol}",
               file=sys.stderr)
@@ -393,6 +397,14 @@ def _grade(args) -> int:
         return fail(str(err))
     if not subs:
         return fail(f"no .ipynb submissions found in {' '.join(args.submissions)}")
+    if args.only is not None:
+        wanted = {name.strip() for name in args.only.split(",") if name.strip()}
+        unknown = sorted(wanted - {s.student for s in subs})
+        if unknown or not wanted:
+            known = sorted({s.student for s in subs})
+            return fail(f"--only: expected a comma-separated list of students among the submissions (e.g. "
+                        f"{', '.join(known[:5])}), got {args.only!r}")
+        subs = [s for s in subs if s.student in wanted]
     if args.csv:
         csv = pathlib.Path(args.csv)
         if not csv.parent.is_dir() or not os.access(csv.parent, os.W_OK):
@@ -425,6 +437,9 @@ def _grade(args) -> int:
     if args.feedback:
         written = exercises.write_feedback(rows, args.feedback)
         print(f"{len(written)} feedback pages written to {args.feedback}", file=out)
+    late = exercises.timeout_summary(rows)
+    if late:
+        print(f"jtk grade: {late}", file=out)
     return 0
 
 

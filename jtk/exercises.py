@@ -26,9 +26,17 @@ source, never the submission:
   in its own process (:func:`jtk.checks.evaluate`) on cases drawn from a seed
   that is a stable hash of (student, grade_id, salt), or ``seed`` for everybody.
 * Each notebook runs in a fresh kernel in a fresh temporary directory holding
-  only a copy of it, with a per-cell time limit and a memory limit, contained as
+  only a copy of it, with time limits and a memory limit, contained as
   :mod:`jtk.sandbox` describes. A timeout or a dead kernel costs the cell it hit:
   the grader starts a new kernel, re-runs the cells before it and goes on.
+
+Time limits do not depend on the load (docs/grading.md, "Time limits under load"). The student's function in a
+check gets a budget of the kernel's *CPU* time (``timeout`` seconds per check cell, shared by its calls), which a
+busy machine does not shrink. Every cell also has a wall-clock backstop of ``WALL_FACTOR × timeout`` seconds for
+code that waits instead of computing; a notebook that hits it is graded again after the rest of the class, alone
+(no other notebook being graded) and with twice the backstop, and that second grade counts (``retried`` in its
+row). A check that still runs out of time is ``timeout``, never a wrong answer, and :func:`timeout_summary` tells
+the instructor which notebooks to regrade.
 """
 
 from __future__ import annotations
@@ -55,6 +63,9 @@ HIDDEN_NOTE = "# More cases are checked when your notebook is graded."
 CHECK_STATUSES = ("passed", "failed", "error", "timeout", "not_run")
 DEFAULT_TIMEOUT = 30
 DEFAULT_MEMORY = 4 * 2 ** 30
+WALL_FACTOR = 4
+"""A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
+busy processes per core (docs/grading.md, "Time limits under load")."""
 
 
 # ------------------------------------------------------------------ building exercises/
@@ -282,7 +293,8 @@ def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = N
 
 # ------------------------------------------------------------------ preparing a submission
 def _harness(check: SourceCheck, seed: int, timeout: int) -> str:
-    call_seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))  # the cell limit stays the backstop
+    # CPU seconds per call of the student's function; the cell's wall-clock backstop is WALL_FACTOR × timeout
+    call_seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))
     # A fresh copy of jtk.checks: whatever the student's cells did to the module is undone for this check. Both
     # names a source's check cell may use (``checks``, and the deprecated ``grading``) are bound to that fresh copy,
     # so a student's own ``grading`` / ``checks`` variable or patched alias never reaches the check.
@@ -309,7 +321,7 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
       submission: the student's notebook (nbformat node); not modified.
       source: the matching source notebook.
       seed_of: grade_id -> seed of that check's cases.
-      timeout: the per-cell time limit; each check call gets a share of it for the student's function.
+      timeout: the per-cell CPU-time budget; each check call gets a share of it for the student's function.
     """
     checks = {c.grade_id: c for c in source.checks}
     seeds = {gid: seed_of(gid) for gid in checks}
@@ -394,14 +406,14 @@ class _Restart(Exception):
     pass
 
 
-def execute(nb, run: Sequence[int], *, workdir: str, timeout: int = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY,
-            sandbox: str = "none", uid: int | None = None, hidden: Sequence[str] = (),
+def execute(nb, run: Sequence[int], *, workdir: str, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
+            memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, hidden: Sequence[str] = (),
             startup_timeout: int = 120) -> dict[int, str]:
     """Executes the cells ``run`` of ``nb`` in place in a contained kernel; returns each cell's fate.
 
-    A cell's fate is ``ok``, ``error`` (it raised), ``timeout``, ``died`` (the kernel died in it) or
-    ``not_run``. After a timeout or a dead kernel a new kernel re-runs the earlier non-check cells and
-    execution goes on with the next cell.
+    A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
+    ``died`` (the kernel died in it) or ``not_run``. After a timeout or a dead kernel a new kernel re-runs the
+    earlier non-check cells and execution goes on with the next cell.
     """
     from jupyter_core.utils import run_sync
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -502,7 +514,7 @@ def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) 
     failures = [(r, f) for r in results for f in r.failures]
     points = round(check.points * passed / total, 4) if total else 0.0
     if fate == "timeout":
-        status, message = "timeout", "the cell ran past the time limit (an infinite loop?)"
+        status, message = "timeout", "the cell ran past its wall-clock limit (code that waits or loops forever?)"
     elif fate == "died":
         status, message = "error", "the kernel died in this cell (os._exit, a crash, or out of memory)"
     elif fate == "not_run":
@@ -521,9 +533,11 @@ def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) 
     judged = failures and fate in ("ok", "error") and records
     misconception = failures[0][1].code if judged else None
     codes = sorted({f.code for _, f in failures}) if judged else []
+    # cases lost to a limit: out of CPU time in the check, or every unanswered case of a cell stopped by the clock
+    timed_out = total - passed if fate == "timeout" else sum(f.code == "generic.timeout" for _, f in failures)
     return {"id": check.grade_id, "points": points, "max_points": check.points, "status": status,
             "tampered": bool(tampered), "misconception": misconception, "message": message,
-            "cases_passed": passed, "cases_total": total, "codes": codes}
+            "cases_passed": passed, "cases_total": total, "cases_timed_out": int(timed_out), "codes": codes}
 
 
 # ------------------------------------------------------------------ one notebook
@@ -537,10 +551,11 @@ class Submission:
 def _empty_row(sub: Submission, source: Source | None, status: str, message: str) -> dict:
     checks = [] if source is None else [
         {"id": c.grade_id, "points": 0.0, "max_points": c.points, "status": "not_run", "tampered": False,
-         "misconception": None, "message": message, "cases_passed": 0, "cases_total": 0, "codes": []}
-        for c in source.checks]
+         "misconception": None, "message": message, "cases_passed": 0, "cases_total": 0, "cases_timed_out": 0,
+         "codes": []} for c in source.checks]
     return {"student": sub.student, "notebook": sub.notebook, "score": 0.0,
-            "max_score": source.max_score if source else 0.0, "status": status, "message": message, "checks": checks}
+            "max_score": source.max_score if source else 0.0, "status": status, "message": message,
+            "wall_timeouts": 0, "retried": False, "checks": checks}
 
 
 def _read(path: pathlib.Path):
@@ -553,12 +568,17 @@ def _read(path: pathlib.Path):
 def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int = DEFAULT_TIMEOUT,
                    memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None,
                    seed: int | None = None, salt: str = "", hidden: Sequence[str] = (),
-                   tmp_root: str | None = None) -> dict:
+                   tmp_root: str | None = None, wall_factor: float = WALL_FACTOR) -> dict:
     """Grades one submission; never raises for anything in the submission.
 
+    Args:
+      timeout: CPU seconds per check cell for the student's function (shared by the cell's check calls).
+      wall_factor: every cell's wall-clock backstop is ``wall_factor × timeout`` seconds.
+
     Returns:
-      ``{"student", "notebook", "score", "max_score", "status", "message", "checks": [...]}``, status
-      ``graded``, ``unreadable`` (not a notebook, or empty) or ``unmatched`` (no source notebook fits).
+      ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
+      "checks": [...]}``, status ``graded``, ``unreadable`` (not a notebook, or empty) or ``unmatched`` (no
+      source notebook fits); ``wall_timeouts`` counts the cells stopped by the wall-clock backstop.
     """
     source = sources.get(sub.notebook)
     try:
@@ -575,8 +595,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
             for path in (workdir, os.path.join(workdir, sub.path.name)):
                 os.chown(path, uid, uid)
         os.chmod(workdir, 0o700)
-        fate = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout, memory=memory, sandbox=sandbox,
-                       uid=uid, hidden=hidden)
+        fate = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout * wall_factor, memory=memory,
+                       sandbox=sandbox, uid=uid, hidden=hidden)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     checks = []
@@ -585,7 +605,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
         checks.append(score_check(check, prepared.nb.cells[index], fate.get(index, "not_run"),
                                   prepared.seeds[check.grade_id], prepared.tampered[check.grade_id]))
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
-            "max_score": source.max_score, "status": "graded", "message": "", "checks": checks}
+            "max_score": source.max_score, "status": "graded", "message": "",
+            "wall_timeouts": sum(f == "timeout" for f in fate.values()), "retried": False, "checks": checks}
 
 
 # ------------------------------------------------------------------ a class
@@ -639,8 +660,8 @@ def _init_worker(slots, sources, options) -> None:
     _WORKER.update(slot=slots.get(), sources=sources, options=options)
 
 
-def _grade_in_worker(sub: Submission) -> dict:
-    options = dict(_WORKER["options"])
+def _grade_in_worker(sub: Submission, wall_factor: float = WALL_FACTOR) -> dict:
+    options = dict(_WORKER["options"], wall_factor=wall_factor)
     if options.pop("use_uid"):
         from jtk import sandbox as sb
 
@@ -676,37 +697,74 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     for k in range(workers):
         slots.put(k)
     rows: list[dict | None] = [None] * len(submissions)
+
+    def collect(pool, indices, desc: str, wall_factor: float) -> None:
+        futures = {pool.submit(_grade_in_worker, submissions[i], wall_factor): i for i in indices}
+        bar = tqdm(total=len(futures), desc=desc, unit="notebook", disable=not progress)
+        for future in concurrent.futures.as_completed(futures):
+            i = futures[future]
+            try:
+                rows[i] = future.result()
+            except Exception as err:  # noqa: BLE001 - a grader fault is a row too
+                rows[i] = _empty_row(submissions[i], sources.get(submissions[i].notebook), "error",
+                                     f"the grader failed: {type(err).__name__}: {err}"[:300])
+            bar.update(1)
+        bar.close()
+
+    def pool_of(size: int):
+        return concurrent.futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
+                                                      initargs=(slots, sources, options))
+
     try:
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                                    initargs=(slots, sources, options)) as pool:
-            futures = {pool.submit(_grade_in_worker, sub): i for i, sub in enumerate(submissions)}
-            bar = tqdm(total=len(futures), desc="grading", unit="notebook", disable=not progress)
-            for future in concurrent.futures.as_completed(futures):
-                i = futures[future]
-                try:
-                    rows[i] = future.result()
-                except Exception as err:  # noqa: BLE001 - a grader fault is a row too
-                    rows[i] = _empty_row(submissions[i], sources.get(submissions[i].notebook), "error",
-                                         f"the grader failed: {type(err).__name__}: {err}"[:300])
-                bar.update(1)
-            bar.close()
+        with pool_of(workers) as pool:
+            collect(pool, range(len(submissions)), "grading", WALL_FACTOR)
+        # A cell stopped by the wall clock may be a victim of the load: grade that notebook again, alone (one
+        # worker, nothing else of the class running) with twice the backstop; the second grade counts.
+        again = [i for i, row in enumerate(rows) if row and row.get("wall_timeouts")]
+        if again:
+            while not slots.empty():  # the first pool's workers took their slots; the retry worker takes slot 0
+                slots.get()
+            slots.put(0)
+            with pool_of(1) as pool:
+                collect(pool, again, "grading again, alone", 2 * WALL_FACTOR)
+            for i in again:
+                rows[i]["retried"] = True
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
     return rows  # type: ignore[return-value]
 
 
+def timeout_summary(rows: Sequence[dict]) -> str | None:
+    """One line for the instructor when cases were lost to a time limit (None when none was).
+
+    E.g. ``3 cases timed out in 2 notebooks (alice/01_coin_joint.ipynb, ...): regrade with --only alice,bob``.
+    """
+    hit = [(row, sum(c.get("cases_timed_out", 0) for c in row["checks"])) for row in rows]
+    hit = [(row, n) for row, n in hit if n or any(c["status"] == "timeout" for c in row["checks"])]
+    if not hit:
+        return None
+    cases = sum(n for _, n in hit)
+    names = [f"{row['student']}/{row['notebook']}" for row, _ in hit]
+    shown = ", ".join(names[:5]) + (f", and {len(names) - 5} more" if len(names) > 5 else "")
+    students = ",".join(sorted({row["student"] for row, _ in hit}))
+    return (f"{cases} case{'s' if cases != 1 else ''} timed out in {len(hit)} notebook{'s' if len(hit) != 1 else ''} "
+            f"({shown}): regrade with --only {students}")
+
+
 # ------------------------------------------------------------------ reports
 def grades_frame(rows: Sequence[dict]):
-    """One row per (student, notebook): student, notebook, score, max_score, status, then one column per grade_id."""
+    """One row per (student, notebook): student, notebook, score, max_score, status, timed_out (the grade_ids of the
+    checks that ran out of time, ``;``-separated, empty when none did), then one column per grade_id."""
     import pandas as pd
 
     records = []
     for row in rows:
         rec = {k: row[k] for k in ("student", "notebook", "score", "max_score", "status")}
+        rec["timed_out"] = ";".join(c["id"] for c in row["checks"] if c["status"] == "timeout")
         rec.update({c["id"]: c["points"] for c in row["checks"]})
         records.append(rec)
     frame = pd.DataFrame(records, columns=None)
-    base = ["student", "notebook", "score", "max_score", "status"]
+    base = ["student", "notebook", "score", "max_score", "status", "timed_out"]
     return frame[base + sorted(c for c in frame.columns if c not in base)] if len(frame) else frame
 
 
@@ -771,9 +829,15 @@ def feedback_html(row: dict) -> str:
              f"<b>{row['score']:g} / {row['max_score']:g}</b> · {esc(row['status'])}</p>"]
     if row.get("message"):
         lines.append(f"<p>{esc(row['message'])}</p>")
+    if row.get("retried"):
+        lines.append("<p>A cell hit the wall-clock limit, so this notebook was graded a second time, alone; this is "
+                     "that second grade.</p>")
     lines.append("<table><tr><th>check</th><th>result</th><th>points</th><th>feedback</th><th>code</th></tr>")
     for c in row["checks"]:
         note = " (this cell was edited; it was graded as distributed)" if c["tampered"] else ""
+        if c.get("cases_timed_out"):
+            note += (f" {c['cases_timed_out']} case(s) ran out of time and were not counted as wrong answers; "
+                     f"your instructor is told.")
         lines.append(f"<tr><td>{esc(c['id'])}</td><td>{_STATUS_MARK.get(c['status'], '')} {esc(c['status'])}</td>"
                      f"<td>{c['points']:g} / {c['max_points']:g}</td><td>{esc(c['message'] or '')}{esc(note)}</td>"
                      f"<td><code>{esc(c['misconception'] or '')}</code></td></tr>")

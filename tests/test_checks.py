@@ -275,3 +275,32 @@ def test_bad_answers_are_reported_not_crashed(name, bad, message):
         checks.CHECKS[name](bad, seed=2)
     assert message in str(info.value)
     assert str(info.value).startswith("Exercise")
+
+
+# ---------- time limits count CPU time, not wall time (a busy machine must not fail a correct answer)
+def test_a_function_that_waits_is_not_out_of_cpu_time():
+    """Waiting (as a descheduled process on a busy machine does) costs no CPU time: a 0.3 s CPU budget lets a
+    function that sleeps 0.6 s of wall time return its answer."""
+    import time
+
+    def slow_but_correct(biases, prior, flips):
+        time.sleep(0.6)
+        return coin_joint(biases, prior, flips)
+
+    check = checks._check_by_name("coin_joint")
+    args = check.cases(np.random.default_rng(0), False)[0]
+    answer = checks._capture(check, slow_but_correct, args, seconds=0.3)
+    np.testing.assert_allclose(answer, coin_joint(*args))
+
+
+def test_a_function_that_computes_forever_runs_out_of_cpu_time():
+    def spins(biases, prior, flips):
+        while True:
+            pass
+
+    check = checks._check_by_name("coin_joint")
+    args = check.cases(np.random.default_rng(0), False)[0]
+    out = checks._capture(check, spins, args, seconds=0.3)
+    assert out == checks.Raised("timeout", "0.3")
+    code, message = checks._raised_failure(out, args)
+    assert code == "generic.timeout" and "0.3 s of CPU time" in message

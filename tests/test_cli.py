@@ -227,3 +227,15 @@ def test_verify_command_passes_a_true_file_and_fails_a_tampered_one(tmp_path, ca
     assert "FAILED: 1 of 8 recomputed rows differ" in capsys.readouterr().err
     assert cli.main(["verify", str(tmp_path / "nope.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_grade_only_names_students_among_the_submissions(tmp_path, capsys):
+    """--only (the regrade the timeout summary suggests) refuses a name that is not a student, before grading."""
+    from pathlib import Path
+
+    (tmp_path / "alice").mkdir()
+    exercise = Path(__file__).resolve().parents[1] / "exercises" / "01_coin_joint.ipynb"
+    (tmp_path / "alice" / "01_coin_joint.ipynb").write_text(exercise.read_text())
+    assert cli.main(["grade", str(tmp_path), "--only", "bob", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--only" in err and "alice" in err and "'bob'" in err

@@ -117,9 +117,10 @@ def attacks(tmp: pathlib.Path) -> dict:
         "guard_switched_off": _attack("import sys\ndef coin_joint(b, p, f):\n    sys.setprofile(None)\n"
                                       "    return jtk.envs.Coin(b, p).joint(f)"),
         "infinite_loop": _attack("def coin_joint(b, p, f):\n    while True:\n        pass"),
+        # ignores the CPU-time signal of the check (SIGPROF) and every other: the cell's wall-clock backstop stops it
         "loop_ignoring_interrupts": _attack("import signal\ndef coin_joint(b, p, f):\n"
-                                            "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-                                            "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                            "    for s in (signal.SIGPROF, signal.SIGALRM, signal.SIGINT):\n"
+                                            "        signal.signal(s, signal.SIG_IGN)\n"
                                             "    while True:\n        pass"),
         "huge_allocation": _attack("def coin_joint(b, p, f):\n    return np.zeros(10**11)"),
         "huge_allocation_top_level": _attack("x = np.ones(10**11)\n" + BLANK_1A),
@@ -221,6 +222,25 @@ def test_an_attack_scores_what_a_blank_answer_scores(graded, attack):
 def test_each_attack_is_reported_as_what_it_is(graded, attack, status, code, tampered):
     check = _checks(graded, attack)["ex1a-check"]
     assert (check["status"], check["misconception"], check["tampered"]) == (status, code, tampered), check
+
+
+def test_time_limits_are_reported_as_timeouts_and_only_the_wall_clock_one_is_graded_again(graded):
+    """A loop that burns CPU is stopped by its CPU budget (load cannot cause that, so no second grade); a loop that
+    dodges it reaches the wall-clock backstop, which load could cause: that notebook is graded again, alone."""
+    tmp, rows, done = graded
+    looping, dodging = rows[("infinite_loop", NB1)], rows[("loop_ignoring_interrupts", NB1)]
+    assert looping["wall_timeouts"] == 0 and not looping["retried"], looping
+    assert _checks(graded, "infinite_loop")["ex1a-check"]["cases_timed_out"] >= 1
+    assert dodging["wall_timeouts"] >= 1 and dodging["retried"], dodging
+    assert _checks(graded, "loop_ignoring_interrupts")["ex1a-check"]["cases_timed_out"] >= 1
+    assert not any(r["retried"] for (s, _), r in rows.items() if s != "loop_ignoring_interrupts")
+    grades = pd.read_csv(tmp / "grades.csv", keep_default_na=False).set_index("student")
+    assert grades.loc["infinite_loop", "timed_out"] == "ex1a-check"
+    assert grades.loc["victim", "timed_out"] == ""
+    summary = next(line for line in done.stderr.splitlines() if "timed out in" in line)
+    assert "2 notebooks" in summary and "--only infinite_loop,loop_ignoring_interrupts" in summary, summary
+    page = (tmp / "feedback" / "infinite_loop" / "01_coin_joint.html").read_text()
+    assert "ran out of time" in page
 
 
 def test_reference_calls_name_the_forbidden_function(graded):
