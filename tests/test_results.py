@@ -258,3 +258,36 @@ def test_verify_recomputes_and_catches_a_consistently_rewritten_kl(tmp_path):
     assert len(bad) == 1 and bad.iloc[0]["recorded"] == pytest.approx(rows.loc[3, "kl"])
     with pytest.raises(ValueError, match="sample must be a positive integer"):
         results.verify(out, sample=0)
+
+
+def test_manifests_record_the_numerics_and_verify_picks_its_tolerance_by_them(tmp_path):
+    """Same numerics key: jtk verify's tight tolerance; another key (or none recorded): the cross-machine one."""
+    from jtk import _info
+
+    out = tmp_path / "rows.csv"
+    results.evaluate_to_file("uniform", testbed.problems("quick", seeds=1), out, progress=False)
+    manifest = json.loads(results.manifest_path(out).read_text())
+    numerics = manifest["provenance"]["numerics"]
+    assert numerics["numerics_key"] == _info.numerics()["numerics_key"] == f"{numerics['machine']}/{numerics['xla_cpu_isa'] or 'native'}"
+    assert "the same numerics key" in results.verify(out, sample=2).attrs["tolerance"]
+    manifest["provenance"]["numerics"]["numerics_key"] = "x86_64/AVX512"
+    results.manifest_path(out).write_text(json.dumps(manifest))
+    table = results.verify(out, sample=2)
+    assert table["ok"].all() and table.attrs["tolerance"].startswith(
+        f"rtol {results.CROSS_MACHINE_RTOL:g}, atol {results.CROSS_MACHINE_ATOL:g} (numerics key x86_64/AVX512 recorded")
+
+
+def test_numerics_key_follows_the_xla_isa_cap(monkeypatch):
+    from jtk import _info
+
+    monkeypatch.setattr(_info, "_cpu", lambda: ("Some CPU", frozenset({"sse4_2", "avx", "avx2", "avx512f"})))
+    monkeypatch.setattr(_info.platform, "machine", lambda: "x86_64")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
+    assert _info.numerics()["numerics_key"] == "x86_64/AVX512"
+    monkeypatch.setenv("XLA_FLAGS", _info.PORTABLE_XLA_FLAG)
+    assert _info.numerics()["numerics_key"] == "x86_64/AVX2"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX512_VNNI")
+    assert _info.numerics()["xla_cpu_isa"] == "AVX512"
+    monkeypatch.setattr(_info, "_cpu", lambda: ("Old CPU", frozenset({"sse4_2", "avx"})))
+    monkeypatch.setenv("XLA_FLAGS", _info.PORTABLE_XLA_FLAG)
+    assert _info.numerics()["numerics_key"] == "x86_64/AVX"
