@@ -7,6 +7,7 @@ student's wrong array never surfaces as a cryptic trace from inside JAX.
 
 from __future__ import annotations
 
+import collections
 import difflib
 import inspect
 import numbers
@@ -128,8 +129,11 @@ def integer(name: str, value: Any, minimum: int | None = None, maximum: int | No
     return v
 
 
-def seeds(name: str, value: Any, allow_empty: bool = False) -> tuple[int, ...]:
-    """An int n means seeds 0..n-1 (n >= 1); otherwise an iterable of non-negative ints. Returns a tuple."""
+def seeds(name: str, value: Any, allow_empty: bool = False, unique: bool = False) -> tuple[int, ...]:
+    """An int n means seeds 0..n-1 (n >= 1); otherwise an iterable of non-negative ints. Returns a tuple.
+
+    ``unique``: refuse repeated seeds (where each seed makes one problem, a repeat would count it twice).
+    """
     if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, bool):
         value = range(integer(name, value, minimum=1))
     elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
@@ -137,6 +141,11 @@ def seeds(name: str, value: Any, allow_empty: bool = False) -> tuple[int, ...]:
     out = tuple(integer(f"{name} entries", s, minimum=0, maximum=SEED_LIMIT - 1) for s in value)
     if not out and not allow_empty:
         raise ValueError(f"{name} must hold at least one seed, got none")
+    if unique:
+        repeated = sorted(s for s, count in collections.Counter(out).items() if count > 1)
+        if repeated:
+            raise ValueError(f"{name} must not repeat (a repeated seed duplicates problems), got {repeated} "
+                             f"more than once")
     return out
 
 

@@ -53,18 +53,21 @@ _PSD_RTOL = 1e-6  # eigenvalues down to −1e-6 · max diag count as PSD (round-
 
 
 # ------------------------------------------------------------------ validation
-def _as_index(name: str, value: Any, n: int) -> np.ndarray:
+def _as_index(name: str, value: Any, n: int | None, into: str = "cov", allow_empty: bool = False) -> np.ndarray:
+    """``value`` as distinct int64 indices into ``into`` (n rows; None: any non-negative index)."""
     arr = np.asarray(value)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of indices into cov, got shape {arr.shape}")
+        raise ValueError(f"{name} must be a 1-D array of indices into {into}, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer indices into cov, got dtype {arr.dtype}")
+        raise TypeError(f"{name} must hold integer indices into {into}, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     if arr.size == 0:
+        if allow_empty:
+            return arr
         raise ValueError(f"{name} must hold at least one index, got an empty array")
-    if arr.min() < 0 or arr.max() >= n:
-        raise ValueError(f"{name} must hold indices in [0, {n}) (cov is {n} x {n}), "
-                         f"got values in [{arr.min()}, {arr.max()}]")
+    if arr.min() < 0 or n is not None and arr.max() >= n:
+        limit = "non-negative indices" if n is None else f"indices in [0, {n}) ({into} has {n} rows)"
+        raise ValueError(f"{name} must hold {limit}, got values in [{arr.min()}, {arr.max()}]")
     if len(np.unique(arr)) != len(arr):
         raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
     return arr
@@ -118,16 +121,20 @@ def check_covariance(cov: Any, name: str = "cov", index: np.ndarray | None = Non
     return cov
 
 
-def _check_problem(cov, pool, test, noise_var, batch_size):
-    cov = _checks.as_float_array("cov", cov, ndim=2, dtype=np.float64)
+def _check_problem(cov, pool, test, noise_var, batch_size, cov_name: str = "cov", pool_name: str = "pool"):
+    """Validates an acquisition problem; returns it with cov and noise_var divided by cov's largest diagonal entry.
+
+    ``cov_name`` / ``pool_name``: the public names of cov and pool in messages (``oracle_cov``, ``batch``).
+    """
+    cov = _checks.as_float_array(cov_name, cov, ndim=2, dtype=np.float64)
     if cov.shape[0] != cov.shape[1]:
-        raise ValueError(f"cov must be a square [n, n] covariance matrix, got shape {cov.shape}")
+        raise ValueError(f"{cov_name} must be a square [n, n] covariance matrix, got shape {cov.shape}")
     n = cov.shape[0]
-    pool = _as_index("pool", pool, n)
-    test = _as_index("test", test, n)
+    pool = _as_index(pool_name, pool, n, cov_name)
+    test = _as_index("test", test, n, cov_name)
     shared = np.intersect1d(pool, test)
     if shared.size:
-        raise ValueError(f"pool and test must be disjoint index sets, got {shared.size} shared indices "
+        raise ValueError(f"{pool_name} and test must be disjoint index sets, got {shared.size} shared indices "
                          f"(first: {shared[:5].tolist()})")
     noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
     batch_size = _checks.integer("batch_size", batch_size, minimum=1)
@@ -135,12 +142,19 @@ def _check_problem(cov, pool, test, noise_var, batch_size):
         raise ValueError(f"batch_size must be <= the pool size {len(pool)}, got {batch_size}")
     _memory.check_budget(f"pool × test float64 × 3 (pool {len(pool)}, test {len(test)})",
                          _memory.nbytes(3, len(pool), len(test), dtype=np.float64), "use fewer pool / test points")
-    cov = check_covariance(cov, "cov", np.concatenate([pool, test]))
+    cov = check_covariance(cov, cov_name, np.concatenate([pool, test]))
     # Every criterion is invariant to scaling cov and noise_var together: work with
     # max diag = 1, so covariances of any magnitude (1e-300 or 1e300) neither under- nor overflow.
     scale = float(np.max(np.diag(cov)))
     if scale > 0:
-        cov, noise_var = cov / scale, noise_var / scale
+        with np.errstate(over="ignore"):
+            cov, ratio = cov / scale, noise_var / scale
+        if not np.isfinite(ratio):  # σ² / max diag overflows: the products of the criteria would be inf / NaN
+            raise ValueError(f"{cov_name} must have a scale float64 can relate to noise_var, but noise_var / max "
+                             f"diagonal of {cov_name} = {noise_var:.3g} / {scale:.3g} overflows float64 (the criteria "
+                             f"would compute with inf and NaN); rescale {cov_name} and noise_var together (every "
+                             f"criterion is invariant to that)")
+        noise_var = ratio
     return cov, pool, test, noise_var, batch_size
 
 
@@ -208,8 +222,7 @@ def batch_mig_score(cov, batch, test, noise_var: float) -> float:
     Returns:
       the score (a float ≥ 0).
     """
-    batch_arr = np.asarray(batch)
-    cov, batch, test, noise_var, _ = _check_problem(cov, batch_arr, test, noise_var, 1)
+    cov, batch, test, noise_var, _ = _check_problem(cov, batch, test, noise_var, 1, pool_name="batch")
     s_ss = cov[np.ix_(batch, batch)] + noise_var * np.eye(len(batch))
     s_su = cov[np.ix_(batch, test)]
     var_f = np.diag(cov)[test]
@@ -307,9 +320,7 @@ def _rank_one_update(a_fortran: np.ndarray, x: np.ndarray, y: np.ndarray) -> Non
 
 def random_selection(pool, batch_size: int, seed: Any = 0) -> np.ndarray:
     """q distinct pool indices uniformly at random (the baseline)."""
-    pool = np.asarray(pool)
-    if pool.ndim != 1 or pool.size == 0:
-        raise ValueError(f"pool must be a non-empty 1-D index array, got shape {pool.shape}")
+    pool = _as_index("pool", pool, None, "the candidates")
     batch_size = _checks.integer("batch_size", batch_size, minimum=1)
     if batch_size > len(pool):
         raise ValueError(f"batch_size must be <= the pool size {len(pool)}, got {batch_size}")
@@ -357,10 +368,21 @@ class TALResult:
 
 
 def _check_split(split):
+    """Checks the arrays of a split, naming them as ``split.x_pool`` etc. (not as the models' ``x``)."""
     for attr in ("x_train", "y_train", "x_pool", "y_pool", "x_test", "y_test"):
         if not hasattr(split, attr):
             raise TypeError(f"split must have x_train, y_train, x_pool, y_pool, x_test, y_test "
                             f"(a jtk.envs.gp.GPSplit), got {type(split).__name__} without {attr}")
+    dim = None
+    for part in ("train", "pool", "test"):
+        x = _checks.as_float_array(f"split.x_{part}", getattr(split, f"x_{part}"), ndim=2, dtype=np.float64)
+        y = _checks.as_float_array(f"split.y_{part}", getattr(split, f"y_{part}"), ndim=1, dtype=np.float64)
+        if len(y) != len(x):
+            raise ValueError(f"split.y_{part} must hold one target per row of split.x_{part} ({len(x)}), "
+                             f"got {len(y)}")
+        if dim is not None and x.shape[1] != dim:
+            raise ValueError(f"split.x_{part} must have the {dim} columns of split.x_train, got shape {x.shape}")
+        dim = x.shape[1] if dim is None else dim
 
 
 @serial_blas
@@ -374,7 +396,7 @@ def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tupl
         ``predict(x)`` plus a ``noise_var`` attribute.
     """
     _check_split(split)
-    q = np.asarray(queried, np.int64).reshape(-1)
+    q = _as_index("queried", queried, len(split.x_pool), "split.x_pool", allow_empty=True)
     x = np.concatenate([split.x_train, split.x_pool[q]])
     y = np.concatenate([split.y_train, split.y_pool[q]])
     post = prediction_model.fit(x, y, seed=seed)

@@ -98,7 +98,7 @@ def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_action
 
     Args:
       input_dim: action dimension d ≥ 1.
-      seeds: problem seeds (an int J means 0..J-1); each picks an environment and an action set.
+      seeds: distinct problem seeds (an int J means 0..J-1); each picks an environment and an action set.
       num_actions: N ≥ 2 (default 20 · d, as in App. E).
       temperature: the environment temperature ρ > 0 (0.1 in the paper).
 
@@ -109,7 +109,7 @@ def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_action
     num_actions = ACTIONS_PER_DIM * input_dim if num_actions is None else num_actions
     num_actions = _checks.integer("num_actions", num_actions, minimum=2)
     temperature = _checks.temperature("temperature", temperature)
-    seeds = _checks.seeds("seeds", seeds)
+    seeds = _checks.seeds("seeds", seeds, unique=True)
     per_problem = num_actions * (input_dim + 1.0) + _memory.mlp_params((input_dim, 50, 50, 2))
     _memory.check_budget(f"bandit problems: seeds {len(seeds)} × (num_actions {num_actions} × input_dim {input_dim} "
                          f"+ environment parameters) float32 × 2", _memory.nbytes(2, len(seeds), per_problem),
@@ -354,7 +354,7 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
         or a :class:`jtk.agents.JaxAgent` with ``incremental`` True.
       input_dim: action dimension d (ignored when ``problems`` is given).
       horizon: number of steps T ≥ 1.
-      seeds: problem seeds (an int J means 0..J-1).
+      seeds: distinct problem seeds (an int J means 0..J-1).
       problems: ready-made problems (overrides input_dim, seeds, num_actions, temperature).
       num_actions: N ≥ 2 (default 20 d).
       temperature: environment temperature ρ (0.1); the agent is told it, as in the reference.
@@ -375,7 +375,8 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
     agent_kwargs = _checks.mapping("agent_kwargs", agent_kwargs)
     replay_capacity = _checks.integer("replay_capacity", replay_capacity, minimum=1)
     if problems is None:
-        num_seeds, dim = len(_checks.seeds("seeds", seeds)), _checks.integer("input_dim", input_dim, minimum=1)
+        num_seeds = len(_checks.seeds("seeds", seeds, unique=True))
+        dim = _checks.integer("input_dim", input_dim, minimum=1)
     elif not isinstance(problems, BanditProblems):
         raise TypeError(f"problems must be jtk.bandit.BanditProblems, got {type(problems).__name__}")
     else:

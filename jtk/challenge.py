@@ -513,8 +513,9 @@ def _check_logits(logits, *, n: int, k: int, first: int | None, what: str) -> np
                                   f"(n = {n} inputs, K = {k} classes)")
     if logits.shape[0] < 1:
         raise _Failure("invalid", f"{what} holds no samples")
-    if np.isnan(logits).any():
-        raise _Failure("invalid", f"{what} holds {int(np.isnan(logits).sum())} NaN logits")
+    nan, pos_inf = int(np.isnan(logits).sum()), int(np.isposinf(logits).sum())
+    if nan or pos_inf:  # either makes the predictive probabilities NaN (-inf, a probability of 0, is scored)
+        raise _Failure("invalid", f"{what} holds {nan} NaN and {pos_inf} +inf logits: logits must not be NaN or +inf")
     return logits
 
 

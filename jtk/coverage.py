@@ -278,6 +278,19 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
     return out
 
 
+def _values(name: str, values: Any) -> list:
+    """The swept values as a non-empty list; messages name the public argument (``f_mains``, ``dims``)."""
+    try:
+        if isinstance(values, (str, bytes)):
+            raise TypeError
+        values = list(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of values, got {type(values).__name__} {values!r}") from None
+    if not values:
+        raise ValueError(f"{name} must list at least one value, got an empty list")
+    return values
+
+
 def sweep_f_main(f_mains: Iterable[float] = (1, 2, 3, 4, 5), methods: Iterable[Any] = ALL_METHODS, k: int = 50,
                  seed: Any = 0, preset: str = "lab", env_seed: Any = 0, input_scale: float = 1.0, **kw) -> dict:
     """E.1 over f_main (Fig. 3): ``sweep(lambda f: SinusoidRegression(f, seed=env_seed, input_scale=...), ...)``.
@@ -286,7 +299,7 @@ def sweep_f_main(f_mains: Iterable[float] = (1, 2, 3, 4, 5), methods: Iterable[A
     training range; see :class:`jtk.envs.regression.SinusoidRegression`).
     """
     from jtk.envs.regression import SinusoidRegression
-    f_mains = [_checks.positive("f_mains", f) for f in f_mains]
+    f_mains = [_checks.positive("f_mains", f) for f in _values("f_mains", f_mains)]
     return sweep(lambda f: SinusoidRegression(f, seed=env_seed, input_scale=input_scale), f_mains, "f_main",
                  methods, k, seed, preset, **kw)
 
@@ -295,7 +308,7 @@ def sweep_dim(dims: Iterable[int] = (1, 2, 3), methods: Iterable[Any] = ALL_METH
               preset: str = "lab", env_seed: Any = 0, **kw) -> dict:
     """E.2 over the input dimension d (Fig. 6)."""
     from jtk.envs.regression import StyblinskiTangRegression
-    dims = [_checks.integer("dims", d, minimum=1) for d in dims]
+    dims = [_checks.integer("dims", d, minimum=1) for d in _values("dims", dims)]
     return sweep(lambda d: StyblinskiTangRegression(d, seed=env_seed), dims, "dim", methods, k, seed, preset, **kw)
 
 
@@ -313,7 +326,7 @@ def summary_table(results: Mapping[Any, CoverageResult], by: Sequence[str] = ())
 
 def at_inputs(per_input: pd.DataFrame, coordinates: Sequence[float]) -> pd.DataFrame:
     """Rows of the test inputs nearest to the given coordinates (Fig. 3: x = −2.38, 1.2, −5.11)."""
-    wanted = [float(_checks.as_float_array("coordinates", np.asarray(c), ndim=0)) for c in coordinates]
+    wanted = _checks.as_float_array("coordinates", coordinates, ndim=1, dtype=np.float64).tolist()
     if not isinstance(per_input, pd.DataFrame) or "coordinate" not in per_input.columns:
         raise TypeError(f"per_input must be a DataFrame with a 'coordinate' column (CoverageResult.per_input()), "
                         f"got {type(per_input).__name__}")

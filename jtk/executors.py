@@ -18,6 +18,7 @@ thread, each its own XLA program. A researcher's own agent (an object with
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 from typing import Iterator
 
@@ -57,6 +58,27 @@ def local_threads(num_tasks: int, agents=()) -> int:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         wanted = min(cores, MAX_LOCAL_THREADS)
     return max(1, min(wanted, int(num_tasks)))
+
+
+def check_executor(value, name: str = "executor"):
+    """Checks an ``executor=`` argument before any work: None, or an object with ``submit(fn, *args) -> future``.
+
+    Raises:
+      TypeError: naming ``name``, what is accepted and what was given (a string such as "dask" gets a hint).
+    """
+    if value is None or callable(getattr(value, "submit", None)):
+        return value
+    given = f"{type(value).__name__} {value!r}" if isinstance(value, (str, bytes, numbers.Number)) else \
+        f"an object of type {type(value).__name__} without submit"
+    hint = ""
+    if isinstance(value, str) and value == "local":
+        hint = "; pass executor=None to run in this process"
+    elif isinstance(value, str) and (value in SCHEDULERS or value.startswith("tcp://")):
+        hint = (f"; a scheduler name is not an executor: run inside `with jtk.executors.executor({value!r}) as "
+                f"client:` and pass executor=client (or pass a dask.distributed.Client), or use "
+                f"`--scheduler {value}` from the command line")
+    raise TypeError(f"{name} must be None (run in this process) or an executor with a submit(fn, *args) -> future "
+                    f"method (a concurrent.futures.Executor or a dask.distributed.Client), got {given}{hint}")
 
 
 def _require_dask() -> None:

@@ -215,7 +215,7 @@ def summarize_kl(kl_values) -> KLSummary:
       kl_values: [N] KL estimates of N test τ-samples (may contain +inf when an
         agent gives a label probability 0; NaN is an error).
     """
-    kl = np.asarray(kl_values, np.float64).reshape(-1)
+    kl = _checks.as_float_array("kl_values", kl_values, finite=False, dtype=np.float64).reshape(-1)
     if kl.size == 0:
         raise ValueError("kl_values must hold at least one value, got an empty array")
     if np.any(np.isnan(kl)):

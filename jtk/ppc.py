@@ -28,11 +28,14 @@ from jtk.active import (_check_problem, _check_split, batch_mig, check_covarianc
 
 
 # ------------------------------------------------------------------ PPC metrics
-def correlation_matrix(cov) -> np.ndarray:
-    """cov [n, n] → correlations [n, n]; rows of zero variance get correlation 0 (1 on the diagonal)."""
-    cov = _checks.as_float_array("cov", cov, ndim=2).astype(np.float64)
+def correlation_matrix(cov, name: str = "cov") -> np.ndarray:
+    """cov [n, n] → correlations [n, n]; rows of zero variance get correlation 0 (1 on the diagonal).
+
+    ``name``: how messages call ``cov``.
+    """
+    cov = _checks.as_float_array(name, cov, ndim=2).astype(np.float64)
     if cov.shape[0] != cov.shape[1]:
-        raise ValueError(f"cov must be a square [n, n] matrix, got shape {cov.shape}")
+        raise ValueError(f"{name} must be a square [n, n] matrix, got shape {cov.shape}")
     sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
     denom = np.outer(sd, sd)
     corr = np.divide(cov, denom, out=np.zeros_like(cov), where=denom > 0)
@@ -64,10 +67,10 @@ def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
     oracle_cov = _checks.as_float_array("oracle_cov", oracle_cov, ndim=2)
     if model_cov.shape != oracle_cov.shape:
         raise ValueError(f"model_cov must have the oracle's shape {oracle_cov.shape}, got {model_cov.shape}")
-    _check_problem(oracle_cov, pool, test, 0.0, 1)
+    _check_problem(oracle_cov, pool, test, 0.0, 1, cov_name="oracle_cov")
     pool, test = np.asarray(pool), np.asarray(test)
-    cm = correlation_matrix(model_cov)[np.ix_(pool, test)].ravel()
-    co = correlation_matrix(oracle_cov)[np.ix_(pool, test)].ravel()
+    cm = correlation_matrix(model_cov, "model_cov")[np.ix_(pool, test)].ravel()
+    co = correlation_matrix(oracle_cov, "oracle_cov")[np.ix_(pool, test)].ravel()
     vm, vo = np.diag(model_cov)[pool], np.diag(oracle_cov)[pool]
 
     def pair(a, b):
@@ -108,6 +111,19 @@ def _batched_gaussian_logpdf(y, mean, cov) -> np.ndarray:
         - 0.5 * b * np.log(2 * np.pi)
 
 
+def _check_batches(batches, n: int) -> np.ndarray:
+    """``batches`` as a non-empty [B, b] int array of indices in [0, n)."""
+    arr = np.asarray(batches)
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise ValueError(f"batches must be a non-empty [B, b] array of point indices, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"batches must hold integer point indices, got dtype {arr.dtype}")
+    if arr.min() < 0 or arr.max() >= n:
+        raise ValueError(f"batches must hold indices in [0, {n}) (one per point of y), got values in "
+                         f"[{arr.min()}, {arr.max()}]")
+    return arr
+
+
 def _check_y_mean_cov(y, mean, cov, noise_var, prefix=""):
     y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
     mean = _checks.as_float_array(prefix + "mean", mean, ndim=1).astype(np.float64)
@@ -132,7 +148,7 @@ def top_correlated_log_likelihood(y, mean, cov, noise_var: float, batch_size: in
       batch_size: b; batches: optional [B, b] index array.
     """
     y, mean, cov, noise_var = _check_y_mean_cov(y, mean, cov, noise_var)
-    batches = top_correlated_batches(cov, batch_size) if batches is None else np.asarray(batches)
+    batches = top_correlated_batches(cov, batch_size) if batches is None else _check_batches(batches, len(y))
     full = cov + noise_var * np.eye(len(cov))
     sub = full[batches[:, :, None], batches[:, None, :]]  # [B, b, b]
     sub = sub + 1e-10 * np.mean(np.diag(full)) * np.eye(batches.shape[1])
@@ -162,7 +178,7 @@ def cross_normalized_log_likelihood(y, ref_mean, ref_cov, model_cov, noise_var: 
     model_cov = check_covariance(model_cov, "model_cov")
     if model_cov.shape != ref_cov.shape:
         raise ValueError(f"model_cov must have ref_cov's shape {ref_cov.shape}, got {model_cov.shape}")
-    batches = top_correlated_batches(ref_cov, batch_size) if batches is None else np.asarray(batches)
+    batches = top_correlated_batches(ref_cov, batch_size) if batches is None else _check_batches(batches, len(y))
     eye = np.eye(len(y))
     corr_m = correlation_matrix(model_cov + noise_var * eye)
     sd_ref = np.sqrt(np.maximum(np.diag(ref_cov), 0.0) + noise_var)
@@ -192,7 +208,13 @@ def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: f
     if len(means) < 1:
         raise ValueError("means must name at least one model, got none")
     names = list(means)
+    y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
     covs = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
+    for k in names:  # checked here, so that messages name the argument given, not the inner reference/model
+        mean = _checks.as_float_array(f"means[{k!r}]", means[k], ndim=1)
+        if not len(mean) == len(covs[k]) == len(y):
+            raise ValueError(f"means[{k!r}] and covs[{k!r}] must describe the {len(y)} points of y, got "
+                             f"{len(mean)} means and a {covs[k].shape} covariance")
     rows = []
     for ref in names:
         batches = top_correlated_batches(covs[ref], batch_size)

@@ -970,6 +970,7 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
 
     if resume and force:
         raise ValueError("resume and force are exclusive: resume continues a run, force discards it; got both")
+    executors.check_executor(executor)
     out = check_output(out, option="--out", force=force, resume=resume)
     parts = parts_dir(out)
     if parts.exists() and not (resume or force):

@@ -24,6 +24,7 @@ d_KL^1 + d_KL^10 / 10, the paper's selection rule (App. D).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import pathlib
@@ -120,7 +121,7 @@ def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], re
       sweep_configs: configurations to evaluate.
       problems: testbed problems for every configuration.
       results_dir: directory for the per-chunk CSV files (created if missing; its parent must exist).
-      executor: optional ``submit``-style executor (see :mod:`jtk.executors`).
+      executor: optional ``submit``-style executor, e.g. a ``dask.distributed.Client`` (see :mod:`jtk.executors`).
       progress: show a tqdm progress bar over chunks.
       interrupt: a :class:`jtk.results.DeferredInterrupt` checked between chunks.
       config: the sweep's settings, recorded in ``results.manifest.json``.
@@ -135,6 +136,7 @@ def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], re
         a configuration whose recorded agent differs from today's.
       jtk.results.Interrupted: Ctrl-C; finished chunks are kept.
     """
+    executors.check_executor(executor)
     sweep_configs = list(sweep_configs)
     if not sweep_configs:
         raise ValueError("sweep_configs must hold at least one Config, got none")
@@ -223,13 +225,23 @@ def best_configs(results: pd.DataFrame) -> pd.DataFrame:
     Returns:
       DataFrame indexed by agent family with the chosen config, its kl_1, kl_10,
       kl_agg and the number of configurations compared.
+
+    Raises:
+      ValueError: results without rows at tau = 1 or tau = 10 (the tau values given are named), or
+        anything :func:`jtk.testbed.summarize` refuses.
     """
     if not isinstance(results, pd.DataFrame) or "config" not in results:
         raise TypeError("results must be the DataFrame returned by jtk.sweep.run / load")
+    taus = results["tau"].unique().tolist() if "tau" in results else None
+    with contextlib.suppress(TypeError):  # mixed types stay unsorted
+        taus = sorted(taus)
+    need = "results must hold rows with tau = 1 and tau = 10 to compute d_KL^agg = d_KL^1 + d_KL^10 / 10"
+    if taus is not None and not {1, 10} <= set(taus):
+        raise ValueError(f"{need}, got tau values {taus}")
     # configurations are compared within a family, which has one estimator: mixing across families is harmless
     table = testbed.summarize(results.assign(agent=results["config"]), allow_mixed=True)
-    if "kl_1" not in table or "kl_10" not in table:
-        raise ValueError("results must contain both τ = 1 and τ = 10 problems to compute d_KL^agg")
+    if "kl_1" not in table or "kl_10" not in table:  # e.g. tau read as 1.0, 10.0
+        raise ValueError(f"{need} (integers), got tau values {taus}")
     table["kl_agg"] = table["kl_1"] + table["kl_10"] / 10
     table["family"] = [c.split("__")[0] for c in table.index]
     rows = []

@@ -47,11 +47,13 @@ because it counts the spread of d_KL across num_train and temperature as noise.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import time
 from dataclasses import dataclass
 import functools
+import numbers
 from typing import Any, Iterable, Sequence
 
 import jax
@@ -73,6 +75,7 @@ GROUP_COLUMNS = ["seed", "num_train", "temperature", "input_dim"]  # rows sharin
 PROBLEM_COLUMNS = ["agent", "tau", "seed", "num_train", "temperature", "input_dim", "test_inputs"]  # one row each
 LIKELIHOODS = ("auto", "exact", "mc")
 SE_KINDS = ("seed", "environment")
+SUMMARY_COLUMNS = ("agent", "tau", "seed", "kl", "accuracy", "ece")  # what summarize reports; timings are optional
 RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
                   "frac_finite", "accuracy", "ece", "likelihood", "train_seconds", "eval_seconds"]
 
@@ -151,10 +154,7 @@ class Problem:
 def grid(temperatures: Iterable[float] = PAPER_TEMPERATURES, num_train: Iterable[int] = PAPER_NUM_TRAIN,
          taus: Iterable[int] = PAPER_TAUS, seeds: Iterable[int] | int = 10, **problem_kwargs) -> list[Problem]:
     """All combinations τ × num_train × temperature × seed (seeds: an int n means 0..n-1)."""
-    seeds = _checks.seeds("seeds", seeds, allow_empty=True)
-    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
-    if repeated:
-        raise ValueError(f"seeds must not repeat (a repeated seed duplicates problems), got {repeated} more than once")
+    seeds = _checks.seeds("seeds", seeds, allow_empty=True, unique=True)
     return [Problem(temperature=t, num_train=n, tau=tau, seed=s, **problem_kwargs)
             for tau, n, t, s in itertools.product(taus, num_train, temperatures, seeds)]
 
@@ -258,6 +258,32 @@ def _score_numpy(comps, test: TestData, tau: int, log_w=None):
 
 
 # ------------------------------------------------------------------ evaluation
+def _problem_text(p: Problem) -> str:
+    """How messages name a problem: its seed, num_train, temperature and tau (input_dim when not 2)."""
+    dim = f" input_dim={p.input_dim}" if p.input_dim != 2 else ""
+    return f"seed={p.seed} num_train={p.num_train} temperature={p.temperature} tau={p.tau}{dim}"
+
+
+@contextlib.contextmanager
+def _blame(name: str, call: str, p: Problem):
+    """Re-raises an exception from the agent's own code naming the agent and the problem, chained to it.
+
+    The same exception type when it can be built from one message (else RuntimeError), so ``except ValueError``
+    still catches it; KeyboardInterrupt and other BaseExceptions pass unchanged.
+    """
+    try:
+        yield
+    except Exception as err:
+        message = f"agent {name!r} raised {type(err).__name__} in {call} on problem {_problem_text(p)}: {err}"
+        try:
+            wrapped = type(err)(message)
+        except Exception:  # an exception type with another constructor
+            wrapped = RuntimeError(message)
+        if str(wrapped) != message:  # a type that formats its own message (KeyError quotes it)
+            wrapped = RuntimeError(message)
+        raise wrapped from err
+
+
 def _agent_name(agent, name):
     if name is not None:
         return name
@@ -267,6 +293,12 @@ def _agent_name(agent, name):
 def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s, eval_s, name):
     rows = []
     for p, kl, probs, y in zip(group_problems, kl_list, probs_list, tests_y):
+        bad = int(np.count_nonzero(np.isnan(kl)))
+        if bad:
+            raise ValueError(f"agent {name!r} gave sampled logits that are not finite on problem {_problem_text(p)}: "
+                             f"{bad} of {np.size(kl)} test τ-samples scored NaN (NaN or +inf logits, or a row of "
+                             f"all -inf logits, make the predictive probabilities NaN); jtk.testbed.check_agent "
+                             f"finds such logits")
         s = likelihood.summarize_kl(kl)
         rows.append({"agent": name, "temperature": p.temperature, "num_train": p.num_train, "tau": p.tau,
                      "seed": p.seed, "input_dim": p.input_dim, "test_inputs": p.test_inputs, "kl": s.kl, "kl_std": s.kl_std,
@@ -405,16 +437,19 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likel
         n = head.num_train
         x, y = np.asarray(data.x)[:n], np.asarray(data.y)[:n]
         t0 = time.perf_counter()
-        posterior = agent.fit(x, y, seed=agent_seed(head, 0), prior=head.prior())
+        with _blame(name, "fit", head):
+            posterior = agent.fit(x, y, seed=agent_seed(head, 0), prior=head.prior())
         train_time = (time.perf_counter() - t0) / len(group)
-        mixture = agents_base.as_mixture(posterior)
+        with _blame(name, "num_components", head):
+            mixture = agents_base.as_mixture(posterior)
         exact = _use_exact(likelihood_, mixture is not None, name)
         for p in group:
             t0 = time.perf_counter()
             _, _, test = load_problem(p)
             comps = _posterior_logits(mixture if exact else posterior, np.asarray(test.x), p, agent_seed(p, p.tau),
-                                      exact)
-            log_w = mixture.log_weights() if exact else None
+                                      exact, name)
+            with _blame(name, "log_weights", p):
+                log_w = mixture.log_weights() if exact else None
             kl, probs = _score_numpy(comps, test, p.tau, log_w)
             rows += _rows([p], [kl], [probs], [np.asarray(test.y)], "exact" if exact else f"mc{p.num_samples}",
                           train_time, time.perf_counter() - t0, name)
@@ -426,21 +461,31 @@ def _num_components(posterior) -> int | None:
     return None if mixture is None else int(mixture.num_components)
 
 
-def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool) -> np.ndarray:
-    """[C or M, n, K] logits: all components of a finite mixture (exact), else M samples; validated."""
-    if exact:
-        logits = posterior.components(x)
-        want = "[C, n, K]"
-    else:
-        logits = posterior.sample_logits(x, p.num_samples, key)
-        want = f"[{p.num_samples}, n, K]"
-    logits = np.asarray(logits)
+def _posterior_logits(posterior, x: np.ndarray, p: Problem, key, exact: bool, name: str = "agent") -> np.ndarray:
+    """[C or M, n, K] logits: all components of a finite mixture (exact), else M samples; validated.
+
+    -inf logits are allowed (probability 0: a label of that class scores +inf KL, clipped and counted in
+    ``frac_finite``); NaN, +inf and rows of all -inf make the probabilities NaN and are refused.
+    """
+    call = "components" if exact else "sample_logits"
+    with _blame(name, call, p):
+        logits = np.asarray(posterior.components(x) if exact else posterior.sample_logits(x, p.num_samples, key))
+    want = "[C, n, K]" if exact else f"[{p.num_samples}, n, K]"
     if logits.ndim != 3 or logits.shape[1:] != (x.shape[0], p.num_classes) or (
             not exact and logits.shape[0] != p.num_samples):
-        raise ValueError(f"the posterior returned logits of shape {logits.shape}; expected {want} with "
-                         f"n={x.shape[0]}, K={p.num_classes}")
-    if np.any(np.isnan(logits)):
-        raise ValueError("the posterior returned NaN logits")
+        raise ValueError(f"agent {name!r}: {call} returned logits of shape {logits.shape} on problem "
+                         f"{_problem_text(p)}; expected {want} with n={x.shape[0]}, K={p.num_classes}")
+    if not (np.issubdtype(logits.dtype, np.floating) or np.issubdtype(logits.dtype, np.integer)):
+        raise TypeError(f"agent {name!r}: {call} must return real-valued logits, got dtype {logits.dtype} on "
+                        f"problem {_problem_text(p)}")
+    nan, pos_inf = int(np.count_nonzero(np.isnan(logits))), int(np.count_nonzero(np.isposinf(logits)))
+    all_neg = int(np.count_nonzero(np.all(np.isneginf(logits), axis=-1)))
+    if nan or pos_inf or all_neg:
+        found = [f"{count} {what}" for count, what in ((nan, "NaN"), (pos_inf, "+inf"), (all_neg, "rows of all -inf"))
+                 if count]
+        raise ValueError(f"agent {name!r} returned sampled logits that are not finite on problem {_problem_text(p)}: "
+                         f"{call} gave {' and '.join(found)} among its logits of shape {logits.shape} (each makes the "
+                         f"predictive probabilities NaN); jtk.testbed.check_agent finds such logits")
     return logits
 
 
@@ -510,8 +555,9 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         enumeration of a finite mixture, weighted if it has ``log_weights()``).
       problems: a list of :class:`Problem`, or a grid name ("paper", "quick").
       executor: optional ``concurrent.futures.Executor``-like object
-        (``submit(fn, *args) -> future``); chunks of problems are submitted to it.
-        Default: run in this process.
+        (``submit(fn, *args) -> future``, e.g. a ``dask.distributed.Client``;
+        not a scheduler name: see :func:`jtk.executors.executor`); chunks of
+        problems are submitted to it. Default: run in this process.
       name: the value of the ``agent`` column (default: the agent's name).
       progress: show a tqdm progress bar.
       likelihood: the estimator of the agent's joint log-likelihood (module
@@ -532,10 +578,16 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
 
     Raises:
       ValueError: an empty or duplicated problem list, an unknown
-        ``likelihood``, or ``likelihood="exact"`` for an agent that is not a
-        finite mixture.
+        ``likelihood``, ``likelihood="exact"`` for an agent that is not a
+        finite mixture, or sampled logits that are NaN or +inf (named with the
+        agent and the problem).
+      TypeError: an ``agent`` without ``fit`` or an ``executor`` without ``submit``.
+      Exception: an error raised by the agent's own ``fit`` / ``sample_logits`` /
+        ``components`` / ``log_weights`` is raised again as the same type (else
+        RuntimeError) naming the agent and the problem, chained to the original.
     """
     _checks.one_of("likelihood", likelihood, LIKELIHOODS)
+    executors.check_executor(executor)
     if isinstance(agent, str):
         name = name or agent
         agent = agents_base.make(agent)
@@ -586,8 +638,7 @@ def _check_unique_problems(problems_: Sequence[Problem]) -> None:
         seen[p] = seen.get(p, 0) + 1
     repeated = [p for p, c in seen.items() if c > 1]
     if repeated:
-        shown = "; ".join(f"seed={p.seed} num_train={p.num_train} temperature={p.temperature} tau={p.tau}"
-                          for p in repeated[:5])
+        shown = "; ".join(_problem_text(p) for p in repeated[:5])
         raise ValueError(f"problems must not repeat: {len(repeated)} problems occur more than once "
                          f"(e.g. {shown}); check for duplicate seeds")
 
@@ -632,16 +683,37 @@ class _OraclePosterior:
 
 
 # ------------------------------------------------------------------ leaderboard
+NUMERIC_COLUMNS = ("kl", "tau", "seed", "num_train", "temperature", "input_dim", "accuracy", "ece", "train_seconds",
+                   "eval_seconds")  # checked to be numbers wherever present
+
+
+def _numeric_column(values: pd.Series) -> bool:
+    """Numbers: a numeric dtype but bool, or an object column holding only real numbers (and missing values)."""
+    if pd.api.types.is_bool_dtype(values):
+        return False
+    if pd.api.types.is_numeric_dtype(values):
+        return True
+    return pd.api.types.infer_dtype(values, skipna=True) in ("integer", "floating", "mixed-integer-float", "decimal")
+
+
 def _check_results(results: pd.DataFrame, required=("agent", "tau", "seed", "kl")) -> pd.DataFrame:
-    """Type, required columns, finite ``kl`` and one row per problem; returns a copy with kl clipped at 0."""
+    """Type, required columns, numeric columns, finite ``kl`` and one row per problem; returns a copy with kl
+    clipped at 0."""
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame from jtk.testbed.evaluate, got {type(results).__name__}")
-    missing = set(required) - set(results.columns)
+    missing = sorted(set(required) - set(results.columns))
     if missing:
-        raise ValueError(f"results is missing the columns {sorted(missing)} (it has {sorted(results.columns)})")
+        raise ValueError(f"results is missing the required columns {missing} (it has {sorted(results.columns)})")
     if results.empty:
         raise ValueError("results must hold at least one row, got an empty DataFrame")
-    kl = pd.to_numeric(results["kl"], errors="coerce").astype(float)
+    for col in NUMERIC_COLUMNS:
+        if col in results.columns and not _numeric_column(results[col]):
+            values = results[col].dropna()
+            example = values[~values.map(lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool))]
+            shown = f" (e.g. {example.iloc[0]!r})" if len(example) else ""
+            raise TypeError(f"results[{col!r}] must be numeric, got dtype {results[col].dtype}{shown}; "
+                            f"convert it with pd.to_numeric")
+    kl = results["kl"].astype(float)
     bad = ~np.isfinite(kl.to_numpy())
     if bad.any():
         agents = sorted(map(str, results.loc[bad, "agent"].unique()))
@@ -721,7 +793,8 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
 
     Args:
       results: rows from :func:`evaluate` (one or several agents): columns
-        agent, tau, seed, kl at least; one row per problem; finite kl.
+        agent, tau, seed, kl, accuracy and ece at least (numeric but for
+        agent); one row per problem; finite kl.
       baseline: optional agent name in ``results`` (e.g. "mlp" as in Fig. 2, or
         "uniform"); adds columns ``kl_{τ}_rel`` = score / baseline's score.
       se: "seed" or "environment" (above).
@@ -731,15 +804,16 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
 
     Returns:
       DataFrame indexed by agent with columns kl_{τ}, kl_{τ}_se for every τ,
-      accuracy, ece, train_seconds, eval_seconds, num_problems (those present
-      in ``results``); NaN standard errors with fewer than two seeds / groups.
+      accuracy, ece, train_seconds, eval_seconds (when ``results`` has them),
+      num_problems; NaN standard errors with fewer than two seeds / groups.
 
     Raises:
       ValueError: missing columns, NaN/inf kl, duplicated problems, mixed
         estimators (unless ``allow_mixed``), an unknown ``se`` or ``baseline``.
+      TypeError: ``results`` not a DataFrame, or a column such as kl that is not numeric.
     """
     _checks.one_of("se", se, SE_KINDS)
-    df = _check_results(results)
+    df = _check_results(results, required=SUMMARY_COLUMNS)
     if not allow_mixed:
         _check_one_estimator(df)
     if se == "environment":
@@ -771,6 +845,7 @@ def breakdown(results: pd.DataFrame) -> pd.DataFrame:
     Raises:
       ValueError: columns missing (agent, tau, seed, kl, temperature,
         num_train), NaN/inf kl or duplicated problems.
+      TypeError: a column such as kl or temperature that is not numeric.
     """
     df = _check_results(results, required=("agent", "tau", "seed", "kl", "temperature", "num_train"))
     return df.pivot_table(index=["agent", "tau", "temperature"], columns="num_train", values="kl", aggfunc="mean")

@@ -24,6 +24,8 @@ import jtk.bandit
 import jtk.coverage
 import jtk.ensemble_study
 import jtk.likelihood
+import jtk.results
+import jtk.sweep
 import jtk.testbed
 import jtk.widgets
 from jtk import _memory
@@ -119,6 +121,43 @@ def with_col(frame, **cols):
 
 def call(fn, *args, **kwargs):
     return lambda: fn(*args, **kwargs)
+
+
+class UserAgent:
+    """A researcher's own agent (an object with ``fit``): its samples are zeros with ``fill`` in class 0, or
+    ``fit`` / ``sample_logits`` raise the given exception."""
+
+    name = "student_agent"
+
+    def __init__(self, fill=None, fit_error=None, sample_error=None, all_neg_inf=False):
+        self.fill, self.fit_error, self.sample_error, self.all_neg_inf = fill, fit_error, sample_error, all_neg_inf
+
+    def fit(self, x, y, seed=0, prior=None):
+        if self.fit_error is not None:
+            raise self.fit_error
+        return UserPosterior(self)
+
+
+class UserPosterior:
+    def __init__(self, agent):
+        self.agent = agent
+
+    def sample_logits(self, x, num_samples, seed=0):
+        if self.agent.sample_error is not None:
+            raise self.agent.sample_error
+        out = np.zeros((num_samples, len(x), 2), np.float32)  # [M, n, K]
+        if self.agent.fill is not None:
+            out[..., 0] = self.agent.fill
+        if self.agent.all_neg_inf:
+            out[0, 0] = -np.inf
+        return out
+
+
+PROBLEM_NAMED = "seed=0 num_train=10 temperature=0.1 tau=1"  # how messages name good_problem()
+
+
+def evaluate_user(agent, **kw):
+    return jtk.testbed.evaluate(agent, [good_problem()], progress=False, **kw)
 
 
 X, Y = lambda: train_data()[0], lambda: train_data()[1]  # noqa: E731
@@ -358,6 +397,7 @@ case("expected_calibration_error", "num_bins-float",
      call(jtk.expected_calibration_error, np.full((3, 2), 0.5), np.zeros(3, int), 2.0), TE, "num_bins")
 case("summarize_kl", "empty", call(L.summarize_kl, []), VE, "kl_values")
 case("summarize_kl", "nan", call(L.summarize_kl, [0.1, np.nan]), VE, "kl_values")
+case("summarize_kl", "str", call(L.summarize_kl, ["0.1"]), TE, "kl_values")
 
 # --- active learning
 A = jtk.active
@@ -389,14 +429,70 @@ for fn in (A.tig, A.mig, A.batch_mig):
     case(nm, "batch_size-float", lambda f=fn: f(**cp(batch_size=2.0)), TE, "batch_size")
 case("batch_mig", "non-psd-3500", lambda: A.batch_mig(**cp(cov=indefinite(3500), pool=np.arange(3000),
                                                           test=np.arange(3000, 3500))), VE, "cov")
+for fn in (A.tig, A.mig, A.batch_mig):  # σ² / max diag(cov) overflows float64: inf / NaN inside the criteria
+    case(fn.__name__, "cov-1e-320-vs-noise_var", lambda f=fn: f(**cp(cov=cov_problem()[0] * 1e-320)), VE,
+         "cov noise_var")
+    case(fn.__name__, "noise_var-1e300-vs-cov-1e-310",
+         lambda f=fn: f(**cp(cov=cov_problem()[0] * 1e-310, noise_var=1e300)), VE, "cov noise_var")
+case("mig_scores", "cov-1e-320-vs-noise_var",
+     lambda: A.mig_scores(cov_problem()[0] * 1e-320, cov_problem()[1], cov_problem()[2], 0.1), VE, "cov noise_var")
+case("batch_mig_score", "batch-repeat", lambda: A.batch_mig_score(cov_problem()[0], [0, 0], cov_problem()[2], 0.1), VE,
+     "batch")
+case("batch_mig_score", "batch-float", lambda: A.batch_mig_score(cov_problem()[0], [0.0, 1.0], cov_problem()[2], 0.1),
+     TE, "batch")
+case("batch_mig_score", "batch-overlaps-test", lambda: A.batch_mig_score(cov_problem()[0], [8], cov_problem()[2], 0.1),
+     VE, "batch")
 case("select", "criterion-unknown", lambda: A.select("bald", **cp()), VE, "criterion")
 case("random_selection", "seed-2**32", call(A.random_selection, np.arange(5), 2, seed=2 ** 32), VE, "seed")
 case("random_selection", "batch_size>pool", call(A.random_selection, np.arange(5), 6), VE, "batch_size")
+case("random_selection", "pool-float", call(A.random_selection, np.array([0.5, 1.5]), 1), TE, "pool")
+case("random_selection", "pool-repeat", call(A.random_selection, np.array([1, 1]), 2), VE, "pool")
+case("random_selection", "pool-negative", call(A.random_selection, np.array([-1, 2]), 1), VE, "pool")
+TOY = functools.lru_cache(None)(lambda: jtk.envs.toy_split_1d(seed=0))
+GP_ORACLE = functools.lru_cache(None)(lambda: jtk.regression.GPRegression(kernel=jtk.envs.ReLUKernelGP(),
+                                                                          noise_var=0.01))
+case("evaluate_prediction", "queried-out-of-range", lambda: A.evaluate_prediction(TOY(), [1000], GP_ORACLE()), VE,
+     "queried split.x_pool")
+case("evaluate_prediction", "queried-float", lambda: A.evaluate_prediction(TOY(), [0.5], GP_ORACLE()), TE, "queried")
+case("evaluate_prediction", "queried-repeat", lambda: A.evaluate_prediction(TOY(), [1, 1], GP_ORACLE()), VE,
+     "queried")
+case("evaluate_prediction", "split-y_pool-short",
+     lambda: A.evaluate_prediction(TOY()._replace(y_pool=TOY().y_pool[:-1]), [0], GP_ORACLE()), VE, "split.y_pool")
+case("run_tal", "split-x_pool-nan",
+     lambda: A.run_tal(TOY()._replace(x_pool=np.full_like(TOY().x_pool, np.nan)), GP_ORACLE(), GP_ORACLE()), VE,
+     "split.x_pool")
+case("run_tal", "split-x_test-wrong-d",
+     lambda: A.run_tal(TOY()._replace(x_test=np.zeros((len(TOY().x_test), 2))), GP_ORACLE(), GP_ORACLE()), VE,
+     "split.x_test")
 case("correlation_matrix", "non-square", call(jtk.ppc.correlation_matrix, np.zeros((3, 2))), VE, "cov")
 case("top_correlated_batches", "batch_size-0", lambda: jtk.ppc.top_correlated_batches(cov_problem()[0], 0), VE,
      "batch_size")
 case("metacorrelation", "shape-mismatch",
      lambda: jtk.ppc.metacorrelation(cov_problem()[0], np.eye(5), np.arange(8), np.arange(8, 12)), VE, "model_cov")
+case("metacorrelation", "oracle_cov-non-psd",
+     lambda: jtk.ppc.metacorrelation(cov_problem()[0], indefinite(), np.arange(8), np.arange(8, 12)), VE, "oracle_cov")
+case("metacorrelation", "oracle_cov-not-square",
+     lambda: jtk.ppc.metacorrelation(np.zeros((12, 11)), np.zeros((12, 11)), np.arange(8), np.arange(8, 12)), VE,
+     "oracle_cov")
+case("metacorrelation", "pool-out-of-range",
+     lambda: jtk.ppc.metacorrelation(cov_problem()[0], cov_problem()[0], np.arange(5, 13), np.arange(0, 4)), VE,
+     "pool oracle_cov")
+YN = lambda: np.linspace(-1.0, 1.0, 12)  # noqa: E731  targets / means of the 12 points of cov_problem()
+case("top_correlated_log_likelihood", "batches-out-of-range",
+     lambda: jtk.ppc.top_correlated_log_likelihood(YN(), YN(), cov_problem()[0], 0.1, batches=np.array([[0, 20]])), VE,
+     "batches")
+case("top_correlated_log_likelihood", "batches-float",
+     lambda: jtk.ppc.top_correlated_log_likelihood(YN(), YN(), cov_problem()[0], 0.1, batches=np.array([[0.0, 1.0]])),
+     TE, "batches")
+case("cross_normalized_log_likelihood", "batches-1d",
+     lambda: jtk.ppc.cross_normalized_log_likelihood(YN(), YN(), cov_problem()[0], cov_problem()[0], 0.1,
+                                                     batches=np.array([0, 1])), VE, "batches")
+case("xll_table", "means-nan",
+     lambda: jtk.ppc.xll_table(YN(), {"a": np.full(12, np.nan)}, {"a": cov_problem()[0]}, 0.1), VE, "means['a']")
+case("xll_table", "means-short", lambda: jtk.ppc.xll_table(YN(), {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1), VE,
+     "means['a']")
+case("xll_table", "covs-wrong-n", lambda: jtk.ppc.xll_table(YN()[:5], {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1),
+     VE, "covs['a']")
 case("reference_batch_size", "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
 
 # --- coverage
@@ -412,9 +508,17 @@ case("coverage_study", "preset-unknown", lambda: C.coverage_study(reg_env(), ["B
                                                                   progress=False), VE, "preset")
 case("coverage_study", "env-none", lambda: C.coverage_study(None, ["BLR"], k=2, progress=False), TE, "env")
 case("sweep_f_main", "f_mains-neg", lambda: C.sweep_f_main([-1.0], ["BLR"], k=2, progress=False), VE, "f_mains")
+case("sweep_f_main", "f_mains-empty", lambda: C.sweep_f_main([], ["BLR"], k=2, progress=False), VE, "f_mains")
+case("sweep_f_main", "f_mains-scalar", lambda: C.sweep_f_main(3.0, ["BLR"], k=2, progress=False), TE, "f_mains")
 case("sweep_dim", "dims-0", lambda: C.sweep_dim([0], ["BLR"], k=2, progress=False), VE, "dims")
+case("sweep_dim", "dims-empty", lambda: C.sweep_dim([], ["BLR"], k=2, progress=False), VE, "dims")
+case("sweep_dim", "dims-scalar", lambda: C.sweep_dim(2, ["BLR"], k=2, progress=False), TE, "dims")
 case("summarize", "not-a-frame", call(C.summarize, [1, 2]), TE, "per_input")
 case("at_inputs", "coordinates-nan", lambda: C.at_inputs(pd.DataFrame({"x": [0.0]}), [np.nan]), VE, "coordinates")
+case("at_inputs", "coordinates-scalar", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), 1.0), VE,
+     "coordinates")
+case("at_inputs", "coordinates-nested", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), [[1.0, 2.0]]), VE,
+     "coordinates")
 
 # --- bandit
 B = jtk.bandit
@@ -427,6 +531,9 @@ for hid, h, e in [("0", 0, VE), ("neg", -5, VE), ("float", 5.0, TE), ("bool", Tr
 for sid, s, e in [("0", 0, VE), ("neg-entry", [-1], VE), ("2**32", [2 ** 32], VE), ("float", 2.5, TE),
                   ("str", "3", TE), ("empty", [], VE), ("bool", True, TE)]:
     case("bandit.run", f"seeds-{sid}", lambda s=s: run(seeds=s), e, "seeds")
+case("bandit.run", "seeds-duplicate", lambda: run(seeds=[0, 0]), VE, "seeds [0]")
+case("bandit.run", "seeds-duplicates", lambda: run(seeds=[3, 1, 3, 1, 2]), VE, "seeds [1, 3]")
+case("bandit.make_problems", "seeds-duplicate", call(jtk.bandit.make_problems, seeds=[5, 5]), VE, "seeds [5]")
 case("bandit.run", "input_dim-0", lambda: run(input_dim=0), VE, "input_dim")
 case("bandit.run", "input_dim-huge", lambda: run(input_dim=10 ** 9), VE, "input_dim")
 case("bandit.run", "num_actions-1", lambda: run(num_actions=1), VE, "num_actions")
@@ -515,7 +622,43 @@ case("testbed.evaluate", "problems-empty", lambda: T.evaluate(jtk.agents.make("u
      "problems")
 case("testbed.evaluate", "duplicate-problems",
      lambda: T.evaluate(jtk.agents.make("uniform"), [good_problem(), good_problem()], progress=False), VE, "problems")
+case("testbed.grid", "seeds-duplicate", call(T.grid, seeds=[2, 2]), VE, "seeds [2]")
+for eid, ex in [("str-dask", "dask"), ("str-tcp", "tcp://127.0.0.1:8786"), ("str-local", "local"), ("int", 2),
+                ("object", object())]:
+    case("testbed.evaluate", f"executor-{eid}", lambda ex=ex: evaluate_user(jtk.agents.make("uniform"), executor=ex),
+         TE, "executor submit Client")
+case("testbed.evaluate", "executor-dask-hint", lambda: evaluate_user(jtk.agents.make("uniform"), executor="dask"), TE,
+     "executor 'dask' jtk.executors.executor('dask') --scheduler")
+case("evaluate_to_file", "executor-str",
+     lambda: jtk.results.evaluate_to_file("uniform", [good_problem()], "unused.csv", executor="dask", progress=False),
+     TE, "executor 'dask'")
+case("sweep.run", "executor-str",
+     lambda: jtk.sweep.run([jtk.sweep.Config("uniform")], [good_problem()], "unused", executor="dask", progress=False),
+     TE, "executor 'dask'")
+# the agent's own faults, named with the agent and the problem (message and __cause__: tests below)
+for fid, fill in [("inf", np.inf), ("nan", np.nan)]:
+    case("testbed.evaluate", f"logits-{fid}", lambda fill=fill: evaluate_user(UserAgent(fill=fill)), VE,
+         f"student_agent {PROBLEM_NAMED} not finite")
+case("testbed.evaluate", "logits-row-all--inf", lambda: evaluate_user(UserAgent(fill=-np.inf, all_neg_inf=True)), VE,
+     f"student_agent {PROBLEM_NAMED} not finite -inf")
+case("testbed.evaluate", "logits--inf-valid", lambda: evaluate_user(UserAgent(fill=-np.inf)), None, "")  # probability 0
+case("testbed.evaluate", "fit-raises", lambda: evaluate_user(UserAgent(fit_error=ZeroDivisionError("boom"))),
+     ZeroDivisionError, f"student_agent fit {PROBLEM_NAMED} boom")
+case("testbed.evaluate", "sample_logits-raises",
+     lambda: evaluate_user(UserAgent(sample_error=ValueError("bad shapes"))), VE,
+     f"student_agent sample_logits {PROBLEM_NAMED} bad shapes")
 case("testbed.summarize", "not-a-frame", call(T.summarize, [1, 2]), TE, "results")
+case("testbed.summarize", "kl-str", lambda: T.summarize(with_col(results_frame(), kl="0.1")), TE,
+     "results['kl'] numeric '0.1'")
+case("testbed.summarize", "kl-bool", lambda: T.summarize(with_col(results_frame(), kl=True)), TE, "results['kl']")
+case("testbed.summarize", "accuracy-str", lambda: T.summarize(with_col(results_frame(), accuracy="high")), TE,
+     "results['accuracy'] numeric")
+case("testbed.summarize", "missing-accuracy", lambda: T.summarize(results_frame().drop(columns=["accuracy"])), VE,
+     "required ['accuracy']")
+case("testbed.summarize", "missing-accuracy-and-ece",
+     lambda: T.summarize(results_frame().drop(columns=["accuracy", "ece"])), VE, "['accuracy', 'ece']")
+case("testbed.summarize", "no-timings-valid",  # optional columns may be left out
+     lambda: T.summarize(results_frame().drop(columns=["train_seconds", "eval_seconds", "likelihood"])), None, "")
 case("testbed.summarize", "se-unknown", lambda: T.summarize(results_frame(), se="bootstrap"), VE, "se")
 case("testbed.summarize", "kl-nan", lambda: T.summarize(with_col(results_frame(), kl=np.nan)), VE, "kl")
 case("testbed.summarize", "duplicated-rows",
@@ -523,6 +666,11 @@ case("testbed.summarize", "duplicated-rows",
 case("testbed.summarize", "missing-column", lambda: T.summarize(results_frame().drop(columns=["kl"])), VE, "kl")
 case("testbed.breakdown", "missing-num_train", lambda: T.breakdown(results_frame().drop(columns=["num_train"])), VE,
      "num_train")
+case("testbed.breakdown", "temperature-str", lambda: T.breakdown(with_col(results_frame(), temperature="0.1")), TE,
+     "results['temperature']")
+SWEEP_ROWS = lambda taus: with_col(results_frame()[results_frame()["tau"].isin(taus)], config="mlp__l2_scale=1")  # noqa
+case("sweep.best_configs", "tau-1-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
+case("sweep.best_configs", "tau-10-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
 
 
 @pytest.mark.parametrize("build, exc, names", CASES)
@@ -542,6 +690,60 @@ def test_case_table_counts():
     ids = [p.id for p in CASES]
     assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1]
     assert len(CASES) >= 250
+
+
+# ------------------------------------------------------------------ the agent's own faults name agent and problem
+@pytest.mark.parametrize("where", ["fit_error", "sample_error"])
+def test_agent_exception_names_agent_and_problem_and_chains_the_original(where):
+    original = ZeroDivisionError("division by zero in the student's code")
+    with pytest.raises(ZeroDivisionError) as info:  # the same type: `except ZeroDivisionError` still catches it
+        evaluate_user(UserAgent(**{where: original}))
+    message = str(info.value)
+    call_name = "fit" if where == "fit_error" else "sample_logits"
+    assert f"agent 'student_agent' raised ZeroDivisionError in {call_name} on problem {PROBLEM_NAMED}" in message
+    assert str(original) in message
+    assert info.value.__cause__ is original
+
+
+def test_agent_exception_of_another_shape_becomes_runtime_error():
+    original = KeyError("weights")  # KeyError quotes its message: re-raised as RuntimeError, chained
+    with pytest.raises(RuntimeError, match=f"student_agent.*fit.*{PROBLEM_NAMED}") as info:
+        evaluate_user(UserAgent(fit_error=original))
+    assert info.value.__cause__ is original
+
+
+def test_agent_keyboard_interrupt_is_the_testbeds_interruption():
+    with pytest.raises(jtk.testbed.Interrupted) as info:  # run_chunks' own handling, not a wrapped exception
+        evaluate_user(UserAgent(fit_error=KeyboardInterrupt()))
+    assert info.value.__cause__ is None
+
+
+def test_own_validation_messages_are_unchanged_by_the_agent_context():
+    with pytest.raises(ValueError) as info:
+        evaluate_user(UserAgent(), likelihood="exact")  # jtk's check: the user posterior is no finite mixture
+    assert str(info.value).startswith("likelihood='exact' needs a finite-mixture posterior")
+    assert info.value.__cause__ is None
+    with pytest.raises(ValueError, match="^problems must hold at least one Problem"):
+        jtk.testbed.evaluate(UserAgent(), [], progress=False)
+
+
+@pytest.mark.parametrize("fill, found", [(np.inf, "100 +inf"), (np.nan, "100 NaN")])
+def test_non_finite_logits_name_agent_and_problem(fill, found):
+    with pytest.raises(ValueError) as info:
+        evaluate_user(UserAgent(fill=fill))
+    message = str(info.value)
+    assert message.startswith(f"agent 'student_agent' returned sampled logits that are not finite on problem "
+                              f"{PROBLEM_NAMED}: sample_logits gave {found}"), message
+    assert "kl_values" not in message and info.value.__cause__ is None
+
+
+def test_nan_scores_of_a_vectorised_agent_name_agent_and_problem():
+    """The vectorised path scores inside XLA: NaN KL values are reported with the agent and the problem."""
+    p = good_problem(tau=10)
+    kl = np.array([0.1, np.nan, 0.3])
+    with pytest.raises(ValueError, match="agent 'mlp' gave sampled logits that are not finite on problem "
+                                         "seed=0 num_train=10 temperature=0.1 tau=10: 1 of 3"):
+        jtk.testbed._rows([p], [kl], [np.full((3, 2), 0.5)], [np.zeros(3, int)], "exact", 0.0, 0.0, "mlp")
 
 
 # ------------------------------------------------------------------ float64 precision and seeds
@@ -579,6 +781,11 @@ def test_batch_mig_is_scale_invariant():
         got = A.batch_mig(cov * s, pool, test, 0.1 * s, 5, return_scores=True)
         np.testing.assert_array_equal(got[0], base[0])
         np.testing.assert_allclose(got[1], base[1], rtol=1e-9)
+    # cov · 1e300 with σ² = 0.1 is a valid problem: every criterion computes on cov / max diag, so nothing
+    # overflows, and σ² / max diag ≈ 1e-302 makes it the noise-free problem (what is refused: σ² / max diag
+    # overflowing, the cases "cov-1e-320-vs-noise_var" above)
+    for fn in (A.batch_mig, A.mig, A.tig):
+        np.testing.assert_array_equal(fn(cov * 1e300, pool, test, 0.1, 5), fn(cov, pool, test, 0.0, 5))
 
 
 def test_memory_budget_override(monkeypatch):
