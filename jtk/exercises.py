@@ -836,8 +836,8 @@ def feedback_html(row: dict) -> str:
     for c in row["checks"]:
         note = " (this cell was edited; it was graded as distributed)" if c["tampered"] else ""
         if c.get("cases_timed_out"):
-            note += (f" {c['cases_timed_out']} case(s) ran out of time and were not counted as wrong answers; "
-                     f"your instructor is told.")
+            note += (f" {c['cases_timed_out']} case(s) ran out of time: they earn no points, and your instructor "
+                     f"sees them as timeouts, not as wrong answers.")
         lines.append(f"<tr><td>{esc(c['id'])}</td><td>{_STATUS_MARK.get(c['status'], '')} {esc(c['status'])}</td>"
                      f"<td>{c['points']:g} / {c['max_points']:g}</td><td>{esc(c['message'] or '')}{esc(note)}</td>"
                      f"<td><code>{esc(c['misconception'] or '')}</code></td></tr>")
