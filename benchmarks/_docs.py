@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -37,3 +40,14 @@ def sections(text: str) -> dict[str, str]:
     """All marked sections of a document: name → the whole block, markers included."""
     pattern = re.compile(r"<!-- (\S+) begin -->\n.*?<!-- \1 end -->\n?", re.S)
     return {m.group(1): m.group(0) for m in pattern.finditer(text)}
+
+
+def md_table(df: pd.DataFrame, floatfmt: str = "{:.3f}", index: bool = True) -> str:
+    """A GitHub markdown table (no tabulate dependency); NaN cells are empty."""
+    d = df.reset_index() if index else df
+    cols = [str(c) for c in d.columns]
+    fmt = lambda v: floatfmt.format(v) if isinstance(v, (float, np.floating)) and np.isfinite(v) else (  # noqa: E731
+        "" if isinstance(v, float) and np.isnan(v) else str(v))
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in d.itertuples(index=False)]
+    return "\n".join(lines)

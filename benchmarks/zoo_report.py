@@ -39,6 +39,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from _docs import md_table  # noqa: E402
+
 from jtk import testbed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,17 +57,6 @@ ORDER = ["mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "sgmcmc
 
 
 # ------------------------------------------------------------------ helpers
-def md_table(df: pd.DataFrame, floatfmt: str = "{:.3f}", index: bool = True) -> str:
-    """A GitHub markdown table (no tabulate dependency)."""
-    d = df.reset_index() if index else df
-    cols = [str(c) for c in d.columns]
-    fmt = lambda v: floatfmt.format(v) if isinstance(v, (float, np.floating)) and np.isfinite(v) else (  # noqa: E731
-        "" if isinstance(v, float) and np.isnan(v) else str(v))
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in d.itertuples(index=False)]
-    return "\n".join(lines)
-
-
 def base_agent(label: str, names) -> str:
     """The longest of ``names`` that ``label`` is or extends with "_…" (``ensemble+_K10`` → ``ensemble+``)."""
     matches = [n for n in names if label == n or label.startswith(n + "_")]
