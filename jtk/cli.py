@@ -4,6 +4,9 @@
     jtk exercises build|check
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
+    jtk gradebook GRADES.csv --roster ROSTER.csv --format canvas|moodle --out FILE [--force] [--roster-key COLUMN]
+                  [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
+                  [--deadline ISO-8601 --submitted TIMES.csv [--penalty-per-day FRACTION]]
     jtk info
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
@@ -131,6 +134,31 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--salt", default="", help="secret mixed into each student's seeds")
     gr.add_argument("--force", action="store_true", help="overwrite an existing --csv file")
     gr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    gb = sub.add_parser("gradebook", help="convert jtk grade's grades.csv into a Canvas or Moodle gradebook import "
+                                          "file, matched through a roster, with an optional late policy")
+    gb.add_argument("grades", metavar="GRADES.csv", help="grades written by jtk grade --csv")
+    gb.add_argument("--roster", required=True,
+                    help="CSV of the class: a key column with jtk's student names (student, login, sis_login_id or "
+                         "SIS Login ID, or --roster-key) and name, id, sis_user_id, sis_login_id, section, idnumber, "
+                         "email, extension_days as available (a Canvas gradebook export works as it is)")
+    gb.add_argument("--format", required=True, choices=["canvas", "moodle"], help="the LMS's import format")
+    gb.add_argument("--out", required=True, help="the import CSV to write (and FILE.late.csv with --deadline)")
+    gb.add_argument("--force", action="store_true", help="overwrite an existing --out (and its .late.csv)")
+    gb.add_argument("--roster-key", default=None, metavar="COLUMN", help="the roster column holding jtk's student names")
+    gb.add_argument("--moodle-key", default=None, choices=["idnumber", "email"],
+                    help="moodle: identify students by ID number (default) or email address")
+    gb.add_argument("--title", dest="titles", action="append", default=[], metavar="NOTEBOOK=TITLE",
+                    help="column title for a notebook, e.g. '01_coin=Lab 1 (4321)' (default: the notebook's name)")
+    gb.add_argument("--allow-unmatched", action="store_true",
+                    help="write the file even if some submissions' students are not in the roster (they are left "
+                         "out and listed on stderr; without this nothing is written and the exit status is 1)")
+    gb.add_argument("--deadline", default=None, metavar="ISO-8601",
+                    help="deadline, e.g. 2025-03-01T23:59:00+01:00; a roster column extension_days moves it per student")
+    gb.add_argument("--submitted", default=None, metavar="TIMES.csv",
+                    help="submission times: columns student, notebook, submitted (ISO 8601); needed with --deadline")
+    gb.add_argument("--penalty-per-day", default=None, metavar="FRACTION",
+                    help="fraction of the max score lost per started day late, e.g. 0.1 (default 0); score floored at 0")
 
     sw = sub.add_parser("sweep", help="resumable hyperparameter sweep; prints each agent's best configuration")
     sw.add_argument("--agents", nargs="+", default=["mlp", "ensemble", "ensemble+"], help="agents to sweep")
@@ -443,6 +471,87 @@ def _grade(args) -> int:
     return 0
 
 
+def _gradebook(args) -> int:
+    from jtk import gradebook
+    from jtk.results import OutputError, check_output
+
+    def fail(message: str, code: int = 2) -> int:
+        return _fail("gradebook", message, code)
+
+    try:
+        if args.moodle_key is not None and args.format != "moodle":
+            raise ValueError(f"--moodle-key: expected only with --format moodle, got --format {args.format}")
+        late_args = {"--submitted": args.submitted, "--penalty-per-day": args.penalty_per_day}
+        if args.deadline is None and any(v is not None for v in late_args.values()):
+            given = " and ".join(k for k, v in late_args.items() if v is not None)
+            raise ValueError(f"{given}: expected with --deadline (the late policy needs a deadline), got no --deadline")
+        if args.deadline is not None and args.submitted is None:
+            raise ValueError("--deadline: expected --submitted TIMES.csv with the submission times, got none")
+        deadline = None if args.deadline is None else gradebook.parse_time(args.deadline, "--deadline")
+        penalty = 0.0
+        if args.penalty_per_day is not None:
+            try:
+                penalty = float(args.penalty_per_day)
+            except ValueError:
+                penalty = float("nan")
+            if not 0 <= penalty <= 1:
+                raise ValueError(f"--penalty-per-day: expected a fraction of the max score in [0, 1] (0.1 = 10 % a "
+                                 f"day), got {args.penalty_per_day!r}")
+        titles = {}
+        for text in args.titles:
+            notebook, sep, title = text.partition("=")
+            if not sep or not notebook.strip() or not title.strip():
+                raise ValueError(f"--title: expected NOTEBOOK=TITLE, got {text!r}")
+            titles[notebook.strip()] = title.strip()
+        out = pathlib.Path(args.out)
+        inputs = [p for p in (args.grades, args.roster, args.submitted) if p is not None]
+        if any(os.path.exists(p) and os.path.exists(out) and os.path.samefile(p, out) for p in inputs):
+            raise ValueError(f"--out: expected a file other than the inputs, got {str(out)!r}")
+        check_output(out, option="--out", force=args.force)
+        if deadline is not None:
+            check_output(gradebook.late_path(out), option="--out's late report", force=args.force)
+        grades = gradebook.read_grades(args.grades)
+        roster = gradebook.read_roster(args.roster, key=args.roster_key)
+        submitted = None if args.submitted is None else gradebook.read_submitted(args.submitted)
+    except (ValueError, OutputError) as err:
+        return fail(str(err))
+    missing = gradebook.unmatched(grades, roster)
+    if missing:
+        rows = grades[grades.student.isin(missing)]
+        listed = "; ".join(f"{s} ({', '.join(rows.notebook[rows.student == s])})" for s in missing)
+        if not args.allow_unmatched:
+            return fail(f"{len(missing)} student(s) of {args.grades} are not in the roster {args.roster}, so their "
+                        f"grades have nowhere to go: {listed}. Nothing was written; add them to the roster, fix "
+                        f"--roster-key, or pass --allow-unmatched to write the others", code=1)
+        print(f"jtk gradebook: warning: left out {len(missing)} student(s) not in the roster: {listed}", file=sys.stderr)
+    skipped = grades[grades.status == "unmatched"]
+    if len(skipped):
+        print("jtk gradebook: note: rows with status unmatched are no notebook of the assignment and get no column: "
+              + ", ".join(f"{s}/{n}" for s, n in zip(skipped.student, skipped.notebook)), file=sys.stderr)
+    try:
+        late = None if deadline is None else gradebook.apply_late_policy(
+            grades, submitted, deadline, penalty_per_day=penalty, roster=roster)
+        kwargs = {"late": late, "titles": titles, "allow_unmatched": args.allow_unmatched}
+        if args.format == "canvas":
+            table = gradebook.to_canvas(grades, roster, **kwargs)
+            empty = int(table.iloc[1:, len(gradebook.CANVAS_STUDENT_COLUMNS):].isna().to_numpy().sum())
+        else:
+            table = gradebook.to_moodle(grades, roster, key=args.moodle_key or "idnumber", **kwargs)
+            empty = int(table.iloc[:, 1:].isna().to_numpy().sum())
+    except ValueError as err:
+        return fail(str(err))
+    gradebook.write(table, out)
+    exercises = len(set(gradebook.exercise_rows(grades).notebook))
+    print(f"{args.format} gradebook for {len(roster)} students x {exercises} exercises written to {out}"
+          + (f" ({empty} empty cells: no submission)" if empty else ""))
+    if late is not None:
+        report = gradebook.write(late, gradebook.late_path(out))
+        num_late = int((late.days_late > 0).sum())
+        print(f"late policy: {num_late} late submission(s), {late.penalty.sum():.10g} points taken off; "
+              f"per submission in {report}")
+    return 0
+
+
 def _hidden_paths(paths) -> list[str]:
     """Paths a bwrap kernel must not see: directories unless they hold the Python installation or jtk."""
     from jtk import sandbox
@@ -513,8 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jtk: interrupted before starting; nothing was written", file=sys.stderr)
         return 130
-    commands = {"testbed": _testbed, "sweep": _sweep, "exercises": _exercises, "grade": _grade, "bandit": _bandit,
-                "verify": _verify, "export": _export, "challenge": _challenge, "info": _info}
+    commands = {"testbed": _testbed, "sweep": _sweep, "exercises": _exercises, "grade": _grade, "gradebook": _gradebook,
+                "bandit": _bandit, "verify": _verify, "export": _export, "challenge": _challenge, "info": _info}
     if args.command in commands:
         return commands[args.command](args)
     return 2  # pragma: no cover - argparse enforces the choices
