@@ -3,6 +3,7 @@
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
     jtk exercises build|check
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
+              [--gradescope RESULTS.json [--hidden-visibility V]]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
     jtk gradebook GRADES.csv --roster ROSTER.csv --format canvas|moodle --out FILE [--force] [--roster-key COLUMN]
                   [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
@@ -125,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--timeout", type=_positive_int, default=30,
                     help="CPU seconds for the student's code per check cell (default 30); every cell also stops at "
                          "4x this in wall-clock time")
+    gr.add_argument("--gradescope", default=None, metavar="RESULTS.json",
+                    help="also write Gradescope's results.json for this one student's submission")
+    gr.add_argument("--hidden-visibility", default="after_published",
+                    choices=["visible", "hidden", "after_due_date", "after_published"],
+                    help="with --gradescope: when students see the hidden cases' tests (default after_published)")
     gr.add_argument("--only", default=None, metavar="STUDENT[,STUDENT...]",
                     help="grade only these students' notebooks (e.g. to regrade the ones that timed out)")
     gr.add_argument("--memory", type=_bytes, default=4 * 2 ** 30, help="memory per kernel, e.g. 4G (default 4 GiB)")
@@ -433,6 +439,13 @@ def _grade(args) -> int:
             return fail(f"--only: expected a comma-separated list of students among the submissions (e.g. "
                         f"{', '.join(known[:5])}), got {args.only!r}")
         subs = [s for s in subs if s.student in wanted]
+    if args.gradescope:
+        students = sorted({s.student for s in subs})
+        if len(students) > 1:
+            return fail(f"--gradescope: results.json is one student's submission, got notebooks of {len(students)} "
+                        f"students ({', '.join(students[:5])}{', ...' if len(students) > 5 else ''})")
+        if not pathlib.Path(args.gradescope).resolve().parent.is_dir():
+            return fail(f"--gradescope: directory of {args.gradescope!r} does not exist")
     if args.csv:
         csv = pathlib.Path(args.csv)
         if not csv.parent.is_dir() or not os.access(csv.parent, os.W_OK):
@@ -445,6 +458,7 @@ def _grade(args) -> int:
             return fail(f"--feedback: {str(fb)!r} exists and is not a directory")
     if mode == "none":
         print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.sandbox)", file=sys.stderr)
+    started = time.perf_counter()
     rows = exercises.grade_class(subs, sources, workers=args.workers, timeout=args.timeout, memory=args.memory,
                                  sandbox=mode, seed=args.seed, salt=args.salt,
                                  hide=_hidden_paths([args.source, *args.submissions]),
@@ -465,6 +479,12 @@ def _grade(args) -> int:
     if args.feedback:
         written = exercises.write_feedback(rows, args.feedback)
         print(f"{len(written)} feedback pages written to {args.feedback}", file=out)
+    if args.gradescope:
+        from jtk import gradescope
+
+        gradescope.write_results(rows, args.gradescope, hidden_visibility=args.hidden_visibility,
+                                 execution_time=time.perf_counter() - started)
+        print(f"Gradescope results written to {args.gradescope}", file=out)
     late = exercises.timeout_summary(rows)
     if late:
         print(f"jtk grade: {late}", file=out)

@@ -535,9 +535,11 @@ def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) 
     codes = sorted({f.code for _, f in failures}) if judged else []
     # cases lost to a limit: out of CPU time in the check, or every unanswered case of a cell stopped by the clock
     timed_out = total - passed if fate == "timeout" else sum(f.code == "generic.timeout" for _, f in failures)
+    hidden_total, hidden_passed = sum(r.total for r in results if r.hidden), sum(r.passed for r in results if r.hidden)
     return {"id": check.grade_id, "points": points, "max_points": check.points, "status": status,
             "tampered": bool(tampered), "misconception": misconception, "message": message,
-            "cases_passed": passed, "cases_total": total, "cases_timed_out": int(timed_out), "codes": codes}
+            "cases_passed": passed, "cases_total": total, "cases_timed_out": int(timed_out),
+            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total, "codes": codes}
 
 
 # ------------------------------------------------------------------ one notebook
@@ -552,7 +554,7 @@ def _empty_row(sub: Submission, source: Source | None, status: str, message: str
     checks = [] if source is None else [
         {"id": c.grade_id, "points": 0.0, "max_points": c.points, "status": "not_run", "tampered": False,
          "misconception": None, "message": message, "cases_passed": 0, "cases_total": 0, "cases_timed_out": 0,
-         "codes": []} for c in source.checks]
+         "hidden_cases_passed": 0, "hidden_cases_total": 0, "codes": []} for c in source.checks]
     return {"student": sub.student, "notebook": sub.notebook, "score": 0.0,
             "max_score": source.max_score if source else 0.0, "status": status, "message": message,
             "wall_timeouts": 0, "retried": False, "checks": checks}

@@ -1,0 +1,119 @@
+"""jtk's grade rows as Gradescope's results.json: fields, points, visibility of hidden cases, broken files."""
+
+import json
+
+import pytest
+
+from jtk import gradescope
+
+TEST_FIELDS = {"name", "number", "score", "max_score", "status", "output", "visibility"}
+
+
+def _check(gid, points, passed, total, hidden_passed=0, hidden_total=0, status="passed", message="", code=None,
+           tampered=False, timed_out=0):
+    return {"id": gid, "points": round(points * passed / total, 4) if total else 0.0, "max_points": points,
+            "status": status, "tampered": tampered, "misconception": code, "message": message,
+            "cases_passed": passed, "cases_total": total, "cases_timed_out": timed_out,
+            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total, "codes": [code] if code else []}
+
+
+def _row(checks, notebook="01_coin_joint.ipynb", status="graded", message=""):
+    return {"student": "alice", "notebook": notebook, "score": round(sum(c["points"] for c in checks), 4),
+            "max_score": sum(c["max_points"] for c in checks), "status": status, "message": message,
+            "wall_timeouts": 0, "retried": False, "checks": checks}
+
+
+def test_points_split_into_visible_and_hidden_tests_that_add_up_to_jtk_grade():
+    row = _row([_check("ex1a-check", 1, 13, 16, hidden_passed=3, hidden_total=6, status="failed",
+                       message="Case 2: wrong", code="coin.product_of_marginals"),
+                _check("ex1b-check", 1, 8, 8, hidden_passed=3, hidden_total=3)])
+    out = gradescope.results_json([row], execution_time=12.4)
+    assert out["score"] == pytest.approx(row["score"]) and out["execution_time"] == 12
+    assert all(TEST_FIELDS <= set(t) for t in out["tests"])
+    names = [t["name"] for t in out["tests"]]
+    assert names == ["01_coin_joint.ipynb: ex1a-check (visible cases)", "01_coin_joint.ipynb: ex1a-check (hidden cases)",
+                     "01_coin_joint.ipynb: ex1b-check (visible cases)", "01_coin_joint.ipynb: ex1b-check (hidden cases)"]
+    assert [t["number"] for t in out["tests"]] == ["1", "2", "3", "4"]
+    visible, hidden = out["tests"][:2]
+    assert (visible["score"], visible["max_score"], visible["status"]) == (10 / 16, 10 / 16, "passed")
+    assert (hidden["score"], hidden["max_score"], hidden["status"]) == (0.1875, 0.375, "failed")
+    assert hidden["visibility"] == "after_published" and visible["visibility"] == "visible"
+    assert "coin.product_of_marginals" in hidden["output"] and "3 of 6 cases passed" in hidden["output"]
+    assert sum(t["max_score"] for t in out["tests"]) == pytest.approx(row["max_score"])
+    assert gradescope.results_json([row], hidden_visibility="hidden")["tests"][1]["visibility"] == "hidden"
+
+
+def test_a_cell_that_did_not_run_and_a_file_that_is_not_a_notebook_say_so():
+    row = _row([_check("ex2-check", 2, 0, 0, status="timeout", message="the cell ran past its wall-clock limit")],
+               notebook="02_joint_log_likelihood.ipynb")
+    broken = _row([_check("ex3-check", 1, 0, 0, status="not_run", message="not a readable notebook")],
+                  notebook="notes.ipynb", status="unreadable", message="not a readable notebook: JSONDecodeError")
+    out = gradescope.results_json([row, broken])
+    assert out["score"] == 0 and [t["max_score"] for t in out["tests"]] == [2, 1]
+    assert out["tests"][0]["status"] == "failed" and "wall-clock" in out["tests"][0]["output"]
+    assert "notes.ipynb: not a readable notebook" in out["output"]
+    assert "no notebook was found" in gradescope.results_json([])["output"]
+
+
+def test_timeouts_are_named_in_the_output():
+    row = _row([_check("ex1a-check", 1, 5, 16, status="timeout", code="generic.timeout", timed_out=11)])
+    assert "11 case(s) ran out of time" in gradescope.results_json([row])["output"]
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="hidden_visibility must be one of"):
+        gradescope.results_json([], hidden_visibility="later")
+    other = dict(_row([]), student="bob")
+    with pytest.raises(ValueError, match="one student's submission"):
+        gradescope.results_json([_row([]), other])
+    path = gradescope.write_results([_row([_check("ex1a-check", 1, 1, 1)])], tmp_path / "results.json")
+    assert json.loads(path.read_text())["score"] == 1.0
+
+
+def test_jtk_grade_writes_results_json_for_one_students_submission(tmp_path):
+    """End to end: a solved notebook, a blank one whose check cell was edited to print a pass line, and a file that
+    is not a notebook; results.json's total equals jtk grade's, the edit earns nothing and the broken file is named."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    import nbformat
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    alice = tmp_path / "class" / "alice"
+    alice.mkdir(parents=True)
+    (alice / "01_coin_joint.ipynb").write_text((root / "solutions" / "01_coin_joint.ipynb").read_text())
+    blank = nbformat.read(root / "exercises" / "02_joint_log_likelihood.ipynb", as_version=4)
+    for cell in blank.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = 'print("✅ passed")'
+    nbformat.write(blank, alice / "02_joint_log_likelihood.ipynb")
+    (alice / "notes.ipynb").write_text("{ not json")
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "jtk.cli", "grade", str(tmp_path / "class"), "--json",
+                           "--gradescope", str(out), "--no-progress", "--timeout", "10", "--salt", "t"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout)
+    result = json.loads(out.read_text())
+    assert result["score"] == pytest.approx(sum(r["score"] for r in rows)) == pytest.approx(2.0)
+    assert isinstance(result["execution_time"], int) and all(TEST_FIELDS <= set(t) for t in result["tests"])
+    edited = [t for t in result["tests"] if t["name"].startswith("02_joint_log_likelihood.ipynb")]
+    assert edited and all(t["score"] == 0 and t["status"] == "failed" for t in edited)
+    assert any("edited" in t["output"] for t in edited)
+    assert "notes.ipynb" in result["output"]
+    assert {t["visibility"] for t in result["tests"]} == {"visible", "after_published"}
+
+
+def test_jtk_grade_refuses_results_json_for_several_students(tmp_path, capsys):
+    import pathlib
+
+    from jtk import cli
+
+    exercise = (pathlib.Path(__file__).resolve().parents[1] / "exercises" / "01_coin_joint.ipynb").read_text()
+    for student in ("alice", "bob"):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / "01_coin_joint.ipynb").write_text(exercise)
+    assert cli.main(["grade", str(tmp_path), "--gradescope", str(tmp_path / "r.json"), "--no-progress"]) == 2
+    assert "one student's submission" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
