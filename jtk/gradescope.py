@@ -101,3 +101,153 @@ def write_results(rows: Sequence[dict], path, **kwargs) -> pathlib.Path:
     path = pathlib.Path(path)
     write_atomic(path, (json.dumps(results_json(rows, **kwargs), indent=1, ensure_ascii=False) + "\n").encode())
     return path
+
+
+# ------------------------------------------------------------------ the autograder bundle
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image (choose its Ubuntu 24.04 base image:
+# constraints.txt pins versions for Python >= 3.11). It installs Python, Debian's bubblewrap (the sandbox jtk grade
+# keeps student code in) and jtk at the versions jtk's CI tested.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv bubblewrap
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install -q -c /autograder/source/constraints.txt /autograder/source/{wheel}
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this once per submission: grade /autograder/submission, write /autograder/results/results.json.
+exec /autograder/venv/bin/python -m jtk.gradescope /autograder
+"""
+
+
+def _checkout() -> pathlib.Path | None:
+    here = pathlib.Path(__file__).resolve().parent.parent
+    return here if (here / "pyproject.toml").exists() and (here / "jtk").is_dir() else None
+
+
+def build_autograder(out, source="solutions", *, salt: str, force: bool = False) -> pathlib.Path:
+    """Writes Gradescope's autograder bundle (a zip) for the exercises whose sources are in ``source``.
+
+    The zip holds, at its top level as Gradescope asks: ``setup.sh`` (installs Python, bubblewrap and jtk at the
+    pinned versions), ``run_autograder`` (grades one submission), and what they use: the source notebooks with
+    their hidden checks (``solutions/``), the secret ``salt.txt`` that seeds each student's hidden cases (the same
+    cases ``jtk grade --salt`` draws), ``constraints.txt`` and a wheel of this jtk. Students never see it: it is
+    uploaded by the instructor, and the grader hides it from the kernels that run student code (bubblewrap).
+
+    Args:
+      out: the zip file to write (refused if it exists, unless ``force``).
+      source: the directory of source (solution) notebooks.
+      salt: the secret mixed into every student's case seeds (non-empty).
+      force: overwrite ``out``.
+
+    Raises:
+      ValueError: no source notebooks, an empty salt, an existing ``out`` without ``force``, or jtk not running
+        from a checkout (the wheel is built from it).
+    """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    from jtk import exercises
+
+    out = pathlib.Path(out)
+    if out.exists() and not force:
+        raise ValueError(f"out: {str(out)!r} exists; pass force=True (--force) to overwrite it")
+    if not out.parent.is_dir():
+        raise ValueError(f"out: directory {str(out.parent)!r} does not exist")
+    if not isinstance(salt, str) or not salt.strip():
+        raise ValueError("salt must be a non-empty secret string (it seeds every student's hidden cases)")
+    sources = exercises.load_sources(source)  # validates the directory and its notebooks
+    root = _checkout()
+    if root is None:
+        raise ValueError("build_autograder needs jtk running from a checkout of its repository (it builds a wheel "
+                         "of it); clone the repository and run the command there")
+    with tempfile.TemporaryDirectory(prefix="jtk-autograder-") as tmp:
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps",
+                               "-q", "-w", tmp], capture_output=True, text=True)
+        wheels = sorted(pathlib.Path(tmp).glob("jtk-*.whl"))
+        if done.returncode != 0 or not wheels:
+            raise RuntimeError(f"building jtk's wheel failed: {done.stderr[-1000:]}")
+        staged = out.with_name(f".{out.name}.tmp")
+        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, text in (("setup.sh", SETUP_SH.format(wheel=wheels[0].name)), ("run_autograder", RUN_AUTOGRADER)):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = 0o755 << 16  # executable, as Gradescope runs them
+                z.writestr(info, text)
+            for name in sorted(sources):
+                z.write(pathlib.Path(source) / name, f"solutions/{name}")
+            z.writestr("salt.txt", salt.strip() + "\n")
+            z.write(wheels[0], wheels[0].name)
+            if (root / "constraints.txt").exists():
+                z.write(root / "constraints.txt", "constraints.txt")
+        shutil.move(staged, out)
+    return out
+
+
+def _student_of(root: pathlib.Path) -> str:
+    """The submitter's id from Gradescope's submission_metadata.json (email, else name, else the submission id)."""
+    try:
+        meta = json.loads((root / "submission_metadata.json").read_text())
+    except (OSError, ValueError):
+        return "student"
+    users = meta.get("users") or [{}]
+    raw = str(users[0].get("email") or users[0].get("name") or meta.get("id") or "student")
+    return "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in raw).lstrip(".") or "student"
+
+
+def run_autograder(root="/autograder") -> dict:
+    """Grades ``ROOT/submission`` against ``ROOT/source`` and writes ``ROOT/results/results.json``; never raises.
+
+    Gradescope's layout: the bundle unpacked in ``ROOT/source``, the student's files in ``ROOT/submission``, their
+    identity in ``ROOT/submission_metadata.json``, the result in ``ROOT/results/results.json``. The notebooks are
+    graded as one student's with ``jtk grade``'s engine (one worker, the strongest sandbox available, the bundle's
+    salt); files that are not notebooks are listed in the output. Returns the result written.
+    """
+    import shutil
+    import tempfile
+    import time
+    import traceback
+
+    from jtk import exercises
+
+    root = pathlib.Path(root)
+    started = time.perf_counter()
+    results_dir = root / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        sources = exercises.load_sources(root / "source" / "solutions")
+        salt = (root / "source" / "salt.txt").read_text().strip()
+        submitted = [p for p in sorted((root / "submission").rglob("*"))
+                     if p.is_file() and ".ipynb_checkpoints" not in p.parts]
+        notebooks = [p for p in submitted if p.suffix == ".ipynb"]
+        ignored = [str(p.relative_to(root / "submission")) for p in submitted if p.suffix != ".ipynb"]
+        student = _student_of(root)
+        with tempfile.TemporaryDirectory(prefix="jtk-gradescope-") as tmp:
+            folder = pathlib.Path(tmp) / student
+            folder.mkdir()
+            for p in notebooks:  # one folder per student, as jtk grade expects; names kept
+                shutil.copyfile(p, folder / p.name)
+            subs = exercises.collect([pathlib.Path(tmp)], sources) if notebooks else []
+            rows = exercises.grade_class(subs, sources, workers=1, salt=salt, progress=False,
+                                         hide=[str(root / "source"), str(root / "submission"), str(results_dir)])
+        result = results_json(rows, execution_time=time.perf_counter() - started)
+        if ignored:
+            result["output"] += "\nNot notebooks, not graded: " + ", ".join(ignored[:20])
+    except Exception as err:  # noqa: BLE001 - Gradescope must always get a result file
+        result = {"score": 0.0, "execution_time": int(time.perf_counter() - started), "tests": [],
+                  "output": f"The autograder failed: {type(err).__name__}: {err}. Tell your instructor.\n"
+                            + traceback.format_exc()[-1500:]}
+    from jtk.results import write_atomic
+
+    write_atomic(results_dir / "results.json", (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
+    return result
+
+
+if __name__ == "__main__":  # python -m jtk.gradescope /autograder  (what run_autograder runs)
+    import sys
+
+    run_autograder(sys.argv[1] if len(sys.argv) > 1 else "/autograder")

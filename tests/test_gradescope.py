@@ -117,3 +117,67 @@ def test_jtk_grade_refuses_results_json_for_several_students(tmp_path, capsys):
         (tmp_path / student / "01_coin_joint.ipynb").write_text(exercise)
     assert cli.main(["grade", str(tmp_path), "--gradescope", str(tmp_path / "r.json"), "--no-progress"]) == 2
     assert "one student's submission" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+
+
+def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(tmp_path):
+    """The zip as Gradescope asks (setup.sh, run_autograder, the sources, salt, constraints, a wheel), unpacked into
+    a root laid out as Gradescope's; run_autograder's entry point grades a student's upload: the solution of 01 full
+    marks, an edited check cell nothing, a stray file named; the score equals jtk grade's with the same salt."""
+    import os
+    import pathlib
+    import stat
+    import subprocess
+    import sys
+    import zipfile
+
+    import nbformat
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    bundle = gradescope.build_autograder(tmp_path / "autograder.zip", repo / "solutions", salt="s3cret")
+    with zipfile.ZipFile(bundle) as z:
+        names = set(z.namelist())
+        assert {"setup.sh", "run_autograder", "salt.txt", "constraints.txt"} <= names
+        assert {f"solutions/{p.name}" for p in (repo / "solutions").glob("*.ipynb")} <= names
+        assert any(n.startswith("jtk-") and n.endswith(".whl") for n in names)
+        assert stat.S_IMODE(z.getinfo("run_autograder").external_attr >> 16) & 0o111
+        assert "/autograder/venv/bin/python -m jtk.gradescope /autograder" in z.read("run_autograder").decode()
+        z.extractall(tmp_path / "autograder" / "source")
+    with pytest.raises(ValueError, match="exists"):
+        gradescope.build_autograder(bundle, repo / "solutions", salt="s3cret")
+    with pytest.raises(ValueError, match="salt"):
+        gradescope.build_autograder(tmp_path / "other.zip", repo / "solutions", salt=" ")
+
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir()
+    (root / "submission" / "01_coin_joint.ipynb").write_text((repo / "solutions" / "01_coin_joint.ipynb").read_text())
+    edited = nbformat.read(repo / "exercises" / "02_joint_log_likelihood.ipynb", as_version=4)
+    for cell in edited.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = 'print("✅ passed")'
+    nbformat.write(edited, root / "submission" / "02_joint_log_likelihood.ipynb")
+    (root / "submission" / "answers.py").write_text("print('hi')\n")
+    (root / "submission_metadata.json").write_text(json.dumps({"id": 7, "users": [{"email": "ana@uni.edu"}]}))
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-m", "jtk.gradescope", str(root)], capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((root / "results" / "results.json").read_text())
+    assert result["score"] == pytest.approx(2.0), result["output"]
+    assert "answers.py" in result["output"] and all(TEST_FIELDS <= set(t) for t in result["tests"])
+    assert all(t["score"] == 0 for t in result["tests"] if t["name"].startswith("02_"))
+    # the same cases as jtk grade with the bundle's salt, for the student Gradescope names
+    (tmp_path / "class" / "ana@uni.edu").mkdir(parents=True)
+    (tmp_path / "class" / "ana@uni.edu" / "01_coin_joint.ipynb").write_text(
+        (root / "submission" / "01_coin_joint.ipynb").read_text())
+    graded = subprocess.run([sys.executable, "-m", "jtk.cli", "grade", str(tmp_path / "class"), "--json", "--salt",
+                             "s3cret", "--no-progress"], capture_output=True, text=True, timeout=600, env=env)
+    row = json.loads(graded.stdout)[0]
+    assert [t["score"] for t in result["tests"] if t["name"].startswith("01_")] == [
+        s for c in row["checks"] for s in (c["points"] * (c["cases_passed"] - c["hidden_cases_passed"]) / c["cases_total"],
+                                           c["points"] * c["hidden_cases_passed"] / c["cases_total"])]
+
+
+def test_the_autograder_always_writes_a_result(tmp_path):
+    result = gradescope.run_autograder(tmp_path)  # no source, no submission: a result saying so, not a crash
+    assert result["score"] == 0 and "The autograder failed" in result["output"]
+    assert json.loads((tmp_path / "results" / "results.json").read_text()) == result
