@@ -65,6 +65,7 @@ def cholesky(a: jax.Array) -> jax.Array:
     Returns:
       [m, m] lower triangular L (NaN where ``a`` is not positive definite, as LAPACK's wrapper in JAX gives).
     """
+    a = jnp.asarray(a)  # a numpy array cannot be indexed by the loop's traced counter
     m = a.shape[-1]
     rows = jnp.arange(m)
 
@@ -88,6 +89,7 @@ def solve_triangular(low: jax.Array, b: jax.Array, transpose: bool = False) -> j
     Returns:
       x, shaped like ``b``.
     """
+    low, b = jnp.asarray(low), jnp.asarray(b)  # numpy arrays cannot be indexed by the loop's traced counter
     m = low.shape[0]
     rows = jnp.arange(m)
 

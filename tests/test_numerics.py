@@ -76,3 +76,13 @@ def test_bits_do_not_depend_on_the_blas_kernels():
         out[core] = subprocess.run([sys.executable, "-c", _BITS], env=env, capture_output=True, text=True,
                                    check=True, timeout=120).stdout.split()
     assert len({v[0] for v in out.values()}) == 1, out
+
+
+def test_numpy_inputs_are_accepted_outside_jit():
+    """Called eagerly with numpy arrays (as deep_kernel's Woodbury formula is in its tests), not only with JAX arrays."""
+    a = _spd(5, 3, np.float32)
+    low = np.asarray(_numerics.cholesky(a))
+    np.testing.assert_allclose(low, np.linalg.cholesky(a.astype(np.float64)), rtol=1e-4, atol=1e-5)
+    b = np.random.default_rng(4).normal(size=(5, 2)).astype(np.float32)
+    x = np.asarray(_numerics.solve_triangular(low, b))
+    np.testing.assert_allclose(low @ x, b, rtol=1e-4, atol=1e-4)
