@@ -9,6 +9,7 @@
                   [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
                   [--deadline ISO-8601 --submitted TIMES.csv [--penalty-per-day FRACTION]]
     jtk info
+    jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
     jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] |
@@ -181,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     sub.add_parser("info", help="versions, JAX backend and devices, compilation cache, optional extras")
+    lb = sub.add_parser("labs", help="write the lab notebooks, their start page and the exercises into a folder "
+                                     "(for an install without a checkout)")
+    lb.add_argument("--out", required=True, help="folder to write (new or empty unless --force; its parent must exist)")
+    lb.add_argument("--exercises-only", action="store_true", help="write only the exercises (what students solve)")
+    lb.add_argument("--force", action="store_true",
+                    help="write into a non-empty --out (files of the same names are replaced, others kept)")
 
     bd = sub.add_parser("bandit", help="Thompson sampling with an agent on the neural bandit (§5)")
     bd.add_argument("--agent", required=True, help="oracle, uniform or an agent that can be updated online")
@@ -636,6 +643,29 @@ def _info(args) -> int:
     return 0
 
 
+def _labs(args) -> int:
+    import importlib.util
+    import shlex
+
+    from jtk import labs
+
+    try:
+        written = labs.write_labs(args.out, exercises_only=args.exercises_only, force=args.force)
+    except ValueError as err:  # the API's argument names, as the command's options
+        message = str(err).replace("force=True (--force)", "--force")
+        return _fail("labs", "--" + message if message.startswith("out:") else message)
+    except OSError as err:  # no labs in this jtk (FileNotFoundError), an unwritable folder
+        return _fail("labs", f"{type(err).__name__}: {err}", 1)
+    for path in written:
+        print(f"wrote {path}")
+    first = "exercises" if args.exercises_only else labs.START_PAGE
+    print(f"{len(written)} files written to {args.out}; open them with:\n  jupyter lab "
+          f"{shlex.quote(str(pathlib.Path(args.out) / first))}")
+    if importlib.util.find_spec("jupyterlab") is None:
+        print("(JupyterLab is not installed here: pip install 'jtk[lab]', or open the folder in your JupyterHub or Colab)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
@@ -643,7 +673,8 @@ def main(argv: list[str] | None = None) -> int:
         print("jtk: interrupted before starting; nothing was written", file=sys.stderr)
         return 130
     commands = {"testbed": _testbed, "sweep": _sweep, "exercises": _exercises, "grade": _grade, "gradebook": _gradebook,
-                "bandit": _bandit, "verify": _verify, "export": _export, "challenge": _challenge, "info": _info}
+                "bandit": _bandit, "verify": _verify, "export": _export, "challenge": _challenge, "info": _info,
+                "labs": _labs}
     if args.command in commands:
         return commands[args.command](args)
     return 2  # pragma: no cover - argparse enforces the choices
