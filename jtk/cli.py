@@ -1,7 +1,7 @@
 """The ``jtk`` command.
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
-    jtk exercises build|check
+    jtk exercises build|check | autograder --out autograder.zip --salt S [--force]
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--gradescope RESULTS.json [--hidden-visibility V]]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
@@ -110,10 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--check", action="store_true",
                     help="run jtk.testbed.check_agent first; stop with exit status 2 if a probe fails")
 
-    ex = sub.add_parser("exercises", help="build exercises/ from solutions/, or check it is up to date")
-    ex.add_argument("action", choices=["build", "check"])
+    ex = sub.add_parser("exercises", help="build exercises/ from solutions/, check it is up to date, or write "
+                                          "Gradescope's autograder bundle")
+    ex.add_argument("action", choices=["build", "check", "autograder"])
     ex.add_argument("--solutions", default="solutions", help="directory of solution notebooks")
     ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
+    ex.add_argument("--out", default=None, help="autograder: the zip to write (e.g. autograder.zip)")
+    ex.add_argument("--salt", default=None, help="autograder: the secret that seeds each student's hidden cases "
+                                                 "(use the one you give jtk grade --salt, so both grade alike)")
+    ex.add_argument("--force", action="store_true", help="autograder: overwrite --out")
 
     gr = sub.add_parser("grade", help="grade students' notebooks against the source notebooks (checks, points, "
                                       "hidden cases), each in a fresh contained kernel")
@@ -404,6 +409,8 @@ def _bandit(args) -> int:
 def _exercises(args) -> int:
     from jtk import exercises, results as results_lib
 
+    if args.action == "autograder":
+        return _autograder(args)
     try:
         if args.action == "build":
             results_lib.check_output(args.exercises, option="--exercises", directory=True)
@@ -418,6 +425,25 @@ def _exercises(args) -> int:
         print("exercises/ is out of date; run `jtk exercises build`. Stale: " + ", ".join(stale), file=sys.stderr)
         return 1
     print(f"exercises/ is up to date with {args.solutions}/")
+    return 0
+
+
+def _autograder(args) -> int:
+    from jtk import gradescope
+
+    if not args.out or args.salt is None:
+        return _fail("exercises autograder", "--out FILE.zip and --salt SECRET are required (the salt seeds each "
+                     f"student's hidden cases; use the one you give jtk grade --salt); got --out {args.out!r}, "
+                     f"--salt {'given' if args.salt is not None else 'missing'}")
+    try:
+        out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force)
+    except ValueError as err:
+        return _fail("exercises autograder", str(err).replace("force=True (--force)", "--force"))
+    except (OSError, RuntimeError) as err:
+        return _fail("exercises autograder", f"{type(err).__name__}: {err}", 1)
+    size = out.stat().st_size / 1e6
+    print(f"wrote {out} ({size:.1f} MB): upload it as the autograder of a Gradescope programming assignment "
+          "(base image Ubuntu 24.04); students submit their .ipynb files")
     return 0
 
 

@@ -133,7 +133,11 @@ def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(t
     import nbformat
 
     repo = pathlib.Path(__file__).resolve().parents[1]
-    bundle = gradescope.build_autograder(tmp_path / "autograder.zip", repo / "solutions", salt="s3cret")
+    from jtk import cli
+
+    bundle = tmp_path / "autograder.zip"  # as an instructor builds it: jtk exercises autograder
+    assert cli.main(["exercises", "autograder", "--out", str(bundle), "--salt", "s3cret",
+                     "--solutions", str(repo / "solutions")]) == 0
     with zipfile.ZipFile(bundle) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "salt.txt", "constraints.txt"} <= names
@@ -181,3 +185,14 @@ def test_the_autograder_always_writes_a_result(tmp_path):
     result = gradescope.run_autograder(tmp_path)  # no source, no submission: a result saying so, not a crash
     assert result["score"] == 0 and "The autograder failed" in result["output"]
     assert json.loads((tmp_path / "results" / "results.json").read_text()) == result
+
+
+def test_the_autograder_command_names_what_is_missing(tmp_path, capsys):
+    from jtk import cli
+
+    assert cli.main(["exercises", "autograder", "--out", str(tmp_path / "a.zip")]) == 2
+    assert "--salt" in capsys.readouterr().err and not (tmp_path / "a.zip").exists()
+    (tmp_path / "a.zip").write_text("mine")
+    assert cli.main(["exercises", "autograder", "--out", str(tmp_path / "a.zip"), "--salt", "s"]) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and "--force" in err and (tmp_path / "a.zip").read_text() == "mine"
