@@ -94,7 +94,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-GRADES_COLUMNS = ("student", "notebook", "score", "max_score", "status", "timed_out")
+# jtk grade --csv also writes timed_out and one column per check; files of jtk versions before timed_out are read too
+GRADES_COLUMNS = ("student", "notebook", "score", "max_score", "status")
 STATUSES = ("graded", "unreadable", "unmatched")
 KEY_COLUMNS = ("student", "login", "sis_login_id", "SIS Login ID")
 ROSTER_COLUMNS = {  # canonical name -> the headers read as it, in order of preference
@@ -149,7 +150,8 @@ def check_grades(grades: pd.DataFrame, what: str = "grades") -> pd.DataFrame:
     """Validates a grades table as ``jtk grade --csv`` writes it and returns it with numeric scores.
 
     Args:
-      grades: columns ``student, notebook, score, max_score, status, timed_out`` (then one per check).
+      grades: columns ``student, notebook, score, max_score, status`` (then ``timed_out`` and one per check, not
+        read here).
       what: the name of the input in messages.
 
     Returns:

@@ -184,12 +184,12 @@ def test_bad_rosters(tmp_path, text, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("student,notebook,points\nana,01_coin,3\n", "jtk grades file.*score, max_score, status, timed_out are missing"),
+    ("student,notebook,points\nana,01_coin,3\n", "jtk grades file.*score, max_score, status are missing"),
     (GRADES_CSV.replace("8.0,10.0", "eight,10.0"), "score to be a finite number ≥ 0.*ana/01_coin: 'eight'"),
     (GRADES_CSV.replace("bo,01_coin,10.0,10.0", "bo,01_coin,10.0,12.0"), "one max_score per notebook.*01_coin"),
     (GRADES_CSV + "ana,01_coin,8.0,10.0,graded,,8.0,\n", "one row per \\(student, notebook\\).*ana/01_coin"),
     (GRADES_CSV.replace("cy,01_coin,1.0,10.0,graded", "cy,01_coin,1.0,10.0,done"), "expected status.*done"),
-    ("student,notebook,score,max_score,status,timed_out\n", "at least one"),
+    ("student,notebook,score,max_score,status\n", "at least one"),
 ])
 def test_bad_grades_files(tmp_path, text, message):
     with pytest.raises(ValueError, match=message):
