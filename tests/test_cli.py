@@ -90,9 +90,7 @@ def test_out_is_checked_before_any_computation(tmp_path, capsys, monkeypatch):
         raise AssertionError("computed before checking --out")
 
     monkeypatch.setattr(testbed, "evaluate_chunk", no_compute)
-    t0 = time.perf_counter()
-    assert cli.main([*MLP, "--out", str(tmp_path / "missing" / "rows.csv")]) == 2
-    assert time.perf_counter() - t0 < 2.0
+    assert cli.main([*MLP, "--out", str(tmp_path / "missing" / "rows.csv")]) == 2  # no_compute: nothing ran first
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "jtk testbed: --out: expected an existing directory" in err and "missing" in err
     (tmp_path / "rows.csv").write_text("old\n")
@@ -133,7 +131,7 @@ def test_sigint_exits_130_keeps_finished_chunks_and_resume_matches_uninterrupted
         # A second writer to the same --out fails fast with the lock message.
         t0 = time.perf_counter()
         assert cli.main([*MLP, "--out", str(out), "--resume"]) == 2
-        assert time.perf_counter() - t0 < 2.0
+        assert time.perf_counter() - t0 < 30.0  # refused, not waited for (the run holds the lock for minutes)
         assert f"is being written by process {proc.pid}" in capsys.readouterr().err
         time.sleep(0.3)  # into the first chunk (compiling or training) on most machines
         proc.send_signal(signal.SIGINT)

@@ -78,7 +78,7 @@ def test_lock_refuses_a_second_writer_and_takes_over_a_dead_ones(tmp_path, capsy
         t0 = time.perf_counter()
         with pytest.raises(results.LockedError, match=f"being written by process {holder.pid}"):
             results.Lock(out).acquire()
-        assert time.perf_counter() - t0 < 1.0
+        assert time.perf_counter() - t0 < 30.0  # refused, not waited for: the holder keeps the lock 60 s
     finally:
         holder.kill()
         holder.wait()

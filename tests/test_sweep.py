@@ -125,7 +125,7 @@ def test_second_writer_of_a_sweep_directory_fails_fast(tmp_path, capsys):
         assert holder.stdout.readline().strip() == "held"
         t0 = time.perf_counter()
         assert cli.main([*ARGS, "--results", str(root)]) == 2
-        assert time.perf_counter() - t0 < 5.0
+        assert time.perf_counter() - t0 < 30.0  # refused, not waited for: the holder keeps the lock 60 s
         err = capsys.readouterr().err
         assert f"is being written by process {holder.pid}" in err and err.count("\n") == 1
     finally:

@@ -1,7 +1,6 @@
 """Shared widget pieces: the app box's text form, PNG sizes, rounding for people, and the background runner."""
 
 import threading
-import time
 
 import numpy as np
 import pandas as pd
@@ -58,20 +57,20 @@ def test_latest_only_runs_at_once_without_background():
 
 
 def test_latest_only_coalesces_a_burst_and_reports_errors():
-    seen, gate = [], threading.Event()
+    seen, gate, started = [], threading.Event(), threading.Event()
     errors = []
     runner = _app.LatestOnly(background=True, delay=0.05, on_error=lambda e, tb: errors.append((e, tb)))
-    runner.submit(lambda: (gate.wait(5), seen.append("first")))
-    time.sleep(0.2)  # the first job has started and is blocked
+    runner.submit(lambda: (started.set(), gate.wait(60), seen.append("first")))
+    assert started.wait(60)  # the first job has started and is blocked (an event, not a sleep: load-independent)
     for i in range(5):
         runner.submit(lambda i=i: seen.append(i))  # each replaces the one before
     assert runner.busy
     gate.set()
-    assert runner.wait(5)
+    assert runner.wait(60)
     assert seen == ["first", 4] and runner.jobs_run == 2
     runner.submit(lambda: 1 / 0)
-    assert runner.wait(5)
+    assert runner.wait(60)
     assert isinstance(errors[0][0], ZeroDivisionError) and "ZeroDivisionError" in errors[0][1]
     runner.submit(lambda: seen.append("after"))  # a failure does not stop the runner
-    assert runner.wait(5) and seen[-1] == "after"
+    assert runner.wait(60) and seen[-1] == "after"
     assert np.all([t.name != "jtk-widget-job" for t in threading.enumerate()])  # the thread ends when idle
