@@ -53,12 +53,14 @@ class Metacorrelation(NamedTuple):
 
 
 @serial_blas
-def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
+def metacorrelation(model_cov, oracle_cov, pool, test, spearman: bool = True) -> Metacorrelation:
     """Metacorrelations of a model against the oracle (noise-free covariances).
 
     Args:
       model_cov, oracle_cov: [n, n] noise-free posterior covariances over the same points.
       pool: [P] and test: [U] disjoint index arrays into them.
+      spearman: also compute the Spearman coefficients (ranking P·U pairs is most
+        of the cost); False leaves them NaN (the paper's Fig. 4 uses Pearson only).
 
     Returns:
       Metacorrelation (NaN where a model's values are constant).
@@ -78,7 +80,8 @@ def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
             return float("nan"), float("nan")
         import scipy.stats  # imported on use: it is slow to import (docs/platforms.md, "Import time")
 
-        return float(scipy.stats.pearsonr(a, b)[0]), float(scipy.stats.spearmanr(a, b)[0])
+        rank = float(scipy.stats.spearmanr(a, b)[0]) if spearman else float("nan")
+        return float(scipy.stats.pearsonr(a, b)[0]), rank
 
     p, s = pair(cm, co)
     vp, vs = pair(vm, vo)
@@ -86,7 +89,7 @@ def metacorrelation(model_cov, oracle_cov, pool, test) -> Metacorrelation:
 
 
 def top_correlated_batches(cov, batch_size: int = 5) -> np.ndarray:
-    """For every point i, the ``batch_size`` points with the largest |correlation| to i (i first).
+    """For every point i, the ``batch_size`` points with the largest absolute correlation to i (i first).
 
     Args:
       cov: [n, n] noise-free covariance of the reference model.
@@ -160,7 +163,7 @@ def cross_normalized_log_likelihood(y, ref_mean, ref_cov, model_cov, noise_var: 
                                     batches: np.ndarray | None = None) -> float:
     """XLL (eq. 3): joint log-likelihood with the reference's marginals and the model's correlations.
 
-    For each test point i, B_i = the b points most |correlated| with i under the
+    For each test point i, B_i = the b points most correlated (in absolute value) with i under the
     reference (noise-free); y_B is scored by
     N(μ_ref, diag(σ_ref) C_M diag(σ_ref)) with σ²_ref = Var_ref(f) + σ² and C_M the
     model's correlation matrix of the noisy observations (cov_M + σ² I). The
@@ -297,3 +300,167 @@ def ppc_per_model(study: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     cols = ["pearson", "spearman", "variance_pearson", "batchmig_log_likelihood", "tig_log_likelihood"]
     per_model = study["models"].groupby("model")[cols].mean().join(xll_summary(study["xll"]))
     return per_model.sort_values("pearson", ascending=False)
+
+
+# ------------------------------------------------------------------ vectorised XLL and the Fig. 4 statistics
+@serial_blas
+def xll_matrix(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: float, batch_size: int = 5
+               ) -> pd.DataFrame:
+    """:func:`xll_table` computed at once for all (reference, model) pairs; the same numbers, much faster.
+
+    Each model's correlation matrix of the noisy observations is formed once, and
+    for each reference the b × b blocks of every model are factorised together
+    (one batched Cholesky of [models · n, b, b]); :func:`xll_table` redoes the
+    checks and the correlation matrix for every pair. Use this one when there are
+    tens of models (the paper's study scores about 60 per data set).
+
+    Args:
+      y: [n] noisy test targets.
+      means: model name → [n] predictive mean of f.
+      covs: model name → [n, n] noise-free predictive covariance (same names).
+      noise_var: σ²; batch_size: b (5).
+
+    Returns:
+      DataFrame with columns reference, model, xll, xllr (as :func:`xll_table`).
+    """
+    if set(means) != set(covs):
+        raise ValueError(f"means and covs must have the same model names, got {sorted(means)} and {sorted(covs)}")
+    if len(means) < 1:
+        raise ValueError("means must name at least one model, got none")
+    names = list(means)
+    y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=len(y))
+    cov = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
+    mean = {}
+    for k in names:
+        mean[k] = _checks.as_float_array(f"means[{k!r}]", means[k], ndim=1).astype(np.float64)
+        if not len(mean[k]) == len(cov[k]) == len(y):
+            raise ValueError(f"means[{k!r}] and covs[{k!r}] must describe the {len(y)} points of y, got "
+                             f"{len(mean[k])} means and a {cov[k].shape} covariance")
+    eye = np.eye(len(y))
+    corr = np.stack([correlation_matrix(cov[k] + noise_var * eye) for k in names])  # [M, n, n]
+    import scipy.stats
+
+    rows = []
+    for ref in names:
+        batches = top_correlated_batches(cov[ref], batch_size)  # [n, b]
+        sd_ref = np.sqrt(np.maximum(np.diag(cov[ref]), 0.0) + noise_var)  # [n]
+        scale = sd_ref[batches][:, :, None] * sd_ref[batches][:, None, :]  # [n, b, b]
+        sub = corr[:, batches[:, :, None], batches[:, None, :]] * scale  # [M, n, b, b]
+        sub = sub + 1e-10 * np.mean(sd_ref ** 2) * np.eye(batch_size)
+        y_b = np.broadcast_to(y[batches], sub.shape[:-1])  # [M, n, b]
+        mu_b = np.broadcast_to(mean[ref][batches], sub.shape[:-1])
+        vals = np.mean(_batched_gaussian_logpdf(y_b, mu_b, sub), axis=1) / batch_size  # [M]
+        ranks = scipy.stats.rankdata(-vals, method="average") - 1.0
+        rows += [{"reference": ref, "model": m, "xll": float(v), "xllr": float(r)}
+                 for m, v, r in zip(names, vals, ranks)]
+    return pd.DataFrame(rows)
+
+
+class SplitMeanCorrelation(NamedTuple):
+    """Correlation across models of their means over splits, with a bootstrap over splits (Fig. 4)."""
+
+    pearson: float  # Pearson r of the per-model means
+    spearman: float  # Spearman ρ of the same
+    low: float  # bootstrap percentile interval of pearson (resampling splits)
+    high: float
+    basic_low: float  # the basic (reverse-percentile) interval 2r − [high, low]: undoes the bootstrap's shift
+    basic_high: float
+    boot_median: float  # median of the bootstrap r (below pearson when split noise attenuates it)
+    reliability_x: float  # share of the variance of the per-model means of x that is not split noise
+    reliability_y: float  # the same for y
+    num_models: int
+    num_splits: int
+
+
+def split_mean_reliability(values) -> float:
+    """How much of the spread of per-model means is signal, not split noise.
+
+    With v [C, S] (model c on split s, every model on the same splits), the
+    split-to-split noise of a model's mean is estimated from the model × split
+    interaction (two-way residuals, variance σ²_int with (C − 1)(S − 1) degrees
+    of freedom) and compared with the variance of the C model means:
+    1 − (σ²_int / S) / Var(means). A Pearson correlation between two such noisy
+    means is attenuated by about sqrt(reliability_x · reliability_y) (Spearman 1904).
+
+    Args:
+      values: [C, S] finite array, C ≥ 2 models and S ≥ 2 splits.
+
+    Returns:
+      the reliability (≤ 1; ≤ 0 when the means differ no more than noise would make them).
+    """
+    v = _checks.as_float_array("values", values, ndim=2).astype(np.float64)
+    c, s = v.shape
+    if c < 2 or s < 2:
+        raise ValueError(f"values must be [models, splits] with at least 2 of each, got shape {v.shape}")
+    resid = v - v.mean(0, keepdims=True) - v.mean(1, keepdims=True) + v.mean()
+    noise = float(np.sum(resid ** 2) / ((c - 1) * (s - 1))) / s
+    spread = float(np.var(v.mean(1), ddof=1))
+    return 1.0 - noise / spread if spread > 0 else float("nan")
+
+
+def split_mean_correlation(x, y, num_resamples: int = 2000, level: float = 0.95, seed: Any = 0
+                           ) -> SplitMeanCorrelation:
+    """Pearson correlation across models of their split means, with a bootstrap interval over splits.
+
+    This is the coefficient of the paper's Fig. 4 (one point per model or
+    hyperparameter setting, each the mean over the same data splits). The
+    interval resamples the splits with replacement (all models keep their pairing
+    on a split), recomputes every model's means and r, and takes the percentiles.
+    Resampling adds split noise to noise already in the means, so the bootstrap r
+    sits below r when that noise matters (see :func:`split_mean_reliability`); the
+    basic interval 2r − [high, low] corrects that shift and is returned as well.
+
+    Args:
+      x, y: [C, S] per-model, per-split values (e.g. metacorrelation and BatchMIG
+        test log-likelihood), finite, C ≥ 3 models, S ≥ 2 splits.
+      num_resamples: bootstrap resamples (2000).
+      level: coverage of the interval, in (0, 1).
+      seed: int or JAX key for the resampling.
+
+    Returns:
+      SplitMeanCorrelation.
+
+    Example:
+      >>> rng = np.random.default_rng(0); t = rng.normal(size=(8, 1))
+      >>> res = split_mean_correlation(t + 0.1 * rng.normal(size=(8, 20)), t + 0.1 * rng.normal(size=(8, 20)))
+      >>> res.pearson > 0.9 and res.low < res.pearson < res.high
+      True
+    """
+    from jtk._numerics import numpy_rng
+
+    x = _checks.as_float_array("x", x, ndim=2).astype(np.float64)
+    y = _checks.as_float_array("y", y, ndim=2).astype(np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"y must have x's shape {x.shape} (models × splits), got {y.shape}")
+    c, s = x.shape
+    if c < 3 or s < 2:
+        raise ValueError(f"x must be [models, splits] with at least 3 models and 2 splits, got shape {x.shape}")
+    for name, v in (("x", x), ("y", y)):
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} must be finite, got {int(np.sum(~np.isfinite(v)))} NaN or inf entries")
+    num_resamples = _checks.integer("num_resamples", num_resamples, minimum=10)
+    level = _checks.positive("level", level)
+    if level >= 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    import scipy.stats
+
+    mx, my = x.mean(1), y.mean(1)
+    r = float(scipy.stats.pearsonr(mx, my)[0]) if np.ptp(mx) > 0 and np.ptp(my) > 0 else float("nan")
+    rho = float(scipy.stats.spearmanr(mx, my)[0]) if np.ptp(mx) > 0 and np.ptp(my) > 0 else float("nan")
+    rng = numpy_rng(seed)
+    boot = np.empty(num_resamples)
+    chunk = max(1, int(2e7 // max(c * s, 1)))  # keep [C, chunk, S] under ~160 MB
+    for start in range(0, num_resamples, chunk):
+        idx = rng.integers(0, s, (min(chunk, num_resamples - start), s))  # [B, S]
+        bx, by = x[:, idx].mean(-1), y[:, idx].mean(-1)  # [C, B]
+        bx, by = bx - bx.mean(0), by - by.mean(0)
+        denom = np.sqrt(np.sum(bx ** 2, 0) * np.sum(by ** 2, 0))
+        boot[start:start + len(idx)] = np.divide(np.sum(bx * by, 0), denom, out=np.full(len(idx), np.nan),
+                                                 where=denom > 0)
+    alpha = 100 * (1 - level) / 2
+    low, high = np.nanpercentile(boot, [alpha, 100 - alpha])
+    return SplitMeanCorrelation(r, rho, float(low), float(high), float(min(2 * r - high, 1.0)),
+                                float(min(2 * r - low, 1.0)), float(np.nanmedian(boot)),
+                                split_mean_reliability(x), split_mean_reliability(y), c, s)

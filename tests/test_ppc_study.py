@@ -1,0 +1,250 @@
+"""The PPC study's library pieces (jtk.ppc.xll_matrix, split_mean_correlation, jtk.active.select_many,
+split_data) against independent computations, and benchmarks/ppc_study.py end to end on toy sizes."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+from jtk import active, ppc
+from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
+from jtk.regression.gp import GPRegression
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _models(n=40, m=5, seed=0):
+    rng = np.random.default_rng(seed)
+    means, covs = {}, {}
+    for k in range(m):
+        a = rng.normal(size=(n, 3 + k))
+        covs[f"m{k}"] = a @ a.T / (3 + k)
+        means[f"m{k}"] = 0.1 * rng.normal(size=n)
+    return rng.normal(size=n), means, covs
+
+
+# ------------------------------------------------------------------ XLL
+def test_xll_matrix_equals_the_pairwise_table():
+    y, means, covs = _models()
+    fast = ppc.xll_matrix(y, means, covs, NOISE_VAR, batch_size=4)
+    slow = ppc.xll_table(y, means, covs, NOISE_VAR, batch_size=4)
+    assert list(fast.columns) == ["reference", "model", "xll", "xllr"]
+    np.testing.assert_allclose(fast["xll"], slow["xll"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(fast["xllr"], slow["xllr"])
+    # one pair against the single-pair function (the definition, eq. 3)
+    one = ppc.cross_normalized_log_likelihood(y, means["m1"], covs["m1"], covs["m3"], NOISE_VAR, batch_size=4)
+    row = fast[(fast.reference == "m1") & (fast.model == "m3")]
+    assert row["xll"].item() == pytest.approx(one, rel=1e-10)
+
+
+def test_xll_matrix_rejects_bad_inputs():
+    y, means, covs = _models(m=2)
+    with pytest.raises(ValueError, match="same model names"):
+        ppc.xll_matrix(y, means, {"m0": covs["m0"]}, NOISE_VAR)
+    with pytest.raises(ValueError, match=r"means\['m1'\].*40 points"):
+        ppc.xll_matrix(y, {**means, "m1": means["m1"][:-1]}, covs, NOISE_VAR)
+    with pytest.raises(ValueError, match="batch_size"):
+        ppc.xll_matrix(y, means, covs, NOISE_VAR, batch_size=41)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        ppc.xll_matrix(y, means, {**covs, "m0": -covs["m0"]}, NOISE_VAR)
+
+
+# ------------------------------------------------------------------ Fig. 4 statistics
+def test_split_mean_correlation_matches_scipy_and_a_loop_bootstrap():
+    rng = np.random.default_rng(1)
+    signal = rng.normal(size=(12, 1))
+    x = signal + 0.3 * rng.normal(size=(12, 15))
+    y = 0.5 * signal + 0.5 * rng.normal(size=(12, 15))
+    res = ppc.split_mean_correlation(x, y, num_resamples=4000, seed=3)
+    assert res.pearson == pytest.approx(scipy.stats.pearsonr(x.mean(1), y.mean(1))[0], rel=1e-12)
+    assert res.spearman == pytest.approx(scipy.stats.spearmanr(x.mean(1), y.mean(1))[0], rel=1e-12)
+    assert (res.num_models, res.num_splits) == (12, 15)
+    # an independent, plain-loop bootstrap over splits (another generator): the same interval up to MC error
+    loop = np.random.default_rng(99)
+    rs = []
+    for _ in range(4000):
+        idx = loop.integers(0, 15, 15)
+        rs.append(scipy.stats.pearsonr(x[:, idx].mean(1), y[:, idx].mean(1))[0])
+    low, high = np.percentile(rs, [2.5, 97.5])
+    assert res.low == pytest.approx(low, abs=0.04) and res.high == pytest.approx(high, abs=0.04)
+    assert res.low < res.pearson < res.high
+
+
+def test_split_mean_reliability_against_the_variance_components():
+    # v[c, s] = a_c + e_cs with Var(a) = 1, Var(e) = 4, S = 16: the noise of a mean is 4 / 16 = 0.25,
+    # so the expected reliability is 1 / (1 + 0.25) = 0.8.
+    rng = np.random.default_rng(2)
+    vals = [ppc.split_mean_reliability(rng.normal(size=(200, 1)) + 2.0 * rng.normal(size=(200, 16)))
+            for _ in range(20)]
+    assert np.mean(vals) == pytest.approx(0.8, abs=0.03)
+    # without noise every model mean is signal; a common split effect is not noise either
+    a = rng.normal(size=(6, 1)) + rng.normal(size=(1, 10))
+    assert ppc.split_mean_reliability(a) == pytest.approx(1.0)
+
+
+def test_split_mean_correlation_rejects_bad_inputs():
+    x = np.zeros((4, 3))
+    with pytest.raises(ValueError, match=r"y must have x's shape \(4, 3\)"):
+        ppc.split_mean_correlation(x, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="at least 3 models"):
+        ppc.split_mean_correlation(np.zeros((2, 3)), np.zeros((2, 3)))
+    bad = np.ones((4, 3))
+    bad[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ppc.split_mean_correlation(bad, np.ones((4, 3)))
+    with pytest.raises(ValueError, match="level must be in"):
+        ppc.split_mean_correlation(np.random.rand(4, 3), np.random.rand(4, 3), level=1.5)
+    with pytest.raises(ValueError, match="at least 2 of each"):
+        ppc.split_mean_reliability(np.zeros((1, 5)))
+
+
+def test_metacorrelation_without_spearman():
+    a = np.random.default_rng(0).normal(size=(30, 6))
+    cov, other = a @ a.T, a[:, :4] @ a[:, :4].T
+    pool, test = np.arange(20), np.arange(20, 30)
+    full = ppc.metacorrelation(other, cov, pool, test)
+    fast = ppc.metacorrelation(other, cov, pool, test, spearman=False)
+    assert fast.pearson == full.pearson and fast.variance_pearson == full.variance_pearson
+    assert np.isnan(fast.spearman) and np.isnan(fast.variance_spearman)
+
+
+# ------------------------------------------------------------------ acquisition
+def test_select_many_equals_select():
+    a = np.random.default_rng(4).normal(size=(40, 8))
+    cov = a @ a.T
+    pool, test = np.arange(30), np.arange(30, 40)
+    many = active.select_many(cov, pool, test, 0.1, 4, criteria=active.CRITERIA, seed=7)
+    for c in active.CRITERIA:
+        np.testing.assert_array_equal(many[c], active.select(c, cov, pool, test, 0.1, 4, seed=7))
+    with pytest.raises(ValueError, match="criteria"):
+        active.select_many(cov, pool, test, 0.1, 4, criteria=("bald",))
+    with pytest.raises(ValueError, match="at least one"):
+        active.select_many(cov, pool, test, 0.1, 4, criteria=())
+
+
+# ------------------------------------------------------------------ a researcher's own data
+def test_split_data_protocol_and_standardisation():
+    rng = np.random.default_rng(5)
+    x = rng.normal(3.0, 2.0, size=(500, 3))
+    y = x @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=500)
+    s = active.split_data(x, y, seed=0)
+    assert (len(s.y_train), len(s.y_pool), len(s.y_test)) == (100, 300, 100)
+    assert s.query_size == 5  # 1 % of 500
+    seen = np.concatenate([s.x_train, s.x_pool])
+    np.testing.assert_allclose(seen.mean(0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(seen.std(0), 1.0, atol=1e-12)
+    # the rows are a permutation of the data: undo the scaling and find every one
+    back = np.concatenate([s.x_train, s.x_pool, s.x_test]) * s.x_scale + s.x_mean
+    assert np.allclose(np.sort(back[:, 0]), np.sort(x[:, 0]))
+    yb = np.concatenate([s.y_train, s.y_pool, s.y_test]) * s.y_scale + s.y_mean
+    assert np.allclose(np.sort(yb), np.sort(y))
+    # the same seed gives the same split; another seed another
+    assert np.array_equal(active.split_data(x, y, seed=0).y_test, s.y_test)
+    assert not np.array_equal(active.split_data(x, y, seed=1).y_test, s.y_test)
+    # and TAL runs on it
+    gp = GPRegression(noise_var=0.1, lengthscale=2.0, signal_var=1.0)
+    res = active.run_tal(s, gp, gp, "batchmig", batch_size=s.query_size, num_rounds=2, noise_var=0.1)
+    assert list(res.num_train) == [100, 105, 110]
+
+
+def test_split_data_from_a_dataframe():
+    df = pd.DataFrame({"a": np.arange(50.0), "b": np.sin(np.arange(50.0)), "target": np.arange(50.0) % 5})
+    s = active.split_data(df, target="target", standardize=False, seed=2)
+    assert s.feature_names == ("a", "b") and s.x_train.shape == (10, 2)
+    assert s.y_scale == 1.0 and set(np.concatenate([s.y_train, s.y_pool, s.y_test])) <= set(range(5))
+    s2 = active.split_data(df[["a", "b"]], df["target"], standardize=False, seed=2)
+    np.testing.assert_array_equal(s.y_test, s2.y_test)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(target="nope"), "target must name a column"),
+    (dict(target="t", y=np.zeros(20)), "either y or target"),
+    (dict(train_fraction=0.6, test_fraction=0.5), "train_fraction \\+ test_fraction must be < 1"),
+    (dict(target="t", train_fraction=1.5), "train_fraction must be in"),
+])
+def test_split_data_errors_name_the_argument(kwargs, match):
+    df = pd.DataFrame({"a": np.arange(20.0), "t": np.arange(20.0)})
+    kw = dict(kwargs)
+    kw.setdefault("target", "t")
+    y = kw.pop("y", None)
+    with pytest.raises(ValueError, match=match):
+        active.split_data(df, y, **kw)
+
+
+def test_split_data_rejects_bad_tables():
+    with pytest.raises(TypeError, match="numeric columns only.*'c'"):
+        active.split_data(pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "c": list("abcde")}), np.arange(5.0))
+    with pytest.raises(ValueError, match="y must be given"):
+        active.split_data(np.zeros((10, 2)))
+    with pytest.raises(ValueError, match="one target per row"):
+        active.split_data(np.zeros((10, 2)), np.zeros(9))
+    with pytest.raises(ValueError, match="must be finite"):
+        active.split_data(np.full((10, 2), np.nan), np.zeros(10))
+    with pytest.raises(ValueError, match="enough rows"):
+        active.split_data(np.zeros((2, 1)), np.arange(2.0))
+    with pytest.raises(ValueError, match="constant target"):
+        active.split_data(np.random.rand(20, 2), np.ones(20))
+
+
+# ------------------------------------------------------------------ the benchmark
+@pytest.fixture(scope="module")
+def study():
+    sys.path.insert(0, str(BENCH))
+    import ppc_study
+
+    return ppc_study
+
+
+def test_shared_splits_repartition_one_draw(study):
+    splits = study.make_splits(2, 3, "shared")
+    everything = [np.sort(np.concatenate([s.f_train, s.f_pool, s.f_test])) for s in splits]
+    assert all(np.array_equal(everything[0], e) for e in everything[1:])  # one function, re-split
+    assert not np.array_equal(splits[0].f_test, splits[1].f_test)
+    assert (len(splits[0].x_train), len(splits[0].x_pool), len(splits[0].x_test)) == (10, 500, 200)
+    ind = study.make_splits(2, 2, "independent")
+    assert not np.array_equal(np.sort(ind[0].f_test), np.sort(ind[1].f_test))
+    with pytest.raises(ValueError, match="data must be"):
+        study.make_splits(2, 2, "other")
+
+
+def test_paper_grid_has_the_reference_size(study):
+    groups = study.grid(study.PRESETS["paper"], study.PAPER_FAMILIES)
+    per_family = pd.Series([g.family for g in groups for _ in g.settings]).value_counts()
+    # 3 samples × 2 widths × 3 learning rates × 3 epoch counts per network family; 9 GP-RBF settings
+    assert per_family.to_dict() == {"Ensemble": 54, "Dropout": 54, "BBB": 54, "HMC (SGLD)": 54, "GP-RBF": 9}
+
+
+def test_benchmark_end_to_end_on_toy_sizes(study, tmp_path):
+    rc = study.main(["--preset", "smoke", "--families", "GP-RBF", "oracle, S samples", "--out-dir", str(tmp_path)])
+    assert rc == 0
+    page = (tmp_path / "ppc.md").read_text()
+    assert "<!-- ppc-smoke begin -->" in page and "Fig. 4 (right): Pearson r =" in page
+    for name in ("fig3", "fig4", "fig5", "fig6"):
+        png = tmp_path / f"ppc_{name}_smoke.png"
+        assert png.stat().st_size > 1000
+        assert f"]({png.name})" in page and "![" in page  # every figure has its text alternative
+    runs = pd.read_csv(tmp_path / "ppc_smoke_runs.csv")
+    assert set(runs["family"]) == {"GP-RBF", "oracle, S samples"} and runs["split"].nunique() == 3
+    assert np.isfinite(runs["batchmig_ll"]).all()
+    oracle_ll = pd.read_csv(tmp_path / "ppc_smoke_baselines.csv")
+    assert {"oracle_batchmig_ll", "oracle_random_ll", "no_query_ll"} <= set(oracle_ll.columns)
+
+
+def test_benchmark_refuses_bad_arguments(study, capsys):
+    with pytest.raises(SystemExit):
+        study.main(["--preset", "smoke", "--families", "NNG"])
+    assert "--families must be among" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        study.main(["--preset", "smoke", "--splits", "1"])
+
+
+def test_oracle_covariance_context_matches_the_gp(study):
+    splits = study.make_splits(2, 1, "independent")
+    ctx = study.contexts(splits)[0]
+    exact = GPRegression(kernel=ReLUKernelGP(2).kernel, noise_var=NOISE_VAR).fit(splits[0].x_train,
+                                                                                splits[0].y_train)
+    np.testing.assert_allclose(ctx.oracle_cov, exact.covariance(ctx.x_all), atol=1e-10)
+    assert ctx.batch == 7  # max(⌊0.01 · (10 + 500 + 200)⌋, 1)
