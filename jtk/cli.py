@@ -1,7 +1,8 @@
-"""The ``jtk`` command.
+"""The ``jtk`` command::
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
     jtk exercises build|check | autograder --out autograder.zip --salt S [--force]
+    jtk exercises nbgrader --course DIR [--assignment NAME] [--force]
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--gradescope RESULTS.json [--hidden-visibility V]]
               [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
@@ -111,14 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run jtk.testbed.check_agent first; stop with exit status 2 if a probe fails")
 
     ex = sub.add_parser("exercises", help="build exercises/ from solutions/, check it is up to date, or write "
-                                          "Gradescope's autograder bundle")
-    ex.add_argument("action", choices=["build", "check", "autograder"])
+                                          "Gradescope's autograder bundle or an nbgrader course")
+    ex.add_argument("action", choices=["build", "check", "autograder", "nbgrader"])
     ex.add_argument("--solutions", default="solutions", help="directory of solution notebooks")
     ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
     ex.add_argument("--out", default=None, help="autograder: the zip to write (e.g. autograder.zip)")
     ex.add_argument("--salt", default=None, help="autograder: the secret that seeds each student's hidden cases "
                                                  "(use the one you give jtk grade --salt, so both grade alike)")
-    ex.add_argument("--force", action="store_true", help="autograder: overwrite --out")
+    ex.add_argument("--force", action="store_true", help="autograder: overwrite --out; nbgrader: overwrite files "
+                                                         "of --course that differ")
+    ex.add_argument("--course", default=None, help="nbgrader: the course directory to write source/ and "
+                                                   "nbgrader_config.py into (docs/nbgrader.md)")
+    ex.add_argument("--assignment", default=None, help="nbgrader: one assignment holding every notebook "
+                                                       "(default: one assignment per notebook)")
 
     gr = sub.add_parser("grade", help="grade students' notebooks against the source notebooks (checks, points, "
                                       "hidden cases), each in a fresh contained kernel")
@@ -411,6 +417,8 @@ def _exercises(args) -> int:
 
     if args.action == "autograder":
         return _autograder(args)
+    if args.action == "nbgrader":
+        return _nbgrader_course(args)
     try:
         if args.action == "build":
             results_lib.check_output(args.exercises, option="--exercises", directory=True)
@@ -444,6 +452,24 @@ def _autograder(args) -> int:
     size = out.stat().st_size / 1e6
     print(f"wrote {out} ({size:.1f} MB): upload it as the autograder of a Gradescope programming assignment "
           "(base image Ubuntu 24.04); students submit their .ipynb files")
+    return 0
+
+
+def _nbgrader_course(args) -> int:
+    from jtk import nbgrader
+
+    if not args.course:
+        return _fail("exercises nbgrader", "--course DIR is required (the nbgrader course directory), got none")
+    try:
+        written = nbgrader.write_course(args.course, args.solutions, assignment=args.assignment, force=args.force)
+    except ValueError as err:
+        return _fail("exercises nbgrader", str(err).replace("force=True (--force)", "--force"))
+    except OSError as err:
+        return _fail("exercises nbgrader", f"{type(err).__name__}: {err}", 1)
+    for path in written:
+        print(f"wrote {path}")
+    names = sorted({path.parent.name for path in written[1:]})
+    print(f"next, in {args.course}: nbgrader generate_assignment {names[0]} (assignments: {', '.join(names)})")
     return 0
 
 

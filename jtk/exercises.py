@@ -6,8 +6,8 @@ answer, and everything between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN
 TESTS`` is a hidden check. :func:`build` replaces each answer with ``raise
 NotImplementedError(...)`` at the same indentation, removes the hidden checks,
 clears outputs and writes ``exercises/``. Cells carry nbgrader metadata
-(``solution`` / ``grade`` / ``grade_id`` / ``points``), so instructors can also
-use nbgrader.
+(``solution`` / ``grade`` / ``grade_id`` / ``points``), so a source notebook is also an
+nbgrader source notebook (:mod:`jtk.nbgrader`, docs/nbgrader.md).
 
 Grading (:func:`grade_notebook`, :func:`grade_class`, ``jtk grade``) trusts the
 source, never the submission:
@@ -337,7 +337,9 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
             if gid in placed:  # a second copy of a check cell
                 tampered[gid] = True
                 continue
-            if (cell.source.strip() not in (check.student_code.strip(), check.code.strip())
+            # untouched: jtk's student copy, nbgrader's release of it (hidden tests dropped, no note), or the source
+            released = (check.student_code, _strip_region(check.code, BEGIN_HIDDEN, END_HIDDEN, None), check.code)
+            if (cell.source.strip() not in {text.strip() for text in released}
                     or meta.get("points", check.points) != check.points):
                 tampered[gid] = True
             cell.source = _harness(check, seeds[gid], timeout)
@@ -821,7 +823,8 @@ _STATUS_MARK = {"passed": "✅", "failed": "❌", "error": "⚠️", "timeout": 
 
 
 def feedback_html(row: dict) -> str:
-    """A student's feedback page for one notebook: each check's result, hint and misconception code."""
+    """A student's feedback page for one notebook: each check's result, hint and misconception code, and the jtk
+    version that graded it."""
     esc = html.escape
     lines = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(row['student'])} — "
              f"{esc(row['notebook'])}</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
@@ -843,7 +846,9 @@ def feedback_html(row: dict) -> str:
         lines.append(f"<tr><td>{esc(c['id'])}</td><td>{_STATUS_MARK.get(c['status'], '')} {esc(c['status'])}</td>"
                      f"<td>{c['points']:g} / {c['max_points']:g}</td><td>{esc(c['message'] or '')}{esc(note)}</td>"
                      f"<td><code>{esc(c['misconception'] or '')}</code></td></tr>")
-    lines.append("</table></body></html>")
+    from jtk import __version__
+
+    lines.append(f"</table><footer><p>Graded by jtk {esc(__version__)}</p></footer></body></html>")
     return "\n".join(lines)
 
 
