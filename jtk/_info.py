@@ -106,7 +106,7 @@ def info() -> dict:
 
     Returns:
       A dict with keys jtk, git_commit, python, platform, jax, jaxlib, backend, devices, jax_platforms (the
-      environment variable, or None), compilation_cache, the keys of :func:`numerics` (cpu, cpu_isa,
+      environment variable, or None), compilation_cache, the keys of :func:`jtk._info.numerics` (cpu, cpu_isa,
       xla_cpu_max_isa, xla_cpu_isa, numerics_key, blas; not machine, which platform shows), extras (name -> version
       or None).
     """

@@ -10,7 +10,7 @@ agent's regulariser annealed as 1/t (the reference's incremental updates;
 docs/reference.md, "Bandit"). The L2 at t = 1 is the agent's L2 scale × 2ρ
 (÷ K for ensembles): the reference code's rule, not the paper's App. E formula. Regret per step is max_x R̄_x − R̄_{X_t}.
 
-Everything is one compiled ``lax.scan`` over steps, ``vmap``ped over
+Everything is one compiled ``lax.scan`` over steps, vectorised (``vmap``) over
 problems: no Python loop per step or per seed. Steps run in chunks of
 :data:`CHUNK` (a tqdm bar advances per chunk), so a new horizon, temperature
 or number of actions of the same shape never recompiles.

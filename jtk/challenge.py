@@ -848,7 +848,7 @@ def score(submissions, config, out, *, workers: int = 1, force: bool = False, pr
       ``out/submissions/NAME.json`` (status, full error text, check_agent lines).
 
     Raises:
-      ValueError / TypeError: a bad configuration, a missing salt, no submissions, a non-empty ``out``
+      ValueError or TypeError: a bad configuration, a missing salt, no submissions, a non-empty ``out``
         without ``force``, ``workers`` < 1 — all before any scoring.
     """
     t0 = time.monotonic()

@@ -535,7 +535,7 @@ class Check:
       judge: (args, answer) -> None, or raises _Fail(code, message).
       summary: the pass line's detail.
       forbidden: "module:qualname" of the jtk functions that are the answer.
-      call: (fn, args) -> answer; default fn(*copies of args).
+      call: (fn, args) -> answer; default ``fn(*copies of args)``.
     """
 
     name: str

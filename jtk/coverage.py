@@ -4,9 +4,9 @@ The protocol of §3 ("Coverage for an input"): draw k training sets from eq. (4)
 with the same inputs and test inputs but fresh noise, fit (retrain) every
 method on each, and record per test input
 
-* the deviation |prediction − ground truth|,
+* the deviation ``|prediction − ground truth|``,
 * the uncertainty (the method's std), and
-* covered = |deviation| ≤ 1.96 · uncertainty.
+* covered = ``|deviation| ≤ 1.96 · uncertainty``.
 
 The coverage at an input is the fraction of covered repetitions, with the
 binomial error bar sqrt(p(1 − p)/k). The BLR anchor covers 95 % at every input
@@ -78,12 +78,12 @@ class CoverageResult:
 
     @property
     def deviation(self) -> np.ndarray:
-        """|prediction − truth| [k, n*]."""
+        """``|prediction − truth|`` [k, n*]."""
         return np.abs(self.mean - self.truth[None, :])
 
     @property
     def covered(self) -> np.ndarray:
-        """|deviation| ≤ 1.96 · uncertainty [k, n*] (bool)."""
+        """``|deviation| ≤ 1.96 · uncertainty`` [k, n*] (bool)."""
         return self.deviation <= Z95 * self.std
 
     def coverage(self) -> np.ndarray:

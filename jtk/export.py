@@ -8,7 +8,15 @@ embedded) and each app's output is replaced by a small HTML + JavaScript block (
 (``<input type=range>`` for sliders, ``<select>`` for dropdowns, buttons for toggle buttons, a checkbox, counting
 buttons for flip buttons) and a table from control values to precomputed frames (base64 PNG data URIs and HTML
 snippets, each stored once). Nothing is fetched from the network: scripts and links to other hosts that the
-template would add (require.js, MathJax) are removed, so TeX in the prose stays as TeX text.
+template would add (require.js, MathJax) are removed; TeX in the prose (``$…$``, ``$$…$$``) and the labs' plain
+notation (``d_KL^τ``) become MathML at export time (:mod:`jtk._math`), which browsers render without a script.
+
+Accessible (WCAG 2.1 AA, checked with axe-core by ``tests/browser/test_accessibility.py``): every figure has a text
+alternative written from its data (``alt`` of the notebook's static figures from their display metadata, of an
+app's frames from the captions its builder keeps, :mod:`jtk.widgets._app`); every control of an app has a label tied
+to it (``<label for>``, a named group for toggle buttons, the value's label as ``aria-valuetext`` of a slider) and a
+visible focus ring, and works from the keyboard (Tab, arrow keys, Enter, Space); the page's colours are overridden
+where the notebook template's fall below 4.5:1 contrast (:data:`PAGE_COLORS`).
 
 Bounded size: an app whose controls span more than ``max_frames`` combinations, or whose figures would exceed its
 share of :data:`MAX_PAGE_BYTES`, is exported on a sub-grid: first the values of :data:`SUBGRIDS` (the apps with free
@@ -42,6 +50,8 @@ import types
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from jtk import _math
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -218,46 +228,65 @@ def plan_grid(values: Mapping[str, list], defaults: Mapping[str, Any], max_frame
 
 
 # ------------------------------------------------------------------ views (what an app draws)
+def _is_caption(w) -> bool:
+    from jtk.widgets._app import CAPTION_CLASS
+    return CAPTION_CLASS in (getattr(w, "_dom_classes", ()) or ())
+
+
 class _Views:
-    """The app's displays in tree order (Image, HTML, Output) and their current content."""
+    """The app's displays in tree order (Image, HTML, Output), their current content and text alternatives.
+
+    Captions (:func:`jtk.widgets._app.figure_caption`) are no views of their own: a caption's text is the
+    ``alt`` of the Image or Output that keeps it as ``.caption`` (an Output without one: the ``alt`` metadata of
+    the figure it displayed).
+    """
 
     def __init__(self, app, controls):
         import ipywidgets as widgets
         skip = set(map(id, controls)) | set(map(id, getattr(app, "buttons", {}).values()))
         self.widgets = [w for w in _walk(app) if id(w) not in skip and isinstance(
-            w, (widgets.Image, widgets.HTML, widgets.Output))]  # a Label names a control: the page's label does
+            w, (widgets.Image, widgets.HTML, widgets.Output)) and not _is_caption(w)]  # a Label names a control
         self.current: list[str | None] = [None] * len(self.widgets)
+        self.alts: list[str | None] = [None] * len(self.widgets)
 
     def kinds(self) -> list[str]:
         return [type(w).__name__ for w in self.widgets]
 
     def read(self, captured=None) -> list[str]:
-        """Current content of each view: a PNG data URI, or HTML text."""
+        """Current content of each view: a PNG data URI, or HTML text (``self.alts``: the figures' alt texts)."""
         import ipywidgets as widgets
         for i, w in enumerate(self.widgets):
+            alt = None
             if isinstance(w, widgets.Image):
                 self.current[i] = _data_uri(bytes(w.value), w.format) if w.value else ""
             elif isinstance(w, widgets.HTML):
                 self.current[i] = w.value
             else:  # Output: what was displayed into it (w.outputs in a front end; the capture in a kernel)
-                for data in _output_data(w, captured):
+                for data, metadata in _output_data(w, captured):
                     if "image/png" in data:
                         png = data["image/png"]
                         self.current[i] = f"data:image/png;base64,{png}" if isinstance(png, str) \
                             else _data_uri(png, "png")
+                        alt = (metadata.get("image/png") or {}).get("alt") or alt
                     elif "text/html" in data:
                         self.current[i] = data["text/html"]
                     elif "text/plain" in data:
                         self.current[i] = f"<pre>{html.escape(data['text/plain'])}</pre>"
                 if self.current[i] is None:
                     self.current[i] = ""
+            caption = getattr(w, "caption", None)
+            if caption is not None and getattr(caption, "alt_text", ""):
+                alt = caption.alt_text
+            self.alts[i] = (alt or None) if (self.current[i] or "").startswith("data:image/") else None
         return list(self.current)
 
 
-def _output_data(out, captured) -> list[dict]:
-    datas = [dict(o.get("data", {})) for o in getattr(out, "outputs", ()) if o.get("output_type") != "stream"]
+def _output_data(out, captured) -> list[tuple[dict, dict]]:
+    """(data, metadata) of each display in an Output widget (its outputs, then what ``captured`` caught)."""
+    datas = [(dict(o.get("data", {})), dict(o.get("metadata", {}) or {})) for o in getattr(out, "outputs", ())
+             if o.get("output_type") != "stream"]
     if captured is not None:
-        datas += [dict(o.data) for o in captured.outputs]
+        datas += [(dict(o.data), dict(o.metadata)) for o in captured.outputs]
     return datas
 
 
@@ -305,7 +334,7 @@ def _capturing():
     pub, captured = ip.display_pub, _Captured()
 
     def publish(data, metadata=None, *args, **kwargs):
-        captured.outputs.append(types.SimpleNamespace(data=dict(data)))
+        captured.outputs.append(types.SimpleNamespace(data=dict(data), metadata=dict(metadata or {})))
 
     def clear_output(wait=False):
         captured.outputs.clear()
@@ -331,9 +360,10 @@ def capture_app(app, max_frames: int = MAX_FRAMES, max_clicks: int = MAX_CLICKS,
         estimate (mean size × distinct contents of each display) fits. Not applied to button apps.
 
     Returns:
-      a JSON-able dict: ``title``, ``controls`` (name, label, kind, labels, default, note), ``views`` (kind
+      a JSON-able dict: ``title``, ``controls`` (name, label, kind, labels, default, note, tip), ``views`` (kind
       of each display), ``contents`` (each distinct content once), ``frames`` (key "i-j-…" of control indices →
-      content index of each view), ``seconds``, ``reason`` (why a sub-grid, or ""). The app is left at its
+      content index of each view), ``alts`` (the same keys → content index of each view's text alternative, None
+      for a view that shows no image), ``seconds``, ``reason`` (why a sub-grid, or ""). The app is left at its
       initial values.
 
     Raises:
@@ -367,6 +397,7 @@ def capture_app(app, max_frames: int = MAX_FRAMES, max_clicks: int = MAX_CLICKS,
     contents: list[str] = []
     index: dict[str, int] = {}
     frames: dict[str, list[int]] = {}
+    alts: dict[str, list[int | None]] = {}
 
     def store(items: list[str]) -> list[int]:
         ids = []
@@ -419,8 +450,9 @@ def capture_app(app, max_frames: int = MAX_FRAMES, max_clicks: int = MAX_CLICKS,
         def record(suffix=()):
             for combo in combos:
                 captured = set_values(combo)
-                key = [grid[n].index(v) for n, v in zip(names, combo)] + list(suffix)
-                frames["-".join(map(str, key))] = store(views.read(captured))
+                key = "-".join(map(str, [grid[n].index(v) for n, v in zip(names, combo)] + list(suffix)))
+                frames[key] = store(views.read(captured))
+                alts[key] = [None if a is None else store([a])[0] for a in views.alts]
 
         if not counters:
             record()
@@ -454,20 +486,21 @@ def capture_app(app, max_frames: int = MAX_FRAMES, max_clicks: int = MAX_CLICKS,
                 if kind in _TEXTS else ", ".join(_label(c, v) for v in full[n]) \
                 if kind in ("SelectionSlider",) + _CHOICES and len(full[n]) <= 10 \
                 else f"{len(full[n])} values, {_label(c, full[n][0])}–{_label(c, full[n][-1])}"
-            note = f"{_describe(c, n)}: exported for {', '.join(labels)} (live app: {live})"
-        spec_controls.append({"name": n, "label": _describe(c, n), "kind": page_kind, "labels": labels,
-                              "default": grid[n].index(defaults[n]), "note": note})
+            note = f"{_describe(c, n, app)}: exported for {', '.join(labels)} (live app: {live})"
+        spec_controls.append({"name": n, "label": _describe(c, n, app), "kind": page_kind, "labels": labels,
+                              "default": grid[n].index(defaults[n]), "note": note, "tip": c.tooltip or ""})
     for n in counters:
         spec_controls.append({"name": f"button {n}", "label": buttons[n].description, "kind": "counter",
                               "labels": [str(k) for k in range(max_clicks + 1)], "default": 0,
-                              "note": f"{buttons[n].description}: up to {max_clicks} presses"})
+                              "note": f"{buttons[n].description}: up to {max_clicks} presses",
+                              "tip": buttons[n].tooltip or ""})
     if counters:
         spec_controls.append({"name": "reset", "label": buttons["reset"].description, "kind": "reset",
                               "labels": [], "default": 0,
                               "note": f"{buttons['reset'].description}: starts the same coins over "
-                                      "(the live app draws new ones)"})
+                                      "(the live app draws new ones)", "tip": buttons["reset"].tooltip or ""})
     return {"title": title, "controls": spec_controls, "views": views.kinds(), "contents": contents,
-            "frames": frames, "seconds": time.perf_counter() - start,
+            "frames": frames, "alts": alts, "seconds": time.perf_counter() - start,
             "reason": SUBGRID_REASONS.get(title, "") if any(c["note"] for c in spec_controls) else ""}
 
 
@@ -496,60 +529,93 @@ def _fit_bytes(grid, defaults, names, views, set_values, max_bytes, thin_first):
                      size=size, max_size=max_bytes)
 
 
-def _describe(widget, name: str) -> str:
-    return getattr(widget, "description", "") or name
+def _describe(widget, name: str, app=None) -> str:
+    """A control's label: its description, else the ``Label`` just before it in a box of ``app``, else its name."""
+    import ipywidgets as widgets
+
+    if getattr(widget, "description", ""):
+        return widget.description
+    for box in _walk(app) if app is not None else ():
+        children = list(getattr(box, "children", ()) or ())
+        if widget in children:
+            i = children.index(widget)
+            if i > 0 and isinstance(children[i - 1], widgets.Label) and children[i - 1].value.strip():
+                return children[i - 1].value.strip()
+    return name
 
 
 # ------------------------------------------------------------------ the page block
+FOCUS_RING = "#1a5fb4"
+"""Colour of the focus ring around the control that has keyboard focus (≥ 3:1 against white, WCAG 2.1 1.4.11)."""
+
+PRESSED = ("#ffffff", "#1456a0")
+"""Text and background of a pressed toggle button (≥ 4.5:1)."""
+
 _STYLE = """
-.jtk-app{border:1px solid #ccc;border-radius:4px;padding:8px;margin:4px 0;font-family:sans-serif;font-size:13px}
+.jtk-app{border:1px solid #767676;border-radius:4px;padding:8px;margin:4px 0;font-family:sans-serif;font-size:13px}
 .jtk-app .jtk-controls{display:flex;flex-wrap:wrap;gap:6px 18px;align-items:center;margin-bottom:6px}
-.jtk-app label{display:inline-flex;align-items:center;gap:6px}
+.jtk-app .jtk-field{display:inline-flex;align-items:center;gap:6px}
+.jtk-app [role=group]{display:inline-flex;gap:2px}
 .jtk-app .jtk-views{display:flex;flex-wrap:wrap;gap:4px;align-items:flex-start}
 .jtk-app .jtk-views img{max-width:100%;height:auto}
-.jtk-app button[aria-pressed=true]{background:#1976d2;color:#fff}
+.jtk-app button{font:inherit;color:#1f1f1f;background:#efefef;border:1px solid #767676;border-radius:3px;
+  padding:2px 8px}
+.jtk-app button[aria-pressed=true]{background:PRESSED_BG;color:PRESSED_FG;border-color:PRESSED_BG}
+.jtk-app button:disabled{opacity:.6}
+.jtk-app :focus-visible{outline:3px solid FOCUS;outline-offset:2px}
 .jtk-app .jtk-note{color:#555;font-size:12px;margin-top:6px}
 .jtk-app .jtk-readout{min-width:3em;display:inline-block}
-"""
+""".replace("FOCUS", FOCUS_RING).replace("PRESSED_BG", PRESSED[1]).replace("PRESSED_FG", PRESSED[0])
 
 _SCRIPT = r"""
 (function(){
 var root=document.getElementById(ID), spec=JSON.parse(document.getElementById(ID+"-data").textContent);
 var state=spec.controls.map(function(c){return c.default;}), box=root.querySelector(".jtk-controls");
-var views=root.querySelector(".jtk-views"), els=spec.views.map(function(kind){
-  var el=document.createElement(kind==="Image"||kind==="Output"?"div":"div"); el.className="jtk-view"; views.appendChild(el); return el;});
+var alts=spec.alts||{}, views=root.querySelector(".jtk-views"), els=spec.views.map(function(kind){
+  var el=document.createElement("div"); el.className="jtk-view"; views.appendChild(el); return el;});
 function show(){
   var key=state.filter(function(_,k){return spec.controls[k].kind!=="reset";}).join("-"), f=spec.frames[key];
   if(!f){console.error("jtk export: no frame for control values "+key); return;}
+  var a=alts[key]||[];
   f.forEach(function(ci,i){var c=spec.contents[ci], el=els[i]; if(el.dataset.ci===String(ci)){return;}
     el.dataset.ci=String(ci);
-    if(c.slice(0,11)==="data:image/"){var img=el.querySelector("img")||el.appendChild(document.createElement("img")); img.src=c;}
+    if(c.slice(0,11)==="data:image/"){var img=el.querySelector("img")||el.appendChild(document.createElement("img"));
+      img.alt=a[i]==null?"figure of "+spec.title:spec.contents[a[i]]; img.src=c;}
     else{el.innerHTML=c;}});
   root.dataset.key=key;
 }
 spec.controls.forEach(function(c,k){
-  var lab=document.createElement("label"), el; lab.textContent=c.kind==="counter"||c.kind==="reset"?"":c.label+" ";
-  if(c.kind==="range"){el=document.createElement("input"); el.type="range"; el.min=0; el.max=c.labels.length-1;
-    el.step=1; el.value=c.default; var ro=document.createElement("span"); ro.className="jtk-readout";
-    ro.textContent=c.labels[c.default]; el.addEventListener("input",function(){state[k]=+el.value;
-    ro.textContent=c.labels[state[k]]; show();}); lab.appendChild(el); lab.appendChild(ro);}
-  else if(c.kind==="select"){el=document.createElement("select"); c.labels.forEach(function(t,i){
+  var id=ID+"-c"+k, field=document.createElement("div"), el;
+  field.className="jtk-field"; if(c.tip){field.title=c.tip;}
+  function label(){var lab=document.createElement("label"); lab.htmlFor=id; lab.textContent=c.label;
+    field.appendChild(lab);}
+  if(c.kind==="range"){label(); el=document.createElement("input"); el.type="range"; el.min=0;
+    el.max=c.labels.length-1; el.step=1; el.value=c.default; el.setAttribute("aria-valuetext",c.labels[c.default]);
+    var ro=document.createElement("output"); ro.className="jtk-readout"; ro.htmlFor=id;
+    ro.setAttribute("aria-hidden","true"); ro.textContent=c.labels[c.default];
+    el.addEventListener("input",function(){state[k]=+el.value; ro.textContent=c.labels[state[k]];
+      el.setAttribute("aria-valuetext",c.labels[state[k]]); show();});
+    field.appendChild(el); field.appendChild(ro);}
+  else if(c.kind==="select"){label(); el=document.createElement("select"); c.labels.forEach(function(t,i){
     var o=document.createElement("option"); o.value=i; o.textContent=t; el.appendChild(o);}); el.value=c.default;
-    el.addEventListener("change",function(){state[k]=+el.value; show();}); lab.appendChild(el);}
-  else if(c.kind==="toggle"){el=document.createElement("span"); c.labels.forEach(function(t,i){
+    el.addEventListener("change",function(){state[k]=+el.value; show();}); field.appendChild(el);}
+  else if(c.kind==="toggle"){var name=document.createElement("span"); name.id=id+"-label"; name.textContent=c.label;
+    field.appendChild(name); el=document.createElement("div"); el.setAttribute("role","group");
+    el.setAttribute("aria-labelledby",name.id); c.labels.forEach(function(t,i){
     var b=document.createElement("button"); b.type="button"; b.textContent=t; b.setAttribute("aria-pressed",i===c.default);
     b.addEventListener("click",function(){state[k]=i; el.querySelectorAll("button").forEach(function(x,j){
-      x.setAttribute("aria-pressed",j===i);}); show();}); el.appendChild(b);}); lab.appendChild(el);}
+      x.setAttribute("aria-pressed",j===i);}); show();}); el.appendChild(b);}); field.appendChild(el);}
   else if(c.kind==="checkbox"){el=document.createElement("input"); el.type="checkbox"; el.checked=c.default===1;
-    el.addEventListener("change",function(){state[k]=el.checked?1:0; show();}); lab.appendChild(el);}
+    el.addEventListener("change",function(){state[k]=el.checked?1:0; show();}); field.appendChild(el); label();}
   else if(c.kind==="counter"){el=document.createElement("button"); el.type="button"; el.textContent=c.label;
     el.addEventListener("click",function(){if(state[k]<c.labels.length-1){state[k]++; show();}
-      el.disabled=state[k]>=c.labels.length-1;}); lab.appendChild(el);}
+      el.disabled=state[k]>=c.labels.length-1;}); field.appendChild(el);}
   else if(c.kind==="reset"){el=document.createElement("button"); el.type="button"; el.textContent=c.label;
     el.addEventListener("click",function(){spec.controls.forEach(function(d,j){if(d.kind==="counter"){state[j]=0;}});
       box.querySelectorAll("button[data-kind=counter]").forEach(function(b){b.disabled=false;}); show();});
-    lab.appendChild(el);}
-  el.dataset.kind=c.kind; el.dataset.control=c.name; el.className="jtk-control"; box.appendChild(lab);
+    field.appendChild(el);}
+  el.id=el.id||id; el.dataset.kind=c.kind; el.dataset.control=c.name; el.dataset.label=c.label;
+  el.classList.add("jtk-control"); box.appendChild(field);
   if(c.kind!=="counter"&&c.kind!=="reset"&&c.labels.length<2){el.dataset.fixed="1"; el.disabled=true;
     el.querySelectorAll("button").forEach(function(b){b.disabled=true;});}
 });
@@ -561,6 +627,9 @@ show();
 def app_html(spec: Mapping, uid: str) -> str:
     """The self-contained HTML + JavaScript block that replaces an app's widget output in a page.
 
+    The block is a region named by the app's title; its controls are labelled form controls (see the module
+    docstring) and its images carry the frames' text alternatives (``spec["alts"]``).
+
     Args:
       spec: a :func:`capture_app` result.
       uid: an id unique within the page (letters, digits, ``-``, ``_``).
@@ -570,13 +639,16 @@ def app_html(spec: Mapping, uid: str) -> str:
     """
     if not re.fullmatch(r"[A-Za-z][\w-]*", str(uid)):
         raise ValueError(f"uid must be letters, digits, '-' or '_' starting with a letter, got {uid!r}")
-    data = json.dumps({k: spec[k] for k in ("title", "controls", "views", "contents", "frames")},
+    data = json.dumps({"alts": {}, **{k: spec[k] for k in ("title", "controls", "views", "contents", "frames",
+                                                            "alts") if k in spec}},
                       separators=(",", ":")).replace("</", "<\\/")
     notes = [c["note"] for c in spec["controls"] if c.get("note")]
     reason = f" ({spec['reason']})" if spec.get("reason") else ""
     note = ("Exported page: precomputed frames, no kernel. " + ("; ".join(notes) + f"{reason}." if notes else
             "Every control value of the live app is included."))
-    return (f'<div class="jtk-app" id="{uid}" data-title="{html.escape(spec["title"])}"><style>{_STYLE}</style>'
+    title = html.escape(spec["title"])
+    return (f'<div class="jtk-app" id="{uid}" data-title="{title}" role="region" aria-label="{title}">'
+            f'<style>{_STYLE}</style>'
             f'<div class="jtk-controls"></div><div class="jtk-views"></div>'
             f'<div class="jtk-note">{html.escape(note)}</div>'
             f'<script type="application/json" id="{uid}-data">{data}</script>'
@@ -584,9 +656,42 @@ def app_html(spec: Mapping, uid: str) -> str:
 
 
 # ------------------------------------------------------------------ notebooks → pages
+PAGE_COLORS = {
+    # JupyterLab's code colours (the notebook template's syntax highlighting), darkened where they fell below
+    # 4.5:1 on the code cells' #f5f5f5: numbers #080 (4.3), operators #a2f (4.4), comments #408080 (4.2), …
+    "--jp-mirror-editor-keyword-color": "#008000",
+    "--jp-mirror-editor-atom-color": "#5555ff",
+    "--jp-mirror-editor-number-color": "#007a00",
+    "--jp-mirror-editor-variable-3-color": "#007e4f",
+    "--jp-mirror-editor-operator-color": "#9a10f0",
+    "--jp-mirror-editor-meta-color": "#9a10f0",
+    "--jp-mirror-editor-comment-color": "#3c7777",
+    "--jp-mirror-editor-builtin-color": "#008000",
+    "--jp-mirror-editor-bracket-color": "#707054",
+    "--jp-mirror-editor-quote-color": "#007f00",
+    "--jp-mirror-editor-error-color": "#d40000",
+    # the "In [1]:" / "[1]:" prompts: #307fc1 (3.9) and #bf5b3d (4.0), and grey at half opacity (2.2) when inactive
+    "--jp-cell-inprompt-font-color": "#2b73af",
+    "--jp-cell-outprompt-font-color": "#b05438",
+    "--jp-cell-prompt-not-active-font-color": "#616161",
+}
+"""CSS variables a page overrides so that its text has ≥ 4.5:1 contrast on white and on the code cells' #f5f5f5."""
+
+PAGE_BACKGROUNDS = ("#ffffff", "#f5f5f5")
+"""The backgrounds the page's text sits on: the page, and code cells (``--jp-cell-editor-background``)."""
+
+_PAGE_CSS = (":root{" + "".join(f"{k}:{v};" for k, v in PAGE_COLORS.items())
+             + "--jp-cell-prompt-not-active-opacity:1;}"
+             + f":focus-visible{{outline:3px solid {FOCUS_RING};outline-offset:2px}}")
+
+
 @dataclasses.dataclass
 class PageResult:
-    """One exported page: ``notebook`` → ``page`` (bytes on disk), its apps and timings in seconds."""
+    """One exported page: ``notebook`` → ``page`` (bytes on disk), its apps and timings in seconds.
+
+    ``images_without_alt`` counts the notebook's figures whose display carried no text alternative (figures from
+    :mod:`jtk.plots` always carry one; the page falls back to nbconvert's "No description has been provided").
+    """
     notebook: pathlib.Path
     page: pathlib.Path
     title: str
@@ -595,6 +700,7 @@ class PageResult:
     execute_seconds: float
     capture_seconds: float
     total_seconds: float
+    images_without_alt: int = 0
 
 
 _KERNEL_CELL = """\
@@ -618,6 +724,26 @@ def _capture_by_model_id(model_ids: Sequence[str], max_frames: int = MAX_FRAMES,
     budget = max_page_bytes / max(1, sum(w is not None for w in apps.values()))
     return {mid: None if w is None else capture_app(w, max_frames=max_frames, max_clicks=max_clicks,
                                                     max_bytes=budget) for mid, w in apps.items()}
+
+
+def _accessible_output(output) -> int:
+    """Makes one code-cell output accessible in place; returns 1 if it is an image without a text alternative.
+
+    An ``image/png`` with an ``alt`` in its metadata (:func:`jtk.plots.layout.set_alt_text`) becomes an ``<img>``
+    with that ``alt``; the plain notation in an HTML output's text (a table header ``d_KL^10``) becomes MathML.
+    """
+    data = output.get("data", {})
+    if "image/png" in data:
+        alt = ((output.get("metadata") or {}).get("image/png") or {}).get("alt")
+        if not alt:
+            return 1
+        png = data["image/png"]
+        png = png if isinstance(png, str) else base64.b64encode(png).decode()
+        output["data"] = {"text/html": f'<img src="data:image/png;base64,{png.strip()}" alt="{html.escape(alt)}">'}
+    elif "text/html" in data:
+        text = data["text/html"]
+        data["text/html"] = _math.plain_math_html("".join(text) if isinstance(text, list) else text)
+    return 0
 
 
 def _title(nb) -> str:
@@ -709,6 +835,12 @@ def export_notebook(notebook, out_dir, max_frames: int = MAX_FRAMES, max_clicks:
             apps = json.loads(result.read_text())
             capture_seconds = time.perf_counter() - start - execute_seconds
     nb.metadata.pop("widgets", None)
+    title = _title(nb)
+    formulas: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _math.protect_math(cell.source, formulas)
+    missing_alt = 0
     captured = []
     for ci, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -717,6 +849,7 @@ def export_notebook(notebook, out_dir, max_frames: int = MAX_FRAMES, max_clicks:
         for o in cell.outputs:
             mid = o.get("data", {}).get(WIDGET_MIME, {}).get("model_id")
             if mid is None:
+                missing_alt += _accessible_output(o)
                 kept.append(o)
             elif apps.get(mid):  # an app: the kernel-free block; other widgets (progress bars) are left out
                 spec = apps[mid]
@@ -727,11 +860,13 @@ def export_notebook(notebook, out_dir, max_frames: int = MAX_FRAMES, max_clicks:
                     "text/html": app_html(spec, f"jtk-app-{ci}-{len(captured)}")}))
         cell.outputs = kept
     exporter = HTMLExporter(template_name="lab", embed_images=True)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": _title(nb),
-                                                                      "path": str(path.parent)}})
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title, "path": str(path.parent)}})
+    body = _math.restore_math(body, formulas)
+    body = body.replace("</head>", f"<style>{_PAGE_CSS}</style></head>", 1)
     page = out_dir / f"{path.stem}.html"
     page.write_text(_strip_external(body), encoding="utf-8")
-    return PageResult(notebook=path, page=page, title=_title(nb), bytes=page.stat().st_size, apps=captured,
+    return PageResult(notebook=path, page=page, title=title, bytes=page.stat().st_size, apps=captured,
+                      images_without_alt=missing_alt,
                       execute_seconds=execute_seconds, capture_seconds=capture_seconds,
                       total_seconds=time.perf_counter() - start)
 

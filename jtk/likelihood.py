@@ -247,7 +247,7 @@ def accuracy(probs, y) -> float:
 
 
 def expected_calibration_error(probs, y, num_bins: int = 10) -> float:
-    """ECE with equal-width confidence bins (Guo et al. 2017): Σ_b (n_b / n) |acc_b − conf_b|.
+    """ECE with equal-width confidence bins (Guo et al. 2017): ``Σ_b (n_b / n) |acc_b − conf_b|``.
 
     Args:
       probs: [n, K] marginal predictive probabilities.

@@ -33,7 +33,7 @@ def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
 
 
 def mlp_sizes(input_dim: int, hidden: Sequence[int], num_classes: int) -> tuple[int, ...]:
-    """Layer widths of an MLP input_dim → *hidden → num_classes, e.g. (2, 50, 50, 2)."""
+    """Layer widths of an MLP ``input_dim → *hidden → num_classes``, e.g. (2, 50, 50, 2)."""
     return (input_dim, *hidden, num_classes)
 
 

@@ -117,7 +117,7 @@ def kernel_env(workdir: str) -> dict[str, str]:
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A KernelManager whose kernels start through :func:`main` (limits, user) and optionally inside bwrap."""
+    """A KernelManager whose kernels start through :func:`jtk._kernel_launcher.main` (limits, user) and optionally inside bwrap."""
 
     def configure(self, *, mode: str, workdir: str, memory: int, uid: int | None, hidden: Sequence[str]) -> None:
         self._jtk = dict(mode=mode, workdir=workdir, memory=memory, uid=uid, hidden=tuple(hidden))

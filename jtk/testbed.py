@@ -953,7 +953,7 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
     * ``finite``: no NaN/inf among M × 500 sampled logits (inputs ~ N(0, 9 I),
       beyond the training data).
     * ``coherence``: a call whose x repeats rows gives identical logits to the
-      repeated rows within every sample (|Δ| ≤ 1e-5 · max(1, |logit|)). Sample
+      repeated rows within every sample (``|Δ| ≤ 1e-5 · max(1, |logit|)``). Sample
       m must be *one* function at all inputs; an agent that draws a fresh
       member, dropout mask or weight sample per input row fails here.
     * ``seed``: the same seed gives the same samples (a different seed may or

@@ -10,9 +10,10 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import scipy.stats  # noqa: E402
 
-from jtk.coverage import CoverageResult  # noqa: E402
 from jtk.plots import active as aplots, regression as rplots  # noqa: E402
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: E402
+
+import _fakes  # noqa: E402
 
 
 def _legends(fig):
@@ -33,12 +34,7 @@ def assert_legends_off_the_data(fig):
 
 
 def _result(method, k=6, seed=0):
-    rng = np.random.default_rng(seed)
-    coord = np.linspace(-6, 6, 41)
-    truth = np.sin(coord)
-    return CoverageResult(method, coord, coord[:, None], truth, truth + rng.normal(0, 0.2, (k, coord.size)),
-                          np.full((k, coord.size), 0.2), np.abs(coord) <= 4, {"f_main": 1.0},
-                          np.linspace(-4, 4, 10)[:, None], rng.normal(size=(k, 10)))
+    return _fakes.coverage_result(method, k, seed)
 
 
 def test_wilson_matches_scipy_vectorised_and_rejects_nonsense():

@@ -131,7 +131,8 @@ def as_mixture(posterior: Any) -> MixturePosterior | None:
     """The posterior as a :class:`MixturePosterior`, or None when it is not a finite mixture.
 
     A finite mixture has an integer ``num_components`` ≥ 1 and a callable ``components``;
-    ``log_weights`` is optional (absent: uniform weights), as README "Evaluate your own agent" promises.
+    ``log_weights`` is optional (absent: uniform weights), as the researchers' guide promises (docs/researchers.md,
+    "Evaluate your own agent").
     """
     c = getattr(posterior, "num_components", None)
     if not (isinstance(c, numbers.Integral) and not isinstance(c, bool) and c > 0):
@@ -491,7 +492,7 @@ class JaxAgent:
         """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`.
 
         Raises:
-          ValueError / TypeError: bad x, y, prior or seed (an int in [0, 2**32) or a PRNG key).
+          ValueError or TypeError: bad x, y, prior or seed (an int in [0, 2**32) or a PRNG key).
           jtk._memory.MemoryBudgetError: a ValueError when the data, parameters and
             optimiser state cannot fit in the memory budget (checked before training).
         """
@@ -619,7 +620,7 @@ class JaxPosterior:
         """Draws ``num_samples`` functions, each evaluated at all of x [n, d] → [M, n, K].
 
         Raises:
-          ValueError / TypeError: bad x, num_samples (an int ≥ 1) or seed;
+          ValueError or TypeError: bad x, num_samples (an int ≥ 1) or seed;
             jtk._memory.MemoryBudgetError (a ValueError) when [M, n, K] cannot fit.
         """
         x = check_query(x, self.input_dim, num_samples)

@@ -82,8 +82,8 @@ class EpinetAgent(NeuralAgent):
         minibatch 100).
 
     Hyper keys (``hyper(prior)``, traced per problem):
-      l2: λ · (d / n)^0.7, the weight of Σ params² of the base network and the learnable epinet
-        (the bandit: its value at n = 1, annealed as 1/t).
+      l2: λ · (d / n)^0.7, the weight of Σ params² of the base network and the learnable epinet (the bandit:
+      its value at n = 1, annealed as 1/t).
       prior_scale: the additive prior's scale, prior_scale / ρ (or prior_scale).
 
     Defaults: the reference factory's (docs/reference.md, "Epinet").
@@ -140,7 +140,7 @@ class EpinetAgent(NeuralAgent):
 
     # ------------------------------------------------------------ networks
     def epinet_sizes(self, input_dim: int) -> tuple[int, ...]:
-        """Layer widths of σ^L and σ^P: (D + d + hidden[-1], *epinet_hidden, K · D)."""
+        """Layer widths of σ^L and σ^P: ``(D + d + hidden[-1], *epinet_hidden, K · D)``."""
         return (self.index_dim + input_dim + self.hidden[-1], *self.epinet_hidden, self.num_classes * self.index_dim)
 
     def features(self, base: nets.Params, x: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -36,7 +36,7 @@ def sample_prior_params(key: jax.Array, input_dim: int = 2, hidden: Sequence[int
     """Draws one logit function from the testbed prior (pure, jittable, vmappable over keys).
 
     Returns:
-      Tuple of (w [fan_in, fan_out], b [fan_out]) pairs of the MLP (input_dim, *hidden, num_classes).
+      Tuple of (w [fan_in, fan_out], b [fan_out]) pairs of the MLP ``(input_dim, *hidden, num_classes)``.
     """
     return nets.init_mlp(key, nets.mlp_sizes(input_dim, hidden, num_classes),
                          first_bias_std=1.0 / np.sqrt(input_dim))

@@ -1,4 +1,8 @@
-"""Figures for transductive active learning and PPC metrics (Wang et al. 2021, Figs. 2–5)."""
+"""Figures for transductive active learning and PPC metrics (Wang et al. 2021, Figs. 2–5).
+
+Criteria differ by colour, marker and line style (:data:`CRITERION_STYLES`); each panel stores a text alternative
+written from its data (the ``*_alt`` functions; :func:`jtk.plots.layout.alt_text`).
+"""
 
 from __future__ import annotations
 
@@ -9,16 +13,33 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from jtk.plots.layout import legend_outside
+from jtk.plots.layout import fixed_digits, legend_outside, set_alt_text
 
 CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
-CRITERION_COLORS = {"batchmig": "tab:red", "mig": "tab:orange", "tig": "tab:purple", "random": "tab:gray"}
+CRITERION_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
+    "batchmig": ("#d55e00", "-", "o"), "mig": ("#0072b2", "--", "s"), "tig": ("#7a0ae8", "-.", "^"),
+    "random": ("#5e5e8a", ":", "x")}
+CRITERION_COLORS = {k: v[0] for k, v in CRITERION_STYLES.items()}
 
 
 def _ax(ax):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     return ax
+
+
+def _xs(values) -> str:
+    return ", ".join(f"{v:.1f}" for v in np.sort(np.asarray(values, np.float64).reshape(-1)))
+
+
+def toy_view_alt(view: Mapping) -> str:
+    """Text alternative of :func:`plot_toy_view`: where the criterion queried and how well it then predicts."""
+    label = CRITERION_LABELS.get(view["criterion"], view["criterion"])
+    x = np.asarray(view["x_grid"])
+    return (f"{label}: ground truth f and the prediction after the query (±2 standard deviations shaded) over x from "
+            f"{x.min():.1f} to {x.max():.1f}; {len(view['x_train'])} training points; queried x = "
+            f"{_xs(view['x_query'])}; test locations x = {_xs(view['x_test'])}; test log-likelihood after the query "
+            f"{view['test_log_likelihood']:.3f}.")
 
 
 def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
@@ -35,7 +56,7 @@ def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
     """
     ax = _ax(ax)
     ax.plot(view["x_grid"], view["f_grid"], color="tab:blue", lw=1.5, label="ground truth f")
-    ax.plot(view["x_grid"], view["mean"], color="tab:red", lw=1.5, label="prediction after query")
+    ax.plot(view["x_grid"], view["mean"], "--", color="tab:red", lw=1.5, label="prediction after query")
     ax.fill_between(view["x_grid"], view["mean"] - 2 * view["std"], view["mean"] + 2 * view["std"],
                     color="tab:red", alpha=0.15, lw=0)
     ax.scatter(view["x_train"], view["y_train"], color="black", s=18, zorder=3, label="training points")
@@ -48,6 +69,7 @@ def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
     ax.set_title(title or f"{label}: test log-lik. {view['test_log_likelihood']:.3f}")
     ax.set_xlabel("x")
     ax.set_ylabel("f(x), y")
+    set_alt_text(ax, toy_view_alt(view))
     return ax
 
 
@@ -70,6 +92,16 @@ def plot_toy_views(views: Mapping[str, Mapping], figsize: tuple[float, float] = 
     return fig
 
 
+def tal_criteria_alt(df: pd.DataFrame, value: str = "test_log_likelihood") -> str:
+    """Text alternative of :func:`plot_tal_criteria`: each criterion's mean at the largest training set, best first."""
+    what = "mean test log-likelihood" if value == "test_log_likelihood" else value
+    last = df["num_train"].max()
+    means = df[df["num_train"] == last].groupby("criterion", sort=False)[value].mean().sort_values(ascending=False)
+    listed = ", ".join(f"{CRITERION_LABELS.get(c, c)} {fixed_digits(v, 3)}" for c, v in means.items())
+    return (f"{what} (± standard error) against the number of training points, from {df['num_train'].min():g} to "
+            f"{last:g}, one line per criterion; at {last:g} points, best first: {listed}.")
+
+
 def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likelihood"):
     """Fig. 3: mean ± stderr of the test log-likelihood against the training-set size, one line a criterion.
 
@@ -84,13 +116,24 @@ def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likeliho
     for crit, g in df.groupby("criterion", sort=False):
         s = g.groupby("num_train")[value].agg(["mean", "std", "count"])
         err = s["std"].fillna(0) / np.sqrt(s["count"])
-        ax.errorbar(s.index, s["mean"], yerr=err, marker="o", ms=4, capsize=3,
-                    color=CRITERION_COLORS.get(crit), label=CRITERION_LABELS.get(crit, crit))
+        color, ls, marker = CRITERION_STYLES.get(crit, ("black", "-", "d"))
+        ax.errorbar(s.index, s["mean"], yerr=err, marker=marker, ls=ls, ms=5, capsize=3,
+                    color=color, label=CRITERION_LABELS.get(crit, crit))
     ax.set_xlabel("number of training points")
     ax.set_ylabel("mean test log-likelihood" if value == "test_log_likelihood" else value)
     ax.set_title("TAL with the oracle's covariances")
     legend_outside(ax, fontsize=8)
+    set_alt_text(ax, f"{ax.get_title()}: {tal_criteria_alt(df, value)}")
     return ax
+
+
+def ppc_panel_alt(per_model: pd.DataFrame, x: str, y: str, x_label: str, y_label: str, r: float) -> str:
+    """Text alternative of one :func:`plot_ppc_study` panel: the correlation and the best model on each axis."""
+    best_y = per_model[y].idxmax()
+    best_x = per_model[x].idxmax()
+    return (f"{y_label} against {x_label}, one labelled point per model ({len(per_model)} models): Pearson r = "
+            f"{r:.3f}; highest {y_label}: {best_y} ({fixed_digits(per_model.loc[best_y, y], 3)}); highest "
+            f"{x_label}: {best_x} ({fixed_digits(per_model.loc[best_x, x], 3)}).")
 
 
 def plot_ppc_study(per_model: pd.DataFrame, axes=None):
@@ -122,5 +165,6 @@ def plot_ppc_study(per_model: pd.DataFrame, axes=None):
         ax.set_title(f"Pearson r = {r:.3f}")
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
+        set_alt_text(ax, ppc_panel_alt(per_model, xc, yc, xl, yl, r))
     plt.tight_layout()
     return axes

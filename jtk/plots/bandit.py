@@ -1,4 +1,8 @@
-"""Figures of the neural bandit (§5): regret curves (Fig. 7) and regret vs d_KL^τ (Fig. 8/9, 16/17)."""
+"""Figures of the neural bandit (§5): regret curves (Fig. 7) and regret vs d_KL^τ (Fig. 8/9, 16/17).
+
+Each figure (or panel) stores a text alternative written from its data (the ``*_alt`` functions;
+:func:`jtk.plots.layout.alt_text`).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,14 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from matplotlib import ticker
+from matplotlib import patheffects, ticker
 
-from jtk.plots.layout import LiveFigure
-from jtk.plots.testbed import agent_style
+from jtk.plots.layout import LiveFigure, fixed_digits, set_alt_text
+from jtk.plots.testbed import KL_LABEL, agent_style
 
 REWARD_LABEL = r"mean reward $\bar{R}_x$"  # mathtext: the bar sits over the R (a plain "R̄_x" shows a literal _x)
+BEST_HALO = [patheffects.withStroke(linewidth=4, foreground="white")]  # the best action's black star shows on any
+# colour of the map and on the white legend (a gold star had 1.4:1 contrast there)
 
 
 def _new_axes(size):
@@ -39,6 +45,24 @@ def regret_stats(curves, average: bool = False) -> dict[str, pd.DataFrame]:
     return out
 
 
+def regret_curves_alt(stats: Mapping[str, pd.DataFrame], average: bool = False) -> str:
+    """Text alternative of the regret curves: each agent's (mean) regret at the last step, lowest first.
+
+    Args:
+      stats: :func:`regret_stats` (agent → mean and standard error indexed by t).
+      average: whether the curves are average regret per step.
+    """
+    what = "average regret per step" if average else "cumulative regret"
+    if not stats:
+        return f"{what} against time step t: no agent has run yet."
+    last = {a: (int(st.index[-1]), float(st["mean"].iloc[-1])) for a, st in stats.items()}
+    t_end = max(t for t, _ in last.values())
+    listed = ", ".join(f"{a} {fixed_digits(v, 3)}" for a, (_, v) in sorted(last.items(), key=lambda kv: kv[1][1]))
+    best = min(last, key=lambda a: last[a][1])
+    return (f"{what} against time step t from 1 to {t_end}, mean ± standard error over problems, one line per agent; "
+            f"at t = {t_end}: {listed} ({best} lowest).")
+
+
 def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None = None):
     """Cumulative (or average) regret vs t per agent, mean ± standard error over problems.
 
@@ -54,7 +78,8 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
     """
     if ax is None:
         ax = _new_axes((6, 4))
-    for i, (agent, stats) in enumerate(regret_stats(curves, average).items()):
+    all_stats = regret_stats(curves, average)
+    for i, (agent, stats) in enumerate(all_stats.items()):
         color, ls, _ = agent_style(agent, i)
         ax.plot(stats.index, stats["mean"], color=color, ls=ls, label=agent)
         ax.fill_between(stats.index, stats["mean"] - stats["sem"], stats["mean"] + stats["sem"], color=color,
@@ -63,7 +88,20 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
     ax.set_ylabel("average regret per step" if average else "cumulative regret")
     ax.set_title(title or ("Thompson sampling on the neural bandit (mean ± s.e. over problems)"), fontsize=10)
     ax.legend(fontsize=8)
+    set_alt_text(ax, f"{ax.get_title()}: {regret_curves_alt(all_stats, average)}")
     return ax
+
+
+def regret_vs_kl_alt(points: pd.DataFrame, metric: str = "kl_10", correlation: Mapping[str, float] | None = None) -> str:
+    """Text alternative of :func:`plot_regret_vs_kl`: the correlation and each agent's median regret and score."""
+    tau = metric.split("_")[-1]
+    med = points.groupby("agent", sort=False)[[metric, "total_regret"]].median()
+    listed = "; ".join(f"{a}: d_KL^{tau} {fixed_digits(r[metric], 2)}, regret {fixed_digits(r['total_regret'], 2)}"
+                       for a, r in med.sort_values("total_regret").iterrows())
+    corr = (f" Correlation r = {correlation['r']:.2f} (95 % interval {correlation['lo']:.2f} to "
+            f"{correlation['hi']:.2f})." if correlation is not None else "")
+    return (f"Bandit total regret against testbed d_KL^{tau}, both on log scales, one point per agent and problem "
+            f"({len(points)} points).{corr} Medians, lowest regret first: {listed}.")
 
 
 def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
@@ -92,13 +130,14 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
     ax.xaxis.set_major_formatter(fmt)
     ax.xaxis.set_minor_formatter(fmt)
     tau = metric.split("_")[-1]
-    ax.set_xlabel(f"testbed d_KL^{tau} (ρ = 0.1)")
+    ax.set_xlabel(f"testbed {KL_LABEL % tau} (ρ = 0.1)")
     ax.set_ylabel("bandit total regret")
     title = f"regret vs d_KL^{tau}"
     if correlation is not None:
         title += f": r = {correlation['r']:.2f} [{correlation['lo']:.2f}, {correlation['hi']:.2f}]"
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
+    set_alt_text(ax, regret_vs_kl_alt(points, metric, correlation))
     return ax
 
 
@@ -110,6 +149,23 @@ def _best_action_legend(ax):
     """The "best action" key below the axes (inside, it covered an action's marker)."""
     return ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), frameon=False,
                      borderaxespad=0, handletextpad=0.3)
+
+
+def action_map_alt(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | None = None) -> str:
+    """Text alternative of an action map: where the rewarding actions are and which ones were pulled."""
+    actions, probs = np.asarray(actions), np.asarray(probs, np.float64)
+    best = int(np.argmax(probs))
+    text = (f"{len(probs)} actions in the plane (x₁, x₂) coloured by mean reward, blue near 0 and red near 1: "
+            f"{int(np.sum(probs > 0.5))} have a mean reward above 0.5; the best action, a star, is at "
+            f"({actions[best, 0]:.1f}, {actions[best, 1]:.1f}) with mean reward {probs[best]:.2f}.")
+    if pulls is not None:
+        pulls = np.asarray(pulls)
+        total = max(int(pulls.sum()), 1)
+        top = int(np.argmax(pulls))
+        text += (f" Marker size shows pulls ({total} in all): the best action was pulled {int(pulls[best])} times "
+                 f"({100 * pulls[best] / total:.0f} %); the most pulled action has mean reward {probs[top]:.2f} "
+                 f"({int(pulls[top])} pulls).")
+    return text
 
 
 def plot_action_map(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | None = None, ax=None,
@@ -131,14 +187,28 @@ def plot_action_map(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | 
     sc = ax.scatter(actions[:, 0], actions[:, 1], c=probs, cmap="RdBu_r", vmin=0, vmax=1, s=_pull_sizes(pulls),
                     edgecolors="k", linewidths=0.5)
     best = int(np.argmax(probs))
-    ax.scatter(*actions[best], marker="*", s=250, facecolors="none", edgecolors="gold", linewidths=1.5,
+    ax.scatter(*actions[best], marker="*", s=250, facecolors="none", edgecolors="black", linewidths=1.5,
+               path_effects=BEST_HALO,
                label="best action")
     ax.figure.colorbar(sc, ax=ax, label=REWARD_LABEL)
     ax.set_xlabel("x₁")
     ax.set_ylabel("x₂")
     ax.set_title(title or "actions (size: times pulled)", fontsize=10)
     _best_action_legend(ax)
+    set_alt_text(ax, f"{ax.get_title()}: {action_map_alt(actions, probs, pulls)}")
     return ax
+
+
+def pulls_alt(agent: str, pulls: Mapping[str, np.ndarray]) -> str:
+    """Text alternative of the bandit explorer's right panel: how often ``agent`` pulled the best actions."""
+    counts, probs = np.asarray(pulls["pulls"]), np.asarray(pulls["probs"], np.float64)
+    if np.asarray(pulls["actions"]).shape[1] == 2:
+        return f"{agent}'s pulls on problem 0: " + action_map_alt(pulls["actions"], probs, counts)
+    order = np.argsort(probs)[::-1]
+    total = max(int(counts.sum()), 1)
+    top5 = int(counts[order[:5]].sum())
+    return (f"{agent}'s pulls on problem 0, bars over {len(probs)} actions sorted by mean reward: the 5 best actions "
+            f"got {top5} of {total} pulls ({100 * top5 / total:.0f} %), the best one {int(counts[order[0]])}.")
 
 
 class BanditFigure(LiveFigure):
@@ -186,7 +256,8 @@ class BanditFigure(LiveFigure):
             actions = np.asarray(pulls["actions"])
             self.map = bx.scatter(actions[:, 0], actions[:, 1], c=np.asarray(pulls["probs"]), cmap="RdBu_r", vmin=0,
                                   vmax=1, s=20, edgecolors="k", linewidths=0.5)
-            self.star = bx.scatter([0.0], [0.0], marker="*", s=250, facecolors="none", edgecolors="gold",
+            self.star = bx.scatter([0.0], [0.0], marker="*", s=250, facecolors="none", edgecolors="black",
+                                   path_effects=BEST_HALO,
                                    linewidths=1.5, label="best action")
             self.fig.colorbar(self.map, ax=bx, label=REWARD_LABEL)
             bx.set_xlabel("x₁")
@@ -201,7 +272,7 @@ class BanditFigure(LiveFigure):
         self.update(curves, pulls, agent, temperature)
 
     def matches(self, curves: pd.DataFrame, input_dim: int) -> bool:
-        """Whether :meth:`update` can show these curves at this d (same agents, same dimension)."""
+        """Whether ``update`` can show these curves at this d (same agents, same dimension)."""
         return int(input_dim) == self.input_dim and list(dict.fromkeys(curves["agent"])) == self.agents
 
     def update(self, curves: pd.DataFrame, pulls: Mapping[str, np.ndarray], agent: str, temperature: float) -> None:
@@ -237,3 +308,5 @@ class BanditFigure(LiveFigure):
                 bar.set_height(h)
             self.bx.set_ylim(0, max(1, counts.max()) * 1.05)
             self.bx_title.set_text(f"{agent}: pulls on problem 0 (best action on the right)")
+        set_alt_text(self.fig, f"Left: {self.ax_title.get_text()}; {regret_curves_alt(stats)} Right: "
+                               + pulls_alt(agent, pulls))

@@ -5,6 +5,8 @@ object-oriented API (not registered with pyplot, so nothing leaks and nothing
 is shown twice in Jupyter; a figure returned as a cell's last value is shown
 by the inline backend). Colours come from seaborn's colour-blind-safe palette,
 and heads / tails are also told apart by hatching and text, not colour alone.
+Each figure stores a text alternative written from its data (the ``*_alt``
+functions; :func:`jtk.plots.layout.alt_text`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import seaborn as sns
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from jtk.plots.layout import LiveFigure
+from jtk.plots.layout import LiveFigure, set_alt_text
 
 PALETTE = tuple(sns.color_palette("colorblind"))  # colour-blind-safe qualitative palette
 SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe
 HEADS_COLOR, TAILS_COLOR = PALETTE[1], PALETTE[0]  # orange = heads, blue = tails
+POLICY_COLORS = ("#0072b2", "#d55e00", "#000000", "#af837b")  # the decision figure's policies, in order: ≥ 3:1 on
+# white and apart under simulated colour-vision deficiencies (tests/test_plots_colors.py); each has a line style too
+POLICY_STYLES = ("-", "--", ":", "-.")
 
 
 def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
@@ -65,6 +70,38 @@ def joint_as_grid(joint: np.ndarray) -> tuple[np.ndarray, list[str], list[str]]:
     b = n - a
     grid = joint.reshape(2 ** a, 2 ** b)
     return grid, sequence_labels(a), (sequence_labels(b) if b else [""])
+
+
+def probabilities_text(values: Mapping[str, float], digits: int = 3) -> str:
+    """Sequence probabilities in words, grouping equal ones: "TT and HH 0.5 each, TH and HT 0"."""
+    groups: dict[str, list[str]] = {}
+    for label, v in values.items():
+        groups.setdefault(f"{float(v):.{digits}g}", []).append(label)
+    parts = []
+    for v, labels in sorted(groups.items(), key=lambda kv: -float(kv[0])):
+        if len(labels) > 4:
+            parts.append(f"{len(labels)} sequences {v} each")
+        else:
+            names = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+            parts.append(f"{names} {v}" + (" each" if len(labels) > 1 else ""))
+    return ", ".join(parts)
+
+
+def joint_grids_alt(joints: Mapping[str, np.ndarray], marginals: Mapping[str, float] | None = None) -> str:
+    """Text alternative of :func:`plot_joint_grids`: each coin's one-flip P(heads) and its joint over n flips."""
+    parts = []
+    for name, joint in joints.items():
+        joint = np.asarray(joint, np.float64)
+        labels = sequence_labels(joint.ndim)
+        text = f"coin {name}: "
+        if marginals:
+            text += f"P(heads) on one flip {float(marginals[name]):.3g}; "
+        text += f"joint of {joint.ndim} flip{'s' if joint.ndim > 1 else ''}: " + probabilities_text(
+            dict(zip(labels, joint.reshape(-1))))
+        parts.append(text)
+    n = np.asarray(next(iter(joints.values()))).ndim
+    return (f"For each coin, bars of P(tails) and P(heads) on one flip above a heat map of the probability of every "
+            f"sequence of {n} flips (rows: the first flips, columns: the last). " + ". ".join(parts) + ".")
 
 
 def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, float] | None = None,
@@ -122,7 +159,22 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
         ax.set_xlabel(f"flips {a + 1}–{n}" if n - a > 1 else (f"flip {n}" if n > 1 else ""))
         ax.set_title(f"{name}: joint of {n} flip{'s' if n > 1 else ''}")
     fig.suptitle(title or f"Equal marginals, different joints ({n} flip{'s' if n > 1 else ''})")
+    set_alt_text(fig, f"{fig.get_suptitle()}. {joint_grids_alt(joints, marginals)}")
     return fig
+
+
+def coin_posterior_alt(view: Mapping, names: Sequence[str]) -> str:
+    """Text alternative of :func:`plot_coin_posterior`: each coin's belief, its next flip and the next two."""
+    parts = []
+    for i, name in enumerate(names):
+        h, t = view["counts"][i]
+        belief = ", ".join(f"bias {b:g} with probability {float(p):.3g}"
+                           for b, p in zip(view["biases"][i], view["posteriors"][i]))
+        nxt = probabilities_text(dict(zip(["TT", "TH", "HT", "HH"], np.asarray(view["next_two"][i]).reshape(-1))))
+        parts.append(f"coin {name}, {h} heads and {t} tails seen: {belief}; P(next flip heads) "
+                     f"{float(view['predictive'][i]):.3g}; next two flips {nxt}")
+    history = view["history_text"] or "no flips yet"
+    return f"Flips so far: {history} (total heads {view['total_heads']}). " + ". ".join(parts) + "."
 
 
 def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
@@ -163,7 +215,18 @@ def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
         ax.set_title("joint of the next two flips")
     history = view["history_text"] or "no flips yet"
     fig.suptitle(f"Flips so far: {history}   (total heads {view['total_heads']})")
+    set_alt_text(fig, coin_posterior_alt(view, names))
     return fig
+
+
+def decision_alt(table, horizon: int) -> str:
+    """Text alternative of :class:`DecisionFigure`: each policy's expected heads after ``horizon`` flips."""
+    policy = np.asarray(table["policy"])
+    heads = np.asarray(table["expected_heads"], np.float64)
+    totals = {p: float(heads[policy == p][-1]) for p in dict.fromkeys(policy)}
+    listed = "; ".join(f"{p} {v:.2f}" for p, v in sorted(totals.items(), key=lambda kv: -kv[1]))
+    return (f"Expected cumulative heads against flip t from 1 to {horizon}, one line per policy, and bars of the "
+            f"totals after {horizon} flips: {listed}.")
 
 
 class DecisionFigure(LiveFigure):
@@ -185,15 +248,14 @@ class DecisionFigure(LiveFigure):
         self.fig = Figure(figsize=(10, 4), layout="constrained")
         ax, bx = self.fig.subplots(1, 2, width_ratios=[2, 1])
         self.ax, self.bx = ax, bx
-        styles = ["-", "--", ":", "-."]
-        self.lines = [ax.plot([], [], styles[i % 4], color=PALETTE[i], label=pol, lw=2)[0]
+        self.lines = [ax.plot([], [], POLICY_STYLES[i % 4], color=POLICY_COLORS[i % 4], label=pol, lw=2)[0]
                       for i, pol in enumerate(self.policies)]
         ax.set_xlabel("flip t")
         ax.set_ylabel("expected cumulative heads")
         ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))  # whole flips
         self.ax_title = ax.set_title(" ")
         n = len(self.policies)
-        self.bars = bx.barh(self.policies[::-1], np.ones(n), color=[PALETTE[i] for i in range(n)][::-1],
+        self.bars = bx.barh(self.policies[::-1], np.ones(n), color=[POLICY_COLORS[i % 4] for i in range(n)][::-1],
                             edgecolor="black")
         self.bar_text = [bx.text(0, j, "", va="center") for j in range(n)]
         self.bx_xlabel = bx.set_xlabel(" ")
@@ -229,6 +291,7 @@ class DecisionFigure(LiveFigure):
             txt.set_text(f" {v:.2f}")
         self.bx.set_xlim(0, max(totals) * 1.3)
         self.bx_xlabel.set_text(f"expected heads after {horizon} flips")
+        set_alt_text(self.fig, decision_alt(table, horizon))
 
 
 def plot_decision(table, horizon: int) -> Figure:

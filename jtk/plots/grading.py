@@ -6,6 +6,18 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from jtk.plots.layout import set_alt_text
+
+
+def misconception_alt(summary: pd.DataFrame, num_students: int) -> str:
+    """Text alternative of :func:`misconception_figure`: every (check, code) and its count, most frequent first."""
+    if not len(summary):
+        return f"Misconceptions by check ({num_students} students): no misconception was hit."
+    rows = summary.sort_values("students", ascending=False)
+    listed = "; ".join(f"{r.check} {r.code}: {r.students}" for r in rows.itertuples())
+    return (f"Horizontal bars, one per check and misconception code, of how many of the {num_students} students "
+            f"hit it: {listed}.")
+
 
 def misconception_figure(summary: pd.DataFrame, num_students: int) -> Figure:
     """Horizontal bars: one per (check, code), length = students who hit it.
@@ -28,4 +40,5 @@ def misconception_figure(summary: pd.DataFrame, num_students: int) -> Figure:
         ax.text(0.5, 0.5, "no misconception was hit", ha="center", va="center", transform=ax.transAxes)
     ax.set(xlim=(0, max(num_students, 1) * 1.08), xlabel="students", ylabel="",
            title=f"Misconceptions by check ({num_students} students)")
+    set_alt_text(fig, misconception_alt(summary, num_students))
     return fig

@@ -1,9 +1,19 @@
-"""Layout helpers shared by the figures (no pyplot import): legends beside the data, live figures, number labels."""
+"""Layout helpers shared by the figures (no pyplot import): legends beside the data, live figures, number labels,
+and text alternatives.
+
+**Text alternatives.** Every figure says in words what it shows, generated from its data: each plotting function
+has an ``*_alt`` function next to it that writes the sentence, and stores it with :func:`set_alt_text` on the
+figure or on the axes it drew. :func:`alt_text` reads a figure's alternative (the figure's own, else one sentence
+per panel: a panel's own, else its title and axis labels). A figure that has one carries it when IPython displays
+it: its ``text/plain`` form is the alternative and ``image/png`` has the metadata ``{"alt": ...}``, which
+``jtk export`` writes into the page's ``<img alt=...>``; widgets put it into a caption screen readers announce.
+"""
 
 from __future__ import annotations
 
 import io
 import math
+import re
 
 from matplotlib.figure import Figure
 
@@ -20,6 +30,97 @@ def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kw
     return ax_or_fig.legend(handles, labels, loc="center right", bbox_to_anchor=(1.0, 0.5), **kw)
 
 
+class _AltBundle:
+    """A figure's display bundle with its text alternative (read when the figure is shown, so later panels count)."""
+
+    def __init__(self, fig):
+        self.fig = fig
+
+    def __call__(self, include=None, exclude=None):
+        text = alt_text(self.fig)
+        return {"text/plain": text}, {"image/png": {"alt": text}}
+
+
+def set_alt_text(target, text: str) -> None:
+    """Stores ``text`` as the text alternative of a figure, or of one panel (an Axes) of a figure.
+
+    Args:
+      target: a ``matplotlib.figure.Figure`` (the whole figure) or an ``Axes`` (that panel only).
+      text: what the figure or panel shows, in words (non-empty).
+
+    Raises:
+      TypeError: ``target`` is neither; ValueError: ``text`` is empty.
+    """
+    from matplotlib.axes import Axes
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text must be a non-empty string, got {text!r}")
+    if isinstance(target, Figure):
+        fig = target
+    elif isinstance(target, Axes):
+        fig = target.figure
+    else:
+        raise TypeError(f"target must be a matplotlib Figure or Axes, got {type(target).__name__}")
+    target._jtk_alt = " ".join(text.split())
+    if not isinstance(getattr(fig, "_repr_mimebundle_", None), _AltBundle):
+        fig._repr_mimebundle_ = _AltBundle(fig)  # IPython's display reads it (an instance attribute is enough)
+
+
+_TEX_WORDS = {r"\tau": "τ", r"\rho": "ρ", r"\sigma": "σ", r"\lambda": "λ", r"\mu": "μ", r"\pm": "±",
+              r"\cdot": "·", r"\leq": "≤", r"\geq": "≥"}
+
+
+def plain_label(text: str) -> str:
+    """A matplotlib label without mathtext markup, for text alternatives: ``$\\bar{R}_x$`` → ``R̄_x``,
+    ``$d_{\\mathrm{KL}}^{\\tau}$`` → ``d_KL^τ``."""
+    if "$" not in text:
+        return text
+
+    def math(m: re.Match) -> str:
+        t = m.group(1)
+        for tex, word in _TEX_WORDS.items():
+            t = t.replace(tex, word)
+        t = re.sub(r"\\bar\{(\w)\}", "\\1\u0304", t)  # R̄: the letter and a combining macron
+        t = re.sub(r"\\math(?:rm|bf|it)\{([^{}]*)\}", r"\1", t)
+        t = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", t)
+        return t.replace("\\", "")
+
+    return re.sub(r"\$([^$]*)\$", math, text)
+
+
+def _panel_text(ax) -> str:
+    own = getattr(ax, "_jtk_alt", None)
+    if own:
+        return own
+    title = plain_label(ax.get_title() or ax.get_title(loc="left") or ax.get_title(loc="right"))
+    y, x = plain_label(ax.get_ylabel()), plain_label(ax.get_xlabel())
+    what = f"{y} against {x}" if y and x else (y or x)
+    text = "; ".join(t for t in (" ".join(title.split()), what) if t)
+    return text or "an unlabelled panel"
+
+
+def alt_text(fig) -> str:
+    """The text alternative of a figure: its own (:func:`set_alt_text`), else its title and one sentence a panel.
+
+    A panel says what its plotting function stored for it, else its title and "y label against x label". Colour
+    bars and hidden axes are left out.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    own = getattr(fig, "_jtk_alt", None)
+    if own:
+        return own
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    texts = [_panel_text(ax) for ax in panels]
+    title = " ".join(fig.get_suptitle().split())
+    if len(texts) == 1:
+        parts = [title, texts[0]]
+    else:
+        parts = [title] + [f"Panel {i + 1} of {len(texts)}: {t}" for i, t in enumerate(texts)]
+    text = ". ".join(p.rstrip(". ") for p in parts if p.strip())
+    return (text + ".") if text else "A figure without titles or labels."
+
+
 class LiveFigure:
     """A figure that is built once and redrawn in place; ``png()`` renders it.
 
@@ -28,6 +129,11 @@ class LiveFigure:
     """
 
     fig: Figure
+
+    @property
+    def alt(self) -> str:
+        """The figure's text alternative for what it shows now (:func:`alt_text`; ``update`` keeps it current)."""
+        return alt_text(self.fig)
 
     def png(self, dpi: int = 72) -> bytes:
         """Renders to PNG bytes. The first call fixes the layout; later calls only redraw."""

@@ -2,7 +2,9 @@
 
 Each function draws from :class:`jtk.coverage.CoverageResult` objects or the
 DataFrames of :mod:`jtk.coverage`, returns the matplotlib Figure, and titles
-and labels every axis.
+and labels every axis. Methods differ by colour, line style and marker
+(:data:`METHOD_STYLES`), and each figure stores a text alternative written from
+its data (the ``*_alt`` functions; :func:`jtk.plots.layout.alt_text`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ import pandas as pd
 from jtk import _checks
 from jtk.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
-from jtk.plots.layout import legend_outside
+from jtk.plots.layout import legend_outside, set_alt_text
 
-METHOD_COLORS = {"BLR": "tab:red", "BD": "tab:blue", "CD": "tab:cyan", "VD": "tab:purple", "Ens": "tab:olive",
-                 "EnsAdvA": "tab:orange", "EnsBS": "tab:green"}
+METHOD_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
+    "BLR": ("#d55e00", "-", "o"), "BD": ("#0072b2", "--", "s"), "CD": ("#332288", ":", "v"),
+    "VD": ("#7a0ae8", "-.", "^"), "Ens": ("#af837b", "--", "D"), "EnsAdvA": ("#882255", ":", "P"),
+    "EnsBS": ("#000000", "-", "X")}
+METHOD_COLORS = {m: style[0] for m, style in METHOD_STYLES.items()}
+COVERAGE_CMAP = "cividis"  # coverage maps: perceptually uniform and colour-blind safe (not red–green)
+
+
+def method_style(method: str) -> tuple[str, str, str]:
+    """(colour, line style, marker) of a regression method; others get black, solid, diamonds."""
+    return METHOD_STYLES.get(method, ("#000000", "-", "d"))
 def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
     """The data of one Fig. 1/2 panel: coordinate, prediction, ±1.96·uncertainty band, truth, training data.
 
@@ -40,10 +51,31 @@ def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
+def band_text(lower, upper, truth, inside=None) -> str:
+    """Where a ±1.96 σ band covers the truth, in words (overall, and in / out of the training range if given)."""
+    covered = (np.asarray(lower) <= np.asarray(truth)) & (np.asarray(truth) <= np.asarray(upper))
+    text = f"the band covers the truth at {100 * covered.mean():.0f} % of the test inputs"
+    if inside is not None and np.any(inside) and np.any(~np.asarray(inside)):
+        inside = np.asarray(inside, bool)
+        text += (f" ({100 * covered[inside].mean():.0f} % in the training range, "
+                 f"{100 * covered[~inside].mean():.0f} % outside it)")
+    return text
+
+
+def fit_alt(result: CoverageResult, rep: int = 0) -> str:
+    """Text alternative of one :func:`plot_fit` panel: what is drawn and where the band covers the truth."""
+    d = fit_curves(result, rep)
+    inside = result.in_distribution[np.argsort(result.coordinate)]
+    n = len(d["x_train"]) if "x_train" in d else 0
+    return (f"{result.method}: prediction with a ±1.96 σ band and the ground truth (dashed) over x from "
+            f"{d['coordinate'][0]:.1f} to {d['coordinate'][-1]:.1f}" + (f", {n} training points" if n else "")
+            + f"; {band_text(d['lower'], d['upper'], d['truth'], inside)}.")
+
+
 def plot_fit(ax, result: CoverageResult, rep: int = 0, title: str | None = None):
     """One Fig. 1/2 panel: prediction (solid), ±1.96·uncertainty (shaded), truth (red dashed), data (black)."""
     d = fit_curves(result, rep)
-    color = METHOD_COLORS.get(result.method, "tab:blue")
+    color = method_style(result.method)[0]
     ax.fill_between(d["coordinate"], d["lower"], d["upper"], color=color, alpha=0.3, label="±1.96 σ")
     ax.plot(d["coordinate"], d["mean"], color=color, lw=1.5, label="prediction")
     ax.plot(d["coordinate"], d["truth"], "--", color="red", lw=1.2, label="ground truth")
@@ -55,6 +87,7 @@ def plot_fit(ax, result: CoverageResult, rep: int = 0, title: str | None = None)
     ax.set_title(title or result.method)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
+    set_alt_text(ax, fit_alt(result, rep))
     return ax
 
 
@@ -93,6 +126,27 @@ def sweep_curves(table: pd.DataFrame, coordinate: float, method: str, param: str
     return rows.sort_values(param)
 
 
+def sweep_alt(table: pd.DataFrame, coordinates: Sequence[float], param: str = "f_main",
+              methods: Sequence[str] | None = None) -> str:
+    """Text alternative of :func:`plot_sweep`: the coverage of each method at the smallest and largest ``param``."""
+    methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
+    rows = []
+    for c in coordinates:
+        parts, region = [], ""
+        for m in methods:
+            d = sweep_curves(table, c, m, param)
+            region = "in" if bool(d["in_distribution"].iloc[0]) else "out of"
+            x_at = float(d["coordinate"].iloc[0])
+            cov = d["coverage"].to_numpy()
+            parts.append(f"{m} {cov[0]:.2f} to {cov[-1]:.2f}")
+        lo, hi = table[param].min(), table[param].max()
+        rows.append(f"at x = {x_at:.2f} ({region} distribution), coverage from {param} = {lo:g} to {hi:g}: "
+                    + ", ".join(parts))
+    return (f"Deviation |pred − truth| and uncertainty σ (log scales) and coverage of ±1.96 σ (95 % Wilson "
+            f"intervals, nominal 0.95 dotted) against {param}, one row of panels per test input, one line per method "
+            f"({', '.join(methods)}); " + "; ".join(rows) + ".")
+
+
 def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "f_main",
                methods: Sequence[str] | None = None):
     """Fig. 3 / 6 analogue: deviation, uncertainty and coverage (95 % Wilson interval) vs ``param``.
@@ -108,7 +162,8 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
     for row, c in zip(axes, coordinates):
         for m in methods:
             d = sweep_curves(table, c, m, param)
-            kw = dict(color=METHOD_COLORS.get(m), marker="o", ms=3, label=m)
+            color, ls, marker = method_style(m)
+            kw = dict(color=color, ls=ls, marker=marker, ms=4, label=m)
             row[0].plot(d[param], d["deviation"], **kw)
             row[1].plot(d[param], d["uncertainty"], **kw)
             yerr = coverage_yerr(d["coverage"], d["k"]) if "k" in d else d["coverage_se"]  # old CSVs: no k
@@ -125,6 +180,7 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
         row[2].set_ylim(-0.02, 1.02)
     fig.tight_layout(rect=(0, 0, 0.9, 1))
     legend_outside(fig, *axes[0, 2].get_legend_handles_labels())
+    set_alt_text(fig, sweep_alt(table, coordinates, param, methods))
     return fig
 
 
@@ -142,6 +198,29 @@ def heatmap_grids(table: pd.DataFrame, method: str, grid_shape: tuple[int, int])
     return {"log10 deviation": np.log10(np.maximum(dev, 1e-12)).reshape(grid_shape),
             "log10 uncertainty": np.log10(np.maximum(unc, 1e-12)).reshape(grid_shape),
             "coverage": rows["coverage"].to_numpy().reshape(grid_shape)}
+
+
+def heatmaps_alt(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Sequence[str] | None = None,
+                 extent: tuple[float, float, float, float] = (-5, 5, -5, 5),
+                 train_range: tuple[float, float] | None = (1.0, 4.0)) -> str:
+    """Text alternative of :func:`plot_heatmaps`: each method's mean coverage inside and outside the training square."""
+    methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
+    x = np.linspace(extent[0], extent[1], grid_shape[1])
+    y = np.linspace(extent[2], extent[3], grid_shape[0])
+    xx, yy = np.meshgrid(x, y)
+    inside = ((xx >= train_range[0]) & (xx <= train_range[1]) & (yy >= train_range[0]) & (yy <= train_range[1])
+              if train_range is not None else np.zeros(grid_shape, bool))
+    parts = []
+    for m in methods:
+        g = heatmap_grids(table, m, grid_shape)
+        cov = g["coverage"]
+        text = f"{m}: mean coverage {cov.mean():.2f}"
+        if inside.any():
+            text += f" ({cov[inside].mean():.2f} inside the training square, {cov[~inside].mean():.2f} outside)"
+        parts.append(text)
+    box = (f", training square [{train_range[0]:g}, {train_range[1]:g}]² dashed" if train_range is not None else "")
+    return (f"Heat maps over the test square [{extent[0]:g}, {extent[1]:g}]²{box}: for each method, log10 mean "
+            f"deviation, log10 mean uncertainty and coverage of ±1.96 σ. " + "; ".join(parts) + ".")
 
 
 def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Sequence[str] | None = None,
@@ -168,7 +247,7 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
     for row, m in zip(axes, methods):
         for ax, (name, grid) in zip(row, grids[m].items()):
             im = ax.imshow(grid, origin="lower", extent=extent, vmin=limits[name][0], vmax=limits[name][1],
-                           cmap="viridis" if name != "coverage" else "RdYlGn", aspect="auto")
+                           cmap="viridis" if name != "coverage" else COVERAGE_CMAP, aspect="auto")
             if train_range is not None:
                 lo, hi = train_range
                 ax.add_patch(plt.Rectangle((lo, lo), hi - lo, hi - lo, fill=False, ec="w", lw=1.2, ls="--"))
@@ -177,7 +256,23 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
             ax.set_ylabel("x2")
             fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
+    set_alt_text(fig, heatmaps_alt(table, grid_shape, methods, extent, train_range))
     return fig
+
+
+def coverage_profile_alt(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None) -> str:
+    """Text alternative of :func:`plot_coverage_profile`: each method's coverage range, in and out of distribution."""
+    methods = list(results) if methods is None else list(methods)
+    parts = []
+    for m in methods:
+        r = results[m]
+        c, inside = r.coverage(), np.asarray(r.in_distribution, bool)
+        text = f"{m} between {c.min():.2f} and {c.max():.2f}, mean {c.mean():.2f}"
+        if inside.any() and (~inside).any():
+            text += f" ({c[inside].mean():.2f} in distribution, {c[~inside].mean():.2f} out of it)"
+        parts.append(text)
+    return (f"Coverage of ±1.96 σ over k = {results[methods[0]].k} training sets at every test input, with 95 % "
+            f"Wilson bands and the nominal 0.95 dotted: " + "; ".join(parts) + ".")
 
 
 def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None):
@@ -189,8 +284,9 @@ def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequen
         order = np.argsort(r.coordinate)
         c = r.coverage()[order]
         lo, hi = wilson_interval(c, r.k)
-        ax.plot(r.coordinate[order], c, color=METHOD_COLORS.get(m), lw=1, label=m)
-        ax.fill_between(r.coordinate[order], lo, hi, color=METHOD_COLORS.get(m), alpha=0.2,
+        color, ls, _ = method_style(m)
+        ax.plot(r.coordinate[order], c, color=color, ls=ls, lw=1, label=m)
+        ax.fill_between(r.coordinate[order], lo, hi, color=color, alpha=0.2,
                         label=f"{m}: 95 % Wilson interval")
     ax.axhline(0.95, color="k", ls=":", lw=1, label="nominal 0.95")
     ax.set_xlabel("test input x")
@@ -199,4 +295,5 @@ def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequen
     fig.tight_layout()
     legend_outside(ax)
     fig.tight_layout()
+    set_alt_text(fig, coverage_profile_alt(results, methods))
     return fig

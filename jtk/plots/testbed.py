@@ -12,8 +12,10 @@ Two ways to get each figure:
 All figures use the object-oriented API (nothing registered with pyplot).
 Colours are colour-blind safe: a blue–red diverging map for p(y = 1 | x),
 classes also told apart by marker shape and fill (white circles = class 0,
-black triangles = class 1), and seaborn's "colorblind" palette plus distinct
-line styles and markers for agents.
+black triangles = class 1), and agent colours that stay apart under simulated
+protanopia, deuteranopia and tritanopia (:mod:`jtk.plots.colors`), each with
+its own line style and marker. Each figure stores a text alternative written
+from its data (the ``*_alt`` functions; :func:`jtk.plots.layout.alt_text`).
 """
 
 from __future__ import annotations
@@ -25,27 +27,66 @@ import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from jtk.plots.coins import PALETTE
-from jtk.plots.layout import LiveFigure, fixed_digits  # noqa: F401 - LiveFigure is re-exported here
+from jtk.plots.layout import LiveFigure, fixed_digits, set_alt_text  # noqa: F401 - LiveFigure is re-exported here
 
 PROB_CMAP = "RdBu_r"  # p(class 1): blue = class 0, red = class 1 (blue/red is safe for common colour-blindness)
-AGENT_STYLES = {  # colour, line style, marker
-    "mlp": (PALETTE[7], ":", "s"),
-    "ensemble": (PALETTE[0], "--", "o"),
-    "ensemble+": (PALETTE[1], "-", "^"),
-    "uniform": (PALETTE[5], "-.", "x"),
-    "dropout": (PALETTE[4], "--", "D"),
-    "bbb": (PALETTE[3], "-.", "v"),
-    "hypermodel": (PALETTE[9], "-", "P"),
-    "sgmcmc": (PALETTE[6], ":", "*"),
-    "oracle": ("black", "-", "*"),
+AGENT_STYLES = {  # colour, line style, marker: every colour ≥ 3:1 against white, and the nine apart (ΔE ≥ 15) under
+    "mlp": ("#5e5e8a", ":", "s"),  # simulated protanopia, deuteranopia and tritanopia (tests/test_plots_colors.py)
+    "ensemble": ("#0072b2", "--", "o"),
+    "ensemble+": ("#d55e00", "-", "^"),
+    "uniform": ("#af837b", "-.", "x"),
+    "dropout": ("#cc79a7", "--", "D"),
+    "bbb": ("#882255", "-.", "v"),
+    "hypermodel": ("#7a0ae8", "-", "P"),
+    "sgmcmc": ("#332288", ":", "h"),
+    "oracle": ("#000000", "-", "*"),
 }
 CLASS_MARKERS = ((0, "o", "white", "black"), (1, "^", "black", "white"))  # class, marker, face, edge
+KL_LABEL = r"$d_{\mathrm{KL}}^{%s}$"  # d_KL^τ as mathtext: the figures show the symbol, not its TeX source
 
 
 def agent_style(name: str, index: int = 0) -> tuple:
-    """(colour, line style, marker) of an agent; unknown agents cycle through the palette."""
-    return AGENT_STYLES.get(name, (PALETTE[(index + 2) % len(PALETTE)], "-", "d"))
+    """(colour, line style, marker) of an agent; unknown agents cycle through the agents' colours."""
+    if name in AGENT_STYLES:
+        return AGENT_STYLES[name]
+    colors = [c for c, _, _ in AGENT_STYLES.values()]
+    return colors[index % len(colors)], "-", "d"
+
+
+# ------------------------------------------------------------------ text alternatives
+def share_text(mask) -> str:
+    """The share of True in ``mask`` as a whole percentage: "43 %"."""
+    mask = np.asarray(mask, bool)
+    return f"{round(100 * float(mask.mean())) if mask.size else 0} %"
+
+
+def points_text(y) -> str:
+    """The training points in words: "10 training points (4 of class 1, black triangles; 6 of class 0, ...)"."""
+    y = np.asarray([] if y is None else y).reshape(-1)
+    n, ones = len(y), int(np.sum(y == 1))
+    if n == 0:
+        return "no training points"
+    return (f"{n} training point{'s' if n != 1 else ''} ({ones} of class 1, black triangles; {n - ones} of class 0, "
+            "white circles)")
+
+
+def probability_map_alt(probs, y=None) -> str:
+    """What one p(y = 1 | x) map shows: where class 1 is more likely, how sharp the map is, the training points.
+
+    Args:
+      probs: [R, R] p(y = 1 | x) on the grid.
+      y: labels of the training points drawn on it ([n], or None).
+    """
+    p = np.asarray(probs, np.float64)
+    sure = (p < 0.1) | (p > 0.9)
+    return (f"class 1 is more likely on {share_text(p > 0.5)} of the square, and P(y = 1 | x) is below 0.1 or "
+            f"above 0.9 on {share_text(sure)} of it; {points_text(y)}")
+
+
+def disagreement(samples) -> np.ndarray:
+    """[R, R] mask: where some of the maps ``samples`` [m, R, R] favour class 1 and others class 0."""
+    s = np.asarray(samples) > 0.5
+    return s.any(0) & ~s.all(0)
 
 
 class ProbabilityMap:
@@ -72,6 +113,11 @@ class ProbabilityMap:
             ax.set_xticks([])
             ax.set_yticks([])
         self.title = ax.set_title(title or "", fontsize=10)
+        self._set_alt(probs, y)
+
+    def _set_alt(self, probs, y) -> None:
+        title = self.title.get_text().replace("\n", " ")
+        set_alt_text(self.ax, (f"{title}: " if title else "") + probability_map_alt(probs, y))
 
     def _check(self, probs) -> np.ndarray:
         probs = np.asarray(probs)
@@ -90,6 +136,7 @@ class ProbabilityMap:
         self.set_points(x, y)
         if title is not None:
             self.title.set_text(title)
+        self._set_alt(probs, y)
 
 
 def plot_probability_map(ax, axis: np.ndarray, probs: np.ndarray, x=None, y=None, title: str | None = None,
@@ -103,6 +150,13 @@ def plot_probability_map(ax, axis: np.ndarray, probs: np.ndarray, x=None, y=None
 
 
 # ------------------------------------------------------------------ environment
+def environment_alt(view: Mapping) -> str:
+    """Text alternative of :class:`EnvironmentFigure`: the map and the training points of one problem."""
+    return (f"Environment of temperature {view['temperature']:.3g}, seed {view['seed']}: a map of P(y = 1 | x) over "
+            f"the inputs x₁, x₂, blue where class 0 is likely and red where class 1 is; "
+            + probability_map_alt(view["probs"], view["y_train"]) + ".")
+
+
 def _env_title(view) -> str:
     n = len(view["y_train"])
     return (f"Environment: temperature {view['temperature']:.3g}, seed {view['seed']}\n"
@@ -125,9 +179,11 @@ class EnvironmentFigure(LiveFigure):
                                   _env_title(view))
         self.fig.colorbar(self.map.image, ax=ax, label="P(y = 1 | x)", shrink=0.85)
         ax.legend(loc="lower right", fontsize=8, framealpha=0.8)
+        set_alt_text(self.fig, environment_alt(view))
 
     def update(self, view: Mapping) -> None:
         self.map.update(view["probs"], view["x_train"], view["y_train"], _env_title(view))
+        set_alt_text(self.fig, environment_alt(view))
 
 
 def plot_environment(view: Mapping) -> Figure:
@@ -136,6 +192,19 @@ def plot_environment(view: Mapping) -> Figure:
 
 
 # ------------------------------------------------------------------ agent samples
+def agent_alt(view: Mapping) -> str:
+    """Text alternative of :class:`AgentFigure`: the agent's mean prediction and how much its samples disagree."""
+    samples = np.asarray(view["samples"])
+    n, m = view["num_train"], samples.shape[0]
+    same = m > 1 and np.allclose(samples, samples[:1])
+    spread = ("all of them identical, one function" if same else
+              f"they disagree (some favour class 1, others class 0) on {share_text(disagreement(samples))} of "
+              "the square")
+    mean = np.asarray(view["mean"])
+    return (f"{view['agent']} trained on {n} point{'s' if n != 1 else ''}: its mean prediction favours class 1 on "
+            f"{share_text(mean > 0.5)} of the square; {m} posterior samples beside it, {spread}.")
+
+
 class AgentFigure(LiveFigure):
     """An agent's mean prediction and M posterior samples (each one function over all inputs).
 
@@ -166,6 +235,7 @@ class AgentFigure(LiveFigure):
         n = view["num_train"]
         self.suptitle.set_text(f"{view['agent']} trained on {n} point{'s' if n != 1 else ''}: "
                                "mean prediction and posterior samples")
+        set_alt_text(self.fig, agent_alt(view))
 
 
 def plot_agent_predictions(view: Mapping) -> Figure:
@@ -174,6 +244,27 @@ def plot_agent_predictions(view: Mapping) -> Figure:
 
 
 # ------------------------------------------------------------------ d_KL^τ vs τ
+def kl_tau_alt(curves: Mapping[str, np.ndarray], tau: int) -> str:
+    """Text alternative of :class:`KLTauFigure`: each agent's d_KL^τ at the chosen τ and at the largest τ.
+
+    Args:
+      curves: agent name → [T] d_KL^τ for τ = 1 … T.
+      tau: the chosen τ.
+    """
+    names = list(curves)
+    t_max = len(np.asarray(curves[names[0]]))
+
+    def at(t):
+        vals = {a: float(np.asarray(curves[a], np.float64)[t - 1]) for a in names}
+        best = min(vals, key=vals.get)
+        listed = ", ".join(f"{a} {fixed_digits(v, 2)}" for a, v in sorted(vals.items(), key=lambda kv: kv[1]))
+        return f"at τ = {t}: {listed} ({best} lowest)"
+
+    parts = [at(int(tau))] + ([at(t_max)] if int(tau) != t_max else [])
+    return (f"d_KL^τ in nats against τ from 1 to {t_max} for {', '.join(names)}, with bars for the chosen τ; "
+            + "; ".join(parts) + ".")
+
+
 class KLTauFigure(LiveFigure):
     """d_KL^τ as τ grows (Fig. 6 analogue), with the values at the chosen τ as bars.
 
@@ -203,7 +294,7 @@ class KLTauFigure(LiveFigure):
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(ticker.ScalarFormatter())  # plain "1, 10, 100": no mathtext per redraw
         ax.set_xlabel("τ (number of inputs predicted jointly)")
-        ax.set_ylabel("d_KL^τ (nats)")
+        ax.set_ylabel(KL_LABEL % r"\tau" + " (nats)")
         self.ax_title = ax.set_title(" ")
         ax.legend(frameon=False, loc="upper left")
         colors = [agent_style(n, i)[0] for i, n in enumerate(self.names)]
@@ -212,7 +303,7 @@ class KLTauFigure(LiveFigure):
             b.set_hatch(hatch)
         self.bar_text = [bx.text(j, 0, "", ha="center", va="bottom") for j in range(len(self.names))]
         self.bx_title = bx.set_title(" ")
-        bx.set_ylabel("d_KL^τ at the chosen τ (nats)")
+        bx.set_ylabel(KL_LABEL % r"\tau" + " at the chosen τ (nats)")
         self.suptitle = self.fig.suptitle(title or " ")
         self.update(curves, tau, title)
 
@@ -245,6 +336,8 @@ class KLTauFigure(LiveFigure):
         self.bx_title.set_text(f"at τ = {tau}")
         if title is not None:
             self.suptitle.set_text(title)
+        suptitle = self.suptitle.get_text().strip()
+        set_alt_text(self.fig, (f"{suptitle}. " if suptitle else "") + kl_tau_alt(curves, tau))
 
 
 def plot_kl_vs_tau(curves: Mapping[str, np.ndarray], tau: int, title: str | None = None) -> Figure:
@@ -253,6 +346,20 @@ def plot_kl_vs_tau(curves: Mapping[str, np.ndarray], tau: int, title: str | None
 
 
 # ------------------------------------------------------------------ Fig. 12
+def comparison_alt(view: Mapping) -> str:
+    """Text alternative of :class:`ComparisonFigure`: the true model and how much each agent's members disagree."""
+    k, n = view["num_members"], len(view["y_train"])
+    rows = []
+    for name, row in view["rows"].items():
+        probs = np.asarray(row["samples"])  # [m, R, R]: the members shown
+        rows.append(f"{name}'s {probs.shape[0]} members shown disagree on {share_text(disagreement(probs))} of the "
+                    f"square and its mean favours class 1 on {share_text(np.asarray(row['mean']) > 0.5)}")
+    return (f"(a) The true model at temperature {view['temperature']:g}: "
+            + probability_map_alt(view["true_probs"], view["y_train"])
+            + f". (b) Mean prediction and members of ensemble and ensemble+ (prior scale {view['prior_scale']:g}), "
+            f"{k} member{'s' if k != 1 else ''}, {n} training point{'s' if n != 1 else ''}: " + "; ".join(rows) + ".")
+
+
 class ComparisonFigure(LiveFigure):
     """Fig. 12 analogue: the true model (left); mean and sampled members of each agent (one row each).
 
@@ -305,6 +412,7 @@ class ComparisonFigure(LiveFigure):
         self.suptitle.set_text(f"(b) {view['num_members']} member{'s' if view['num_members'] != 1 else ''}, "
                                f"{len(y)} training point{'s' if len(y) != 1 else ''}: "
                                "top = ensemble, bottom = ensemble+")
+        set_alt_text(self.fig, comparison_alt(view))
 
 
 def plot_ensemble_comparison(view: Mapping) -> Figure:
@@ -313,6 +421,50 @@ def plot_ensemble_comparison(view: Mapping) -> Figure:
 
 
 # ------------------------------------------------------------------ Fig. 5
+def values_text(chosen, every, name: str = "num_train") -> str:
+    """Which of the sorted values ``every`` are ``chosen``, in words: "num_train ≤ 10", "num_train = 3 and 30"."""
+    every = sorted(every)
+    chosen = sorted(set(chosen))
+    if not chosen:
+        return "no " + name
+    if chosen == every:
+        return "every " + name
+    k = len(chosen)
+    if chosen == every[:k]:
+        return f"{name} ≤ {chosen[-1]:g}"
+    if chosen == every[-k:]:
+        return f"{name} ≥ {chosen[0]:g}"
+    words = [f"{v:g}" for v in chosen]
+    return f"{name} = " + (words[0] if k == 1 else ", ".join(words[:-1]) + " and " + words[-1])
+
+
+def kl_vs_num_train_alt(results: pd.DataFrame, taus: Sequence[int] | None = None) -> str:
+    """Text alternative of :func:`plot_kl_vs_num_train`: which agent is lowest at which num_train, per τ.
+
+    With two agents, the second (in the order of ``results``) against the first, in every panel: "d_KL^10 against
+    num_train: ensemble+ below ensemble for num_train ≤ 10"; with more, the lowest agent at each num_train.
+    """
+    taus = sorted(results["tau"].unique()) if taus is None else list(taus)
+    agents = list(dict.fromkeys(results["agent"]))
+    parts = []
+    for tau in taus:
+        mean = results[results["tau"] == tau].groupby(["num_train", "agent"])["kl"].mean().unstack("agent")
+        ns = [float(n) for n in mean.index]
+        if len(agents) == 2:
+            b, a = agents  # the second agent against the first, in every panel: ensemble+ against ensemble
+            below = [float(n) for n, row in mean.iterrows() if row[a] < row[b]]
+            parts.append(f"d_KL^{tau} against num_train: {a} below {b} for {values_text(below, ns)}")
+        else:
+            best = mean.idxmin(axis=1)
+            groups = ", ".join(f"{a} for {values_text([float(n) for n in best.index[best == a]], ns)}"
+                               for a in dict.fromkeys(best))
+            parts.append(f"d_KL^{tau} against num_train: lowest {groups}")
+    n_seeds = results["seed"].nunique()
+    return (f"Mean d_KL^τ in nats over {n_seeds} seed{'s' if n_seeds != 1 else ''} (± 1 standard error) against "
+            f"num_train from {results['num_train'].min():g} to {results['num_train'].max():g}, log scale, for "
+            f"{', '.join(agents)}. " + "; ".join(parts) + ".")
+
+
 def plot_kl_vs_num_train(results: pd.DataFrame, taus: Sequence[int] | None = None) -> Figure:
     """Fig. 5 analogue: mean d_KL^τ (± one standard error over seeds) vs num_train, one panel per τ.
 
@@ -338,10 +490,11 @@ def plot_kl_vs_num_train(results: pd.DataFrame, taus: Sequence[int] | None = Non
                         lw=2, label=name)
         ax.set_xscale("log")
         ax.set_xlabel("num_train")
-        ax.set_ylabel(f"d_KL^{tau} (nats)")
+        ax.set_ylabel(KL_LABEL % tau + " (nats)")
         ax.set_title(f"τ = {tau}" + (" (marginal)" if tau == 1 else " (joint)"))
         ax.legend(frameon=False)
     n_seeds = results["seed"].nunique()
     fig.suptitle(f"Prior functions help joint predictions: mean over {n_seeds} seed{'s' if n_seeds != 1 else ''} "
                  "± 1 s.e.")
+    set_alt_text(fig, kl_vs_num_train_alt(results, taus))
     return fig

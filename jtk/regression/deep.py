@@ -2,18 +2,18 @@
 
 Six methods, one network and one training loop (:func:`jtk.train.train`):
 
-====== =========================================================== ==========
-name   what differs                                                networks
-====== =========================================================== ==========
-BD     Bernoulli dropout with a fixed rate (Gal 2016)               1
-CD     concrete dropout, rate learned (Gal, Hron & Kendall 2017)     1
-VD     variational Gaussian dropout, rate learned (Kingma et al.     1
-       2015)
-Ens    deep ensemble, members differ by initialisation               K
-       (Lakshminarayanan et al. 2017)
-EnsAdvA  ensemble trained on x and FGSM adversarial x' (ibid.)       K
-EnsBS  ensemble, each member on a bootstrap resample                 K
-====== =========================================================== ==========
+======= =========================================================== ==========
+name    what differs                                                networks
+======= =========================================================== ==========
+BD      Bernoulli dropout with a fixed rate (Gal 2016)              1
+CD      concrete dropout, rate learned (Gal, Hron & Kendall 2017)   1
+VD      variational Gaussian dropout, rate learned (Kingma et al.   1
+        2015)
+Ens     deep ensemble, members differ by initialisation             K
+        (Lakshminarayanan et al. 2017)
+EnsAdvA ensemble trained on x and FGSM adversarial x' (ibid.)       K
+EnsBS   ensemble, each member on a bootstrap resample               K
+======= =========================================================== ==========
 
 Every method is the same model: K networks (K = 1 for dropout) 128-64-32 with
 leaky ReLU (slope 0.01), a noise layer on the next-to-last layer's output

@@ -10,12 +10,17 @@
 * :class:`LatestOnly` runs slow work (refits, bandit runs) in one background thread, newest request only: while
   one job runs, further requests replace each other, so five arrow-key steps of a slider cost at most two fits,
   not five, and the kernel stays free to take slider moves and draw the cheap panels meanwhile.
+* :func:`figure_caption` and :func:`show_png` give every figure of an app its text alternative (from the figure's
+  ``*_alt`` function in :mod:`jtk.plots`): a caption, hidden from sight but read by screen readers, kept as
+  ``.caption`` of the ``Image`` or ``Output`` it describes; ``jtk export`` writes the same text into the page's
+  ``<img alt=...>``. (ipywidgets 8 cannot label an ``Image`` itself: its ``tooltip`` needs a ``description``.)
 * :func:`significant` rounds for people (two significant digits by default), e.g. in tables a notebook's prose
   quotes: stable across CPUs, unlike the last digits of a float32 result.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import struct
 import threading
@@ -46,17 +51,51 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+CAPTION_CLASS = "jtk-figure-alt"
+"""CSS class of the caption widgets that hold figures' text alternatives (``jtk export`` reads them as alt text)."""
+
+_SR_ONLY = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;border:0;overflow:hidden;"
+            "clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap")  # read by screen readers, not shown
+
+
+def figure_caption() -> widgets.HTML:
+    """An empty caption for a figure's text alternative: no room taken, read by screen readers (:func:`set_caption`)."""
+    caption = widgets.HTML(layout=widgets.Layout(width="0px", height="0px", margin="0", overflow="hidden"))
+    caption.add_class(CAPTION_CLASS)
+    caption.alt_text = ""
+    return caption
+
+
+def set_caption(caption: widgets.HTML, text: str) -> None:
+    """Puts a figure's text alternative into its caption (``caption.alt_text``; the HTML says "Figure: …")."""
+    caption.alt_text = " ".join(str(text).split())
+    caption.value = f'<span style="{_SR_ONLY}">Figure: {html.escape(caption.alt_text)}</span>'
+
+
 def image_widget() -> widgets.Image:
-    """An empty PNG ``Image`` that never grows past its cell (``max_width``) nor stretches (see :func:`show_png`)."""
-    return widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto",
-                                                             align_self="flex-start"))
+    """An empty PNG ``Image`` that never grows past its cell (``max_width``) nor stretches (see :func:`show_png`).
+
+    Its ``.caption`` (:func:`figure_caption`) is placed by the builder right after it and holds its text alternative.
+    """
+    image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto",
+                                                              align_self="flex-start"))
+    image.caption = figure_caption()
+    return image
 
 
-def show_png(image: widgets.Image, data: bytes) -> None:
-    """Shows ``data`` in ``image`` at its natural pixel width (scaled down only when the cell is narrower)."""
+def show_png(image: widgets.Image, data: bytes, alt: str | None = None) -> None:
+    """Shows ``data`` in ``image`` at its natural pixel width (scaled down only when the cell is narrower).
+
+    Args:
+      image: from :func:`image_widget`.
+      data: PNG bytes.
+      alt: the figure's text alternative, put into ``image.caption``.
+    """
     width, _ = png_size(data)
     image.value = data
     image.layout.width = f"{width}px"
+    if alt is not None and getattr(image, "caption", None) is not None:
+        set_caption(image.caption, alt)
 
 
 LABEL_STYLE = {"description_width": "initial"}  # a control's description in full ("temperature ρ", not "temperat…")

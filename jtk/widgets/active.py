@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from jtk import active
 from jtk.active import ToyState
-from jtk.widgets._app import LABEL_STYLE, App
+from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
 from jtk._deprecation import moved_names
 
 
@@ -24,7 +24,7 @@ def query_app(state: ToyState | None = None):
     import matplotlib.pyplot as plt
 
     from jtk.plots.active import plot_toy_view
-    from jtk.plots.layout import legend_outside
+    from jtk.plots.layout import alt_text, legend_outside
 
     state = active.make_toy_state() if state is None else state
     if not isinstance(state, ToyState):
@@ -32,11 +32,13 @@ def query_app(state: ToyState | None = None):
                         f"got {type(state).__name__}")
     criterion = w.Dropdown(options=[("BatchMIG", "batchmig"), ("MIG", "mig"), ("TIG", "tig"),
                                     ("random", "random")], value="batchmig", description="criterion",
-                           style=LABEL_STYLE)
-    batch = w.IntSlider(value=4, min=1, max=10, description="batch size", continuous_update=False, style=LABEL_STYLE)
+                           tooltip="how the points to query are chosen", style=LABEL_STYLE)
+    batch = w.IntSlider(value=4, min=1, max=10, description="batch size", continuous_update=False, style=LABEL_STYLE,
+                        tooltip="number of points queried")
     model = w.Dropdown(options=list(state.model_names), value=state.model_names[0], description="selection model",
-                       style=LABEL_STYLE)
+                       tooltip="the model whose uncertainty chooses the queries", style=LABEL_STYLE)
     out = w.Output()
+    out.caption = figure_caption()
 
     def redraw(*_):
         view = active.toy_view(state, criterion.value, batch.value, model.value)
@@ -46,13 +48,14 @@ def query_app(state: ToyState | None = None):
             plot_toy_view(view, ax)
             legend_outside(ax, fontsize=8)
             fig.tight_layout()
+            set_caption(out.caption, alt_text(fig))
             plt.show()
             plt.close(fig)
 
     for c in (criterion, batch, model):
         c.observe(redraw, names="value")
     redraw()
-    app = App([w.HBox([criterion, batch, model]), out], title="query explorer")
+    app = App([w.HBox([criterion, batch, model]), out, out.caption], title="query explorer")
     app.controls = {"criterion": criterion, "batch_size": batch, "model": model}
     return app
 

@@ -210,16 +210,18 @@ def bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, ag
     agents = list(agents or [*bandit.PAPER_AGENTS, "uniform"])
     _checks.one_of("agent", agent, agents)
     controls = {
-        "agent": widgets.Dropdown(options=agents, value=agent, description="agent", style=LABEL_STYLE),
+        "agent": widgets.Dropdown(options=agents, value=agent, description="agent", style=LABEL_STYLE,
+                                  tooltip="agent whose pulls are shown (its regret curve is added)"),
         # no description: its label would sit on a line of its own above the buttons; a Label beside them instead
         "input_dim": widgets.ToggleButtons(options=list(input_dims), value=input_dims[0], tooltips=[
             f"d = {d}: {bandit.ACTIONS_PER_DIM * d} actions" for d in input_dims],
-            style={**LABEL_STYLE, "button_width": "56px"}),
+            tooltip="input dimension d of the actions", style={**LABEL_STYLE, "button_width": "56px"}),
         "horizon": widgets.IntSlider(value=explorer.max_horizon, min=bandit.CHUNK, max=explorer.max_horizon,
                                      step=bandit.CHUNK, description="horizon T", continuous_update=False,
-                                     style=LABEL_STYLE),
+                                     tooltip="number of steps T shown", style=LABEL_STYLE),
         "temperature": widgets.SelectionSlider(options=list(TEMPERATURES), value=bandit.TEMPERATURE,
                                                description="temperature ρ", continuous_update=False,
+                                               tooltip="reward noise ρ of the bandit problems",
                                                style=LABEL_STYLE),
     }
     status = widgets.HTML()
@@ -247,7 +249,7 @@ def bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, ag
     def render(v):
         with drawing:
             live[0] = draw(fig, explorer, **v, live=live[0])
-            show_png(image, live[0].png(dpi=DPI))
+            show_png(image, live[0].png(dpi=DPI), live[0].alt)
 
     def job():
         v = values()  # the newest setting when the job starts
@@ -298,7 +300,7 @@ def bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, ag
     app = App([widgets.HBox([controls["agent"], d_label, controls["input_dim"]],
                             layout=widgets.Layout(align_items="center")),
                widgets.HBox([controls["horizon"], controls["temperature"]]),
-               status_row, image], title="bandit explorer")
+               status_row, image, image.caption], title="bandit explorer")
     app.controls = controls
     app.redraw = redraw
     app.figure = fig

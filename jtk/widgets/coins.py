@@ -38,6 +38,7 @@ import pandas as pd
 from jtk import _checks
 from jtk.envs.coin import MAX_HORIZON, POLICIES, Coin, _check_coins, decision_table, paper_coins  # noqa: F401
 from jtk.plots import coins as coin_plots
+from jtk.plots.layout import alt_text
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png
 from jtk._deprecation import moved_names
 
@@ -172,19 +173,22 @@ def joint_grid_app(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> w
     coins = _check_coins(coins)
     flips = _checks.integer("flips", flips, minimum=1, maximum=MAX_FLIPS)
     slider = widgets.IntSlider(value=flips, min=1, max=MAX_FLIPS, description="flips n",
+                               tooltip="number of flips n whose joint probabilities the grids show",
                                continuous_update=False, style=LABEL_STYLE)
     image = _image()
-    rendered: dict[int, bytes] = {}  # n → PNG: a position seen before shows at once
+    rendered: dict[int, tuple[bytes, str]] = {}  # n → (PNG, text alternative): a position seen before shows at once
 
     def refresh(_=None):
         n = slider.value
         if n not in rendered:
-            rendered[n] = coin_plots.figure_to_png(joint_grid_figure(n, coins))
-        show_png(image, rendered[n])
+            fig = joint_grid_figure(n, coins)
+            alt = alt_text(fig)
+            rendered[n] = (coin_plots.figure_to_png(fig), alt)
+        show_png(image, *rendered[n])
 
     slider.observe(refresh, "value")
     refresh()
-    box = App([slider, image], title="n-flip joint app")
+    box = App([slider, image, image.caption], title="n-flip joint app")
     box.controls, box.image = {"flips": slider}, image
     return box
 
@@ -205,12 +209,17 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
     state["biases"] = hidden_biases(coins, state["seed"])
     image = _image()
     label = widgets.HTML()
-    reveal = widgets.Checkbox(value=False, description="reveal the true biases", indent=False)
-    buttons = {n: widgets.Button(description=f"flip {n}", button_style="info") for n in names}
-    buttons["reset"] = widgets.Button(description="new coins", button_style="warning")
+    reveal = widgets.Checkbox(value=False, description="reveal the true biases", indent=False,
+                              tooltip="show the hidden bias of each coin")
+    # the default button style: JupyterLab's "info" and "warning" put white text on cyan or orange (< 4.5:1)
+    buttons = {n: widgets.Button(description=f"flip {n}", tooltip=f"flip coin {n} once") for n in names}
+    buttons["reset"] = widgets.Button(description="new coins",
+                                      tooltip="start over with new coins: new hidden biases, no flips")
 
     def refresh(_=None):
-        show_png(image, coin_plots.figure_to_png(flip_figure(state["history"], coins)))
+        fig = flip_figure(state["history"], coins)
+        alt = alt_text(fig)
+        show_png(image, coin_plots.figure_to_png(fig), alt)
         truth = ", ".join(f"{n}: {b:g}" for n, b in zip(names, state["biases"])) if reveal.value else "hidden"
         label.value = f"<b>true biases</b>: {truth} &nbsp; <b>flips</b>: {len(state['history'])}"
 
@@ -232,7 +241,7 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
     buttons["reset"].on_click(reset)
     reveal.observe(refresh, "value")
     refresh()
-    box = App([widgets.HBox(list(buttons.values()) + [reveal]), label, image], title="coin-flipping app")
+    box = App([widgets.HBox(list(buttons.values()) + [reveal]), label, image, image.caption], title="coin-flipping app")
     box.buttons, box.image, box.history, box.reveal, box.state = buttons, image, state["history"], reveal, state
     return box
 
@@ -249,7 +258,8 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
     max_horizon = _checks.integer("max_horizon", max_horizon, minimum=1, maximum=MAX_HORIZON)
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=max_horizon)
     slider = widgets.IntSlider(value=horizon, min=1, max=max_horizon, description="horizon H",
-                               continuous_update=False, style=LABEL_STYLE)
+                               tooltip="number of flips H the policies play", continuous_update=False,
+                               style=LABEL_STYLE)
     image, table = _image(), widgets.HTML()
     live: list[coin_plots.DecisionFigure] = []  # one figure, redrawn in place
 
@@ -261,11 +271,11 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
             live.append(coin_plots.DecisionFigure(data, h, layout_horizon=max_horizon))
         else:
             live[0].update(data, h)
-        show_png(image, live[0].png(dpi=80))
+        show_png(image, live[0].png(dpi=80), live[0].alt)
 
     slider.observe(refresh, "value")
     refresh()
-    box = App([slider, table, image], title="decision app")
+    box = App([slider, table, image, image.caption], title="decision app")
     box.controls, box.image, box.table = {"horizon": slider}, image, table
     return box
 

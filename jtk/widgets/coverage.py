@@ -16,7 +16,7 @@ import pandas as pd
 from jtk import _checks
 from jtk.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval
-from jtk.widgets._app import LABEL_STYLE, App
+from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
 from jtk._deprecation import moved_names
 
 
@@ -112,15 +112,32 @@ def sweep_panel_data(results, method: str, k: int, x: float, reference: str | No
     return pd.DataFrame(rows)
 
 
+def explorer_alt(fit: Mapping[str, Any], sweep: pd.DataFrame, f_main, method: str) -> str:
+    """Text alternative of the explorer's figure (:func:`draw`), from :func:`fit_panel_data` and
+    :func:`sweep_panel_data`: the fit, the coverage at x, and the coverage against f_main per method."""
+    from jtk.plots.regression import band_text
+
+    n = 0 if fit["x_train"] is None else len(fit["x_train"])
+    lines = "; ".join(f"{m} " + ", ".join(f"{c:.2f}" for c in g["coverage"]) for m, g in sweep.groupby(
+        "method", sort=False))
+    values = ", ".join(f"{v:g}" for v in sorted(sweep["f_main"].unique()))
+    return (f"Left: {method}'s prediction on training set 1 at f_main = {f_main} with a ±1.96 σ band, the ground truth "
+            f"(dashed)" + (f" and {n} training points" if n else "") + f"; "
+            f"{band_text(fit['lower'], fit['upper'], fit['truth'])}; at x = {fit['x_at']:.2f} "
+            f"({'in' if fit['in_distribution_at'] else 'out of'} distribution): {fit['coverage_text']}. "
+            f"Right: coverage at x = {fit['x_at']:.2f} against f_main = {values}, with 95 % Wilson intervals and the "
+            f"nominal 0.95 dotted: {lines}.")
+
+
 def draw(fig, results, f_main, method: str, k: int, x: float):
-    """Redraws the two panels of the explorer on ``fig`` (cleared first)."""
-    from jtk.plots.layout import legend_outside
-    from jtk.plots.regression import METHOD_COLORS
+    """Redraws the two panels of the explorer on ``fig`` (cleared first); stores its text alternative."""
+    from jtk.plots.layout import legend_outside, set_alt_text
+    from jtk.plots.regression import method_style
 
     fig.clear()
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
     d = fit_panel_data(results, f_main, method, k, x)
-    color = METHOD_COLORS.get(method, "tab:blue")
+    color, _, _ = method_style(method)
     ax1.fill_between(d["coordinate"], d["lower"], d["upper"], color=color, alpha=0.3, label="±1.96 σ")
     ax1.plot(d["coordinate"], d["mean"], color=color, label=f"{method} prediction")
     ax1.plot(d["coordinate"], d["truth"], "r--", label="ground truth")
@@ -132,8 +149,9 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     ax1.set_ylabel("y")
     s = sweep_panel_data(results, method, k, x)
     for m, g in s.groupby("method", sort=False):
-        ax2.errorbar(g["f_main"], g["coverage"], yerr=coverage_yerr(g["coverage"], g["k"]), marker="o", capsize=2,
-                     color=METHOD_COLORS.get(m), label=m)
+        mcolor, ls, marker = method_style(m)
+        ax2.errorbar(g["f_main"], g["coverage"], yerr=coverage_yerr(g["coverage"], g["k"]), marker=marker, ls=ls,
+                     capsize=2, color=mcolor, label=m)
     ax2.axhline(0.95, color="k", ls=":", lw=1, label="nominal 0.95")
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("f_main")
@@ -147,6 +165,7 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
     legend.set_loc("center left")
     legend.set_bbox_to_anchor((ax2.get_position().x1 + 0.008, 0.5), transform=fig.transFigure)
+    set_alt_text(fig, explorer_alt(d, s, f_main, method))
 
 
 def coverage_app(results, x: float = 1.2):
@@ -168,19 +187,27 @@ def coverage_app(results, x: float = 1.2):
     k_max = min(r.k for r in results.values())
     lo, hi = float(first.coordinate.min()), float(first.coordinate.max())
     controls = {
-        "f_main": widgets.SelectionSlider(options=values, value=values[0], description="f_main", style=LABEL_STYLE),
+        "f_main": widgets.SelectionSlider(options=values, value=values[0], description="f_main", style=LABEL_STYLE,
+                                          tooltip="main frequency of the true function: larger, more complex"),
         "method": widgets.Dropdown(options=methods, value=[m for m in methods if m != "BLR"][0]
-                                   if len(methods) > 1 else methods[0], description="method", style=LABEL_STYLE),
-        "k": widgets.IntSlider(value=k_max, min=2, max=k_max, description="repetitions k", style=LABEL_STYLE),
+                                   if len(methods) > 1 else methods[0], description="method", style=LABEL_STYLE,
+                                   tooltip="the regression method shown next to the BLR anchor"),
+        "k": widgets.IntSlider(value=k_max, min=2, max=k_max, description="repetitions k", style=LABEL_STYLE,
+                               tooltip="training sets the coverage counts"),
         "x": widgets.FloatSlider(value=float(np.clip(x, lo, hi)), min=lo, max=hi, step=(hi - lo) / 200,
-                                 description="test input x", style=LABEL_STYLE),
+                                 description="test input x", style=LABEL_STYLE,
+                                 tooltip="test input whose coverage is reported"),
     }
     out = widgets.Output()
+    out.caption = figure_caption()
     with plt.ioff():
         fig = plt.figure(figsize=(10, 3.4))
 
     def redraw(*_):
+        from jtk.plots.layout import alt_text
+
         draw(fig, results, **{name: c.value for name, c in controls.items()})
+        set_caption(out.caption, alt_text(fig))
         out.clear_output(wait=True)
         with out:
             from IPython.display import display
@@ -188,8 +215,8 @@ def coverage_app(results, x: float = 1.2):
 
     for c in controls.values():
         c.observe(redraw, names="value")
-    app = App([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out],
-              title="coverage explorer")
+    app = App([widgets.HBox(list(controls.values())[:2]), widgets.HBox(list(controls.values())[2:]), out,
+               out.caption], title="coverage explorer")
     app.controls = controls
     app.redraw = redraw
     app.figure = fig

@@ -88,13 +88,15 @@ def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num
     default_scale = 3.0 if 3.0 in scales else max(scales)
     controls = {
         "prior_scale": widgets.SelectionSlider(options=scales, value=default_scale if prior_scale is None
-                                               else prior_scale, description="prior scale λ", style=LABEL_STYLE),
+                                               else prior_scale, description="prior scale λ", style=LABEL_STYLE,
+                                               tooltip="scale λ of the ensemble+ members' random prior functions"),
         "num_members": widgets.IntSlider(value=comp.num_members if num_members is None else num_members, min=1,
-                                         max=comp.num_members, description="ensemble size", style=LABEL_STYLE),
+                                         max=comp.num_members, description="ensemble size", style=LABEL_STYLE,
+                                         tooltip="members K of each ensemble (the mean is over the first K)"),
         "num_train": widgets.SelectionSlider(options=list(comp.num_train_values),
                                              value=(10 if 10 in comp.num_train_values else comp.num_train_values[0])
                                              if num_train is None else num_train, description="num_train",
-                                             style=LABEL_STYLE),
+                                             style=LABEL_STYLE, tooltip="number of training points"),
     }
     image = image_widget()
     live: list[tb_plots.ComparisonFigure] = []
@@ -106,12 +108,12 @@ def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num
             live.append(tb_plots.ComparisonFigure(view))
         else:
             live[0].update(view)
-        show_png(image, live[0].png(dpi=80))  # 912 px wide: the maps at their natural size in a 1366-px lab
+        show_png(image, live[0].png(dpi=80), live[0].alt)  # 912 px wide: the maps at natural size in a 1366-px lab
 
     for c in controls.values():
         c.observe(refresh, "value")
     refresh()
-    box = App([widgets.HBox(list(controls.values())), image], title="ensemble vs ensemble+ app")
+    box = App([widgets.HBox(list(controls.values())), image, image.caption], title="ensemble vs ensemble+ app")
     box.controls, box.image, box.comparison = controls, image, comp
     return box
 

@@ -315,15 +315,21 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
         # value, and the background runner keeps only the newest of them.
         "temperature": widgets.FloatLogSlider(value=temperature, base=10, min=-2, max=0, step=0.05,
                                               description="temperature ρ", readout_format=".3f",
+                                              tooltip="label noise of the environment: small ρ, nearly noise-free",
                                               continuous_update=False, style=style),
         "seed": widgets.BoundedIntText(value=seed, min=0, max=99_999, description="seed", style=style,
+                                       tooltip="seed of the environment and its training data",
                                        continuous_update=False, layout=widgets.Layout(width="140px")),
         "num_train": widgets.SelectionSlider(options=list(model.num_train_values), value=num_train,
-                                             description="num_train", continuous_update=False, style=style),
+                                             description="num_train", tooltip="number of training points",
+                                             continuous_update=False, style=style),
         # no description: a ToggleButtons' label sits on a line of its own; a Label beside the buttons instead
-        "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, style={**style, "button_width": "96px"}),
+        "agent": widgets.ToggleButtons(options=list(AGENTS), value=agent, style={**style, "button_width": "96px"},
+                                       tooltip="agent whose mean prediction and samples are shown",
+                                       tooltips=[f"show {a}'s mean prediction and posterior samples"
+                                                 for a in AGENTS]),
         "tau": widgets.IntSlider(value=tau, min=1, max=MAX_TAU, description="τ", continuous_update=False,
-                                 style=style),
+                                 tooltip="number of test inputs τ predicted jointly", style=style),
     }
     images = {k: image_widget() for k in ("environment", "agent", "kl")}
     status = widgets.HTML()
@@ -340,7 +346,7 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
             else:
                 live[name].update(view) if name != "kl" else live[name].update(view["curves"], view["tau"],
                                                                                   view["title"])
-            show_png(images[name], live[name].png())
+            show_png(images[name], live[name].png(), live[name].alt)
 
     def draw_environment():
         v = values()
@@ -404,10 +410,11 @@ def joint_predictions_app(model: JointPredictions | None = None, temperature: fl
     box = App([
         widgets.HBox([controls["temperature"], controls["seed"], controls["num_train"]]),
         status,
-        widgets.HBox([images["environment"], widgets.VBox([controls["tau"], images["kl"]])]),
+        widgets.HBox([images["environment"], images["environment"].caption,
+                      widgets.VBox([controls["tau"], images["kl"], images["kl"].caption])]),
         widgets.HBox([widgets.Label("agent", layout=widgets.Layout(margin="0 8px 0 0")), controls["agent"]],
                      layout=widgets.Layout(align_items="center")),
-        images["agent"],
+        images["agent"], images["agent"].caption,
     ], title="joint-predictions app")
     box.controls, box.images, box.status, box.model = controls, images, status, model
     box.runner, box.wait = runner, runner.wait

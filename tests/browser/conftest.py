@@ -209,3 +209,16 @@ def browser(chromium):
             yield launched
         finally:
             launched.close()
+
+
+AXE_JS = pathlib.Path(os.environ.get("JTK_AXE_JS") or pathlib.Path(__file__).parent / "node_modules" / "axe-core"
+                      / "axe.min.js")
+"""axe-core's browser build: npm's, pinned in tests/browser/package.json (``npm ci --prefix tests/browser``)."""
+
+
+@pytest.fixture(scope="session")
+def axe_source(chromium) -> str:
+    """The source of axe-core, to inject into a page; missing: skipped, or failed under ``JTK_REQUIRE_BROWSER=1``."""
+    if not AXE_JS.is_file():
+        _unavailable(f"axe-core is not installed ({AXE_JS} is missing); run `npm ci --prefix tests/browser`")
+    return AXE_JS.read_text(encoding="utf-8")
