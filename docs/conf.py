@@ -76,9 +76,7 @@ nitpick_ignore_regex = [
     # jtk's private modules (jtk._memory, jtk.widgets._app) are not documented; docstrings may still name them.
     ("py:.*", r"jtk(?:\.\w+)*\._\w+(?:\..*)?"),
 ]
-# Pages that toctrees name before they exist (other work adds them): a name whose page is absent is dropped from
-# the toctree when the page that lists it is read, so the build passes with or without them.
-OPTIONAL_PAGES = {"guides": ("nbgrader", "accessibility"), "studies": ("ppc",)}
+
 
 # --- HTML: pydata-sphinx-theme, whose colours are chosen for WCAG 2.1 AA contrast; no analytics, no remote assets
 html_theme = "pydata_sphinx_theme"
@@ -102,17 +100,8 @@ html_context = {"default_mode": "light"}
 html_math_renderer = "mathml"
 
 
-def _drop_absent_pages(app, docname: str, source: list[str]) -> None:
-    absent = {name for name in OPTIONAL_PAGES.get(docname, ()) if not (DOCS / f"{name}.md").is_file()}
-    for name in absent:  # a missing dependency makes Sphinx read this page again next time, when it may exist
-        app.env.note_dependency(str(DOCS / f"{name}.md"))
-    if absent:
-        source[0] = "\n".join(line for line in source[0].split("\n") if line.strip() not in absent)
-
-
 def setup(app):
     # Shell sessions and CSV samples in the guides: CSV has no Pygments lexer, so it is shown as plain text.
     from pygments.lexers.special import TextLexer
 
     app.add_lexer("csv", TextLexer)
-    app.connect("source-read", _drop_absent_pages)

@@ -449,7 +449,8 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
     and scores ``prediction_model`` refitted on it.
 
     Args:
-      split: a :class:`jtk.envs.gp.GPSplit`.
+      split: a :class:`jtk.envs.gp.GPSplit`, or a :class:`DataSplit` of your own
+        data (:func:`split_data`).
       selection_model: agent with ``fit(x, y, seed) → posterior.covariance(x)``
         (ignored for "random").
       prediction_model: agent scored on the test points (the oracle GP in the paper).
