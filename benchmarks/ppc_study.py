@@ -473,16 +473,21 @@ def fig4(per: pd.DataFrame, base: pd.DataFrame, r_right: dict, r_left: dict, tag
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     _scatter(axes[0], per, "variance_pearson", "tig_ll")
     _scatter(axes[1], per, "pearson", "batchmig_ll")
-    for ax, col, what in ((axes[0], "oracle_tig_ll", "oracle TIG"), (axes[1], "oracle_batchmig_ll", "oracle BatchMIG")):
-        ax.axhline(base[col].mean(), color="#000000", ls="--", lw=1, label=what)
-        ax.axhline(base["oracle_random_ll"].mean(), color="#5e5e8a", ls=":", lw=1, label="random")
+    for ax, col, y, what in ((axes[0], "oracle_tig_ll", "tig_ll", "oracle TIG"),
+                             (axes[1], "oracle_batchmig_ll", "batchmig_ll", "oracle BatchMIG")):
+        lines = [base[col].mean(), base["oracle_random_ll"].mean()]
+        ax.axhline(lines[0], color="#000000", ls="--", lw=1, label=what)
+        ax.axhline(lines[1], color="#5e5e8a", ls=":", lw=1, label="random")
+        lo, hi = np.nanmin([*per[y], *lines]), np.nanmax([*per[y], *lines])  # the reference lines inside the axes
+        pad = 0.06 * (hi - lo) if hi > lo else 0.01
+        ax.set_ylim(lo - pad, hi + pad)
     axes[0].set_xlabel("metacorrelation of the pool variances")
     axes[0].set_ylabel("test log-lik. after TIG queries")
-    axes[0].set_title(f"Active learning: r = {fmt(r_left['pearson'], 2)} "
+    axes[0].set_title(f"TIG: r = {fmt(r_left['pearson'], 2)} "
                       f"[{fmt(r_left['low'], 2)}, {fmt(r_left['high'], 2)}]", fontsize=10)
     axes[1].set_xlabel("metacorrelation of the pool × test correlations")
     axes[1].set_ylabel("test log-lik. after BatchMIG queries")
-    axes[1].set_title(f"TAL: r = {fmt(r_right['pearson'], 2)} [{fmt(r_right['low'], 2)}, "
+    axes[1].set_title(f"BatchMIG: r = {fmt(r_right['pearson'], 2)} [{fmt(r_right['low'], 2)}, "
                       f"{fmt(r_right['high'], 2)}] (paper {PAPER_R})", fontsize=10)
     axes[1].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
