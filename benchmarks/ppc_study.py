@@ -21,7 +21,7 @@ What it runs (the protocol of the paper's code, docs/reference.md "Active learni
   coefficient across settings comes with a bootstrap interval over splits (:func:`jtk.ppc.split_mean_correlation`).
 * **Figs. 5, 6.** As the reference: per family the settings with the best marginal test log-likelihood
   (as many as the GP family has), every one of them in turn as the reference model: XLL and XLLR
-  (:func:`jtk.ppc.xll_matrix`), against metacorrelation and BatchMIG, and per reference family.
+  (:func:`jtk.ppc.xll_table`), against metacorrelation and BatchMIG, and per reference family.
 * **Why the coefficient differs from 0.762.** Ablations on the stored per-split results (subsets of settings,
   number of splits, the earlier 12-model study) and a data-protocol ablation with the cheap GP families.
 
@@ -351,7 +351,7 @@ def xll_study(runs: pd.DataFrame, kept: dict, splits, num_per_family: int) -> tu
     for i, s in enumerate(tqdm(splits, desc="XLL (every model as reference)", unit="split")):
         means = {lab: kept[lab][0][i].astype(np.float64) for lab in chosen}
         covs = {lab: kept[lab][1][i].astype(np.float64) for lab in chosen}
-        t = ppc.xll_matrix(s.y_test, means, covs, NOISE_VAR)
+        t = ppc.xll_table(s.y_test, means, covs, NOISE_VAR)
         t.insert(0, "split", i)
         tables.append(t)
     return pd.concat(tables, ignore_index=True), chosen

@@ -196,6 +196,13 @@ def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: f
               ) -> pd.DataFrame:
     """XLL and XLLR with every model serving once as the reference (§3.3.2, Alg. 2).
 
+    The same numbers as :func:`cross_normalized_log_likelihood` for every
+    (reference, model) pair, computed at once: each model's correlation matrix of
+    the noisy observations is formed once, and for each reference the b × b blocks
+    of every model are factorised together (one batched Cholesky of
+    [models · n, b, b]), which matters with tens of models (the paper's study
+    scores about 60 per data set).
+
     Args:
       y: [n] noisy test targets.
       means: model name → [n] predictive mean of f.
@@ -212,21 +219,32 @@ def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: f
         raise ValueError("means must name at least one model, got none")
     names = list(means)
     y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
-    covs = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
-    for k in names:  # checked here, so that messages name the argument given, not the inner reference/model
-        mean = _checks.as_float_array(f"means[{k!r}]", means[k], ndim=1)
-        if not len(mean) == len(covs[k]) == len(y):
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=len(y))
+    cov = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
+    mean = {}
+    for k in names:
+        mean[k] = _checks.as_float_array(f"means[{k!r}]", means[k], ndim=1).astype(np.float64)
+        if not len(mean[k]) == len(cov[k]) == len(y):
             raise ValueError(f"means[{k!r}] and covs[{k!r}] must describe the {len(y)} points of y, got "
-                             f"{len(mean)} means and a {covs[k].shape} covariance")
+                             f"{len(mean[k])} means and a {cov[k].shape} covariance")
+    eye = np.eye(len(y))
+    corr = np.stack([correlation_matrix(cov[k] + noise_var * eye) for k in names])  # [M, n, n]
+    import scipy.stats
+
     rows = []
     for ref in names:
-        batches = top_correlated_batches(covs[ref], batch_size)
-        vals = [cross_normalized_log_likelihood(y, means[ref], covs[ref], covs[m], noise_var, batches=batches)
-                for m in names]
-        import scipy.stats
-
-        ranks = scipy.stats.rankdata(-np.asarray(vals), method="average") - 1.0
-        rows += [{"reference": ref, "model": m, "xll": v, "xllr": r} for m, v, r in zip(names, vals, ranks)]
+        batches = top_correlated_batches(cov[ref], batch_size)  # [n, b]
+        sd_ref = np.sqrt(np.maximum(np.diag(cov[ref]), 0.0) + noise_var)  # [n]
+        scale = sd_ref[batches][:, :, None] * sd_ref[batches][:, None, :]  # [n, b, b]
+        sub = corr[:, batches[:, :, None], batches[:, None, :]] * scale  # [M, n, b, b]
+        sub = sub + 1e-10 * np.mean(sd_ref ** 2) * np.eye(batch_size)
+        y_b = np.broadcast_to(y[batches], sub.shape[:-1])  # [M, n, b]
+        mu_b = np.broadcast_to(mean[ref][batches], sub.shape[:-1])
+        vals = np.mean(_batched_gaussian_logpdf(y_b, mu_b, sub), axis=1) / batch_size  # [M]
+        ranks = scipy.stats.rankdata(-vals, method="average") - 1.0
+        rows += [{"reference": ref, "model": m, "xll": float(v), "xllr": float(r)}
+                 for m, v, r in zip(names, vals, ranks)]
     return pd.DataFrame(rows)
 
 
@@ -302,62 +320,7 @@ def ppc_per_model(study: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return per_model.sort_values("pearson", ascending=False)
 
 
-# ------------------------------------------------------------------ vectorised XLL and the Fig. 4 statistics
-@serial_blas
-def xll_matrix(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: float, batch_size: int = 5
-               ) -> pd.DataFrame:
-    """:func:`xll_table` computed at once for all (reference, model) pairs; the same numbers, much faster.
-
-    Each model's correlation matrix of the noisy observations is formed once, and
-    for each reference the b × b blocks of every model are factorised together
-    (one batched Cholesky of [models · n, b, b]); :func:`xll_table` redoes the
-    checks and the correlation matrix for every pair. Use this one when there are
-    tens of models (the paper's study scores about 60 per data set).
-
-    Args:
-      y: [n] noisy test targets.
-      means: model name → [n] predictive mean of f.
-      covs: model name → [n, n] noise-free predictive covariance (same names).
-      noise_var: σ²; batch_size: b (5).
-
-    Returns:
-      DataFrame with columns reference, model, xll, xllr (as :func:`xll_table`).
-    """
-    if set(means) != set(covs):
-        raise ValueError(f"means and covs must have the same model names, got {sorted(means)} and {sorted(covs)}")
-    if len(means) < 1:
-        raise ValueError("means must name at least one model, got none")
-    names = list(means)
-    y = _checks.as_float_array("y", y, ndim=1).astype(np.float64)
-    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
-    batch_size = _checks.integer("batch_size", batch_size, minimum=1, maximum=len(y))
-    cov = {k: check_covariance(covs[k], f"covs[{k!r}]") for k in names}
-    mean = {}
-    for k in names:
-        mean[k] = _checks.as_float_array(f"means[{k!r}]", means[k], ndim=1).astype(np.float64)
-        if not len(mean[k]) == len(cov[k]) == len(y):
-            raise ValueError(f"means[{k!r}] and covs[{k!r}] must describe the {len(y)} points of y, got "
-                             f"{len(mean[k])} means and a {cov[k].shape} covariance")
-    eye = np.eye(len(y))
-    corr = np.stack([correlation_matrix(cov[k] + noise_var * eye) for k in names])  # [M, n, n]
-    import scipy.stats
-
-    rows = []
-    for ref in names:
-        batches = top_correlated_batches(cov[ref], batch_size)  # [n, b]
-        sd_ref = np.sqrt(np.maximum(np.diag(cov[ref]), 0.0) + noise_var)  # [n]
-        scale = sd_ref[batches][:, :, None] * sd_ref[batches][:, None, :]  # [n, b, b]
-        sub = corr[:, batches[:, :, None], batches[:, None, :]] * scale  # [M, n, b, b]
-        sub = sub + 1e-10 * np.mean(sd_ref ** 2) * np.eye(batch_size)
-        y_b = np.broadcast_to(y[batches], sub.shape[:-1])  # [M, n, b]
-        mu_b = np.broadcast_to(mean[ref][batches], sub.shape[:-1])
-        vals = np.mean(_batched_gaussian_logpdf(y_b, mu_b, sub), axis=1) / batch_size  # [M]
-        ranks = scipy.stats.rankdata(-vals, method="average") - 1.0
-        rows += [{"reference": ref, "model": m, "xll": float(v), "xllr": float(r)}
-                 for m, v, r in zip(names, vals, ranks)]
-    return pd.DataFrame(rows)
-
-
+# ------------------------------------------------------------------ the Fig. 4 statistics
 class SplitMeanCorrelation(NamedTuple):
     """Correlation across models of their means over splits, with a bootstrap over splits (Fig. 4)."""
 
