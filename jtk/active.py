@@ -174,7 +174,11 @@ def tig(cov, pool, test, noise_var: float, batch_size: int) -> np.ndarray:
       [q] indices into cov (members of pool), best first.
     """
     cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
-    score = np.diag(cov)[pool] + noise_var
+    return _top(pool, np.diag(cov)[pool] + noise_var, batch_size)
+
+
+def _top(pool, score, batch_size):
+    """The ``batch_size`` pool points with the largest scores, ties to the earlier point."""
     return pool[np.argsort(-score, kind="stable")[:batch_size]]
 
 
@@ -204,8 +208,7 @@ def mig(cov, pool, test, noise_var: float, batch_size: int) -> np.ndarray:
     Args/Returns: as :func:`tig`; the score is :func:`mig_scores`.
     """
     cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
-    score = _mig_scores(cov, pool, test, noise_var)
-    return pool[np.argsort(-score, kind="stable")[:batch_size]]
+    return _top(pool, _mig_scores(cov, pool, test, noise_var), batch_size)
 
 
 @serial_blas
@@ -254,9 +257,6 @@ def batch_mig(cov, pool, test, noise_var: float, batch_size: int, return_scores:
     """
     cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
     chosen, scores = _batch_mig(cov, pool, test, noise_var, batch_size)
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(f"cov gave non-finite BatchMIG scores {scores.tolist()}: check that cov is a valid "
-                         f"covariance (positive semi-definite, not near-singular to round-off) and noise_var")
     return (chosen, scores) if return_scores else chosen
 
 
@@ -304,6 +304,9 @@ def _batch_mig(cov, pool, test, noise_var, batch_size):
         _rank_one_update(cross_t, col_test, col_pool)  # cross −= col_pool col_testᵀ, in place
         var_y = var_y - col_pool ** 2
         var_f = np.maximum(var_f - col_test ** 2, 0.0)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(f"cov gave non-finite BatchMIG scores {scores.tolist()}: check that cov is a valid "
+                         f"covariance (positive semi-definite, not near-singular to round-off) and noise_var")
     return chosen, scores
 
 
@@ -358,15 +361,11 @@ def select_many(cov, pool, test, noise_var: float, batch_size: int, criteria: Se
         if c == "random":
             out[c] = random_selection(pool, batch_size, seed)
         elif c == "tig":
-            out[c] = pool[np.argsort(-(np.diag(cov)[pool] + noise_var), kind="stable")[:batch_size]]
+            out[c] = _top(pool, np.diag(cov)[pool] + noise_var, batch_size)
         elif c == "mig":
-            out[c] = pool[np.argsort(-_mig_scores(cov, pool, test, noise_var), kind="stable")[:batch_size]]
+            out[c] = _top(pool, _mig_scores(cov, pool, test, noise_var), batch_size)
         else:
-            chosen, scores = _batch_mig(cov, pool, test, noise_var, batch_size)
-            if not np.all(np.isfinite(scores)):
-                raise ValueError(f"cov gave non-finite BatchMIG scores {scores.tolist()}: check that cov is a valid "
-                                 f"covariance (positive semi-definite, not near-singular to round-off) and noise_var")
-            out[c] = chosen
+            out[c] = _batch_mig(cov, pool, test, noise_var, batch_size)[0]
     return out
 
 
