@@ -167,8 +167,12 @@ def _stack_data(splits) -> tuple[train_lib.Dataset, np.ndarray]:
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *data), np.stack([s.x_train for s in splits])
 
 
-def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epochs: int) -> list[dict]:
+def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epochs: int,
+                noise_var: float = NOISE_VAR) -> list[dict]:
     """Trains the group's model on every split at once → per split {S: posterior}.
+
+    Every model is given the observation variance ``noise_var`` (the true 0.01 on the synthetic data, as in the
+    paper; benchmarks/ppc_real.py passes the one its prediction model fitted).
 
     The networks are the owners' (jtk.regression.bnn / deep): their pure, jitted training functions are
     vmapped over the splits here, and their posterior classes turn the result into covariances.
@@ -178,7 +182,8 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     out: list[dict] = [{} for _ in splits]
     fam = group.family
     if fam == "BBB":
-        model = bnn.BBBRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs)
+        model = bnn.BBBRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
+                                  noise_var=noise_var)
         data, _ = _stack_data(splits)
         fn = bnn._bbb_fit_fn(d, model.hidden, model.num_steps, train_lib.batch_bucket(n, model.batch_size),
                              model.num_mc, model.learning_rate)
@@ -191,7 +196,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
             for st in group.settings:
                 out[i][st.samples] = bnn.GaussianWeightPosterior(m, s, d, st.samples)
     elif fam == "HMC (SGLD)":
-        model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1,
+        model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1, noise_var=noise_var,
                                    burn_in=SGLD_LEAPFROG * group.epochs, thin=SGLD_THIN, samples_per_chain=max_samples)
         data, _ = _stack_data(splits)
         fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
@@ -207,7 +212,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
         method = "Ens" if fam == "Ensemble" else "BD"
         model = deep.make_regression(method, preset="lab", hidden=(group.units,), num_members=max_samples,
                                      epochs_per_complexity=float(group.epochs), complexity=1.0,
-                                     learning_rate=group.lr, noise_std=float(np.sqrt(NOISE_VAR)), negative_slope=0.0,
+                                     learning_rate=group.lr, noise_std=float(np.sqrt(noise_var)), negative_slope=0.0,
                                      dropout_rate=DROPOUT_RATE, num_samples=max_samples, max_epochs=max_epochs)
         x0 = splits[0].x_train.astype(np.float32)
         hyper, arch, k = model._hyper(x0), model._arch(), model.num_networks
@@ -228,12 +233,12 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     elif fam == "GP-RBF":
         st = group.settings[0]
         ml2 = st.lr == 0.0
-        model = GPRegression(noise_var=NOISE_VAR, ard="ard" in st.label) if ml2 else \
-            GPRegression(noise_var=NOISE_VAR, lengthscale=st.lr, ard=False)
+        model = GPRegression(noise_var=noise_var, ard="ard" in st.label) if ml2 else \
+            GPRegression(noise_var=noise_var, lengthscale=st.lr, ard=False)
         for i, s in enumerate(splits):
             out[i][0] = model.fit(s.x_train, s.y_train, seed=i)
     elif fam == "oracle, S samples":
-        exact = GPRegression(kernel=ReLUKernelGP(d).kernel, noise_var=NOISE_VAR)
+        exact = GPRegression(kernel=ReLUKernelGP(d).kernel, noise_var=noise_var)
         for i, s in enumerate(splits):
             for st in group.settings:
                 out[i][st.samples] = MonteCarloGP(exact, st.samples).fit(s.x_train, s.y_train, seed=i)
