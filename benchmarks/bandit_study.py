@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import time
 
 import pandas as pd
@@ -25,6 +26,8 @@ import jtk
 from jtk import bandit, testbed
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for comparisons and estimates
+PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "bandit.md"
 
 
 def speed(horizon: int = 2000, num_problems: int = 8) -> None:
@@ -50,7 +53,7 @@ def speed(horizon: int = 2000, num_problems: int = 8) -> None:
     pd.DataFrame(rows).to_csv(RESULTS / "bandit_speed.csv", index=False)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=sorted(bandit.PRESETS), default="lab")
     parser.add_argument("--agents", nargs="+", default=list(bandit.PAPER_AGENTS))
@@ -61,10 +64,16 @@ def main() -> None:
     parser.add_argument("--test-inputs", choices=["auto", "iid", "polyadic"], default="auto",
                         help="testbed test inputs: auto = iid for d = 2 (the paper grid), polyadic for d > 2 "
                              "(docs/reference.md, 'The grid': iid inputs in high dimension make τ = 10 nearly marginal)")
-    parser.add_argument("--reuse-regret", action="store_true",
-                        help="keep the bandit runs already in the regret CSV and rerun only the testbed")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the (agent, d, seed) runs already in this preset's CSVs (bandit and testbed) and "
+                             "run only the missing ones: a long sweep can be split over several calls or restarted")
     parser.add_argument("--speed", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--no-docs", action="store_true", help="leave docs/bandit.md alone (paper preset)")
+    parser.add_argument("--out-dir", type=pathlib.Path, help="write the CSVs (and bandit.md) here instead")
+    args = parser.parse_args(argv)
+    global RESULTS, PAGE
+    if args.out_dir is not None:
+        RESULTS, PAGE = args.out_dir, args.out_dir / "bandit.md"
     if args.speed:
         speed()
         return
@@ -72,14 +81,15 @@ def main() -> None:
     dims = args.dims or preset["input_dims"]
     horizon = args.horizon or preset["horizon"]
     num_problems = args.problems or preset["num_seeds"]
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     tag = f"bandit_{args.preset}"
-    regret_rows, curve_frames, testbed_frames = [], [], []
-    done = set()
-    if args.reuse_regret and (RESULTS / f"{tag}_regret.csv").exists():
-        old = pd.read_csv(RESULTS / f"{tag}_regret.csv")
-        regret_rows = old.to_dict("records")
-        done = set(zip(old.agent, old.input_dim, old.agent_seed))
+    files = {name: RESULTS / f"{tag}_{name}.csv" for name in ("regret", "testbed", "curve_runs")}
+    old = {name: pd.read_csv(f) if args.resume and f.exists() else pd.DataFrame() for name, f in files.items()}
+    regret_rows = old["regret"].to_dict("records")
+    curve_frames, testbed_frames = [old["curve_runs"]], [old["testbed"]]
+    done = set(zip(old["regret"].agent, old["regret"].input_dim, old["regret"].agent_seed)) if regret_rows else set()
+    scored = (set(zip(old["testbed"].agent, old["testbed"].input_dim, old["testbed"].seed))
+              if len(old["testbed"]) else set())
     for d in dims:
         problems = bandit.make_problems(d, seeds=num_problems)
         test_inputs = args.test_inputs if args.test_inputs != "auto" else ("iid" if d == 2 else "polyadic")
@@ -92,22 +102,29 @@ def main() -> None:
                 res = bandit.run(agent, problems=problems, horizon=horizon, agent_seed=s, name=name)
                 for seed, total in zip(problems.seeds, res.total_regret):
                     regret_rows.append({"agent": name, "input_dim": d, "agent_seed": s, "seed": seed,
-                                        "total_regret": float(total), "seconds": res.seconds / num_problems})
+                                        "horizon": horizon, "total_regret": float(total),
+                                        "seconds": res.seconds / num_problems})
                 curves = res.frame(every=max(1, horizon // 100))
                 curve_frames.append(curves.assign(agent_seed=s))
-            grid = testbed.grid(temperatures=(bandit.TEMPERATURE,), num_train=(10, 100, 1000),
-                                seeds=range(args.seeds), input_dim=d, test_inputs=test_inputs)
-            testbed_frames.append(testbed.evaluate(agent, grid, name=name).assign(test_inputs=test_inputs))
-            pd.DataFrame(regret_rows).to_csv(RESULTS / f"{tag}_regret.csv", index=False)
-            pd.concat(testbed_frames).to_csv(RESULTS / f"{tag}_testbed.csv", index=False)
+                pd.DataFrame(regret_rows).to_csv(files["regret"], index=False)  # each run kept as it ends
+                pd.concat(curve_frames).to_csv(files["curve_runs"], index=False)
+            missing = [s for s in range(args.seeds) if (name, d, s) not in scored]
+            if missing:
+                grid = testbed.grid(temperatures=(bandit.TEMPERATURE,), num_train=(10, 100, 1000),
+                                    seeds=missing, input_dim=d, test_inputs=test_inputs)
+                testbed_frames.append(testbed.evaluate(agent, grid, name=name).assign(test_inputs=test_inputs))
+                pd.concat(testbed_frames).to_csv(files["testbed"], index=False)
     regret = pd.DataFrame(regret_rows)
     tb = pd.concat(testbed_frames)
-    if curve_frames:  # mean ± s.e. of the cumulative regret over problems and seeds (kept as is with --reuse-regret)
-        pd.concat(curve_frames).groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"]) \
-            .reset_index().to_csv(RESULTS / f"{tag}_curves.csv", index=False)
+    # mean ± s.e. of the cumulative regret over problems and seeds
+    pd.concat(curve_frames).groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"]) \
+        .reset_index().to_csv(RESULTS / f"{tag}_curves.csv", index=False)
 
-    # One point per (agent, d, s): mean regret over the J problems, mean d_KL over the testbed problems of seed s.
-    per_run = regret.groupby(["agent", "input_dim", "agent_seed"])["total_regret"].mean()
+    # One point per (agent, d, s): mean regret over the problems every agent at that d ran (a subset run with
+    # --problems J' < J is compared on the same problems), mean d_KL over the testbed problems of seed s.
+    common = regret.groupby(["input_dim", "agent"])["seed"].agg(set).groupby(level=0).agg(lambda v: set.intersection(*v))
+    shared = regret[[seed in common[d] for d, seed in zip(regret.input_dim, regret.seed)]]
+    per_run = shared.groupby(["agent", "input_dim", "agent_seed"])["total_regret"].mean()
     tb["kl"] = tb["kl"].clip(lower=1e-6)
     kl = tb.pivot_table(index=["agent", "input_dim", "seed"], columns="tau", values="kl", aggfunc="mean")
     kl.columns = [f"kl_{t}" for t in kl.columns]
@@ -117,21 +134,98 @@ def main() -> None:
     corr_rows = []
     for d, sub in [*points.groupby("input_dim"), ("all", points)]:
         for metric in ("kl_1", "kl_10"):
-            c = bandit.regret_correlation(sub, metric)
+            c = bandit.regret_correlation(sub, metric) if len(sub) >= 3 else \
+                {"r": float("nan"), "lo": float("nan"), "hi": float("nan"), "num_points": len(sub)}  # too few to correlate
             corr_rows.append({"input_dim": d, "metric": metric, **c})
     corr = pd.DataFrame(corr_rows)
     corr.to_csv(RESULTS / f"{tag}_correlation.csv", index=False)
 
     total = regret.groupby(["agent", "input_dim"])["total_regret"].agg(["mean", "sem"])
     total["sec_per_problem"] = regret.groupby(["agent", "input_dim"])["seconds"].mean()
+    total["runs"] = regret.groupby(["agent", "input_dim"]).size()
     scores = points.groupby(["agent", "input_dim"])[["kl_1", "kl_10"]].mean()
     table = total.join(scores).reset_index().sort_values(["input_dim", "mean"])
     table.to_csv(RESULTS / f"{tag}_summary.csv", index=False)
     pd.set_option("display.width", 160)
-    print(f"\npreset {args.preset}: T = {horizon}, {num_problems} problems × {args.seeds} seeds per agent and d")
+    print(f"\npreset {args.preset}: T = {horizon}; runs = problems × seeds per agent and d")
     print(table.round(4).to_string(index=False))
     print("\nlog-log Pearson correlation with total regret, bootstrap 5-95 %:")
     print(corr.round(3).to_string(index=False))
+    if args.preset == "paper" and not args.no_docs:  # the lab preset's page section is written by hand
+        write_docs(table, corr, regret, common, horizon)
+
+
+def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[float, str]:
+    """Hours for one initialisation seed of the paper preset (20 problems × 50 000 steps) on this machine.
+
+    In order of preference: measured at paper scale (this (agent, d) ran; compilation included); the steps per
+    second of benchmarks/results/bandit_speed.csv (after compilation; ensembles at K = 100, plain ensembles at
+    ensemble+'s rate, whose extra prior networks are evaluated once per action set); the lab preset's seconds per
+    problem (T = 2000, 8 problems, compilation included). The last two were measured at d ≤ 10: for d = 50 they
+    use d = 10 and are a lower bound.
+    """
+    paper = bandit.PRESETS["paper"]
+    steps = paper["horizon"] * paper["num_seeds"]
+    row = measured[(measured.agent == agent) & (measured.input_dim == input_dim)]
+    if len(row):
+        return float(row.seconds.mean()) * paper["num_seeds"] * paper["horizon"] / float(row.horizon.iloc[0]) / 3600, \
+            f"measured at paper scale ({len(row)} runs)"
+    d = min(input_dim, 10)
+    bound = ", d = 10 rate: a lower bound" if input_dim > 10 else ""
+    speed = pd.read_csv(MEASURED / "bandit_speed.csv")
+    like, members = ("ensemble+", 100.0) if agent in ("ensemble", "ensemble+") else (agent, None)
+    fast = speed[(speed.agent == like) & (speed.input_dim == d)
+                 & (speed.num_members == members if members else speed.num_members.isna())]
+    if len(fast):
+        rate = float(fast.agent_steps_per_s.mean())
+        return steps / rate / 3600, f"bandit_speed.csv, {like}{' K = 100' if members else ''}: {rate:.0f} steps/s{bound}"
+    lab = pd.read_csv(MEASURED / "bandit_lab_summary.csv")
+    lab_row = lab[(lab.agent == agent) & (lab.input_dim == d)]
+    if not len(lab_row) or agent in ("ensemble", "ensemble+"):
+        return float("nan"), "no measurement"
+    per_step = float(lab_row.sec_per_problem.iloc[0]) / bandit.PRESETS["lab"]["horizon"]
+    return per_step * steps / 3600, f"lab preset: {per_step * 1e3:.2f} ms per problem-step{bound}"
+
+
+def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, common, horizon: int) -> None:
+    """The section 'bandit-paper' of docs/bandit.md: what ran, regret rows, correlations beside the lab preset's."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from _docs import md_table, write_section
+
+    rows = table.assign(**{"problems × seeds": table["runs"].astype(int),
+                           "total regret (mean ± s.e.)": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["sem"])],
+                           "seconds per problem": table["sec_per_problem"].round(1)})
+    rows = rows[["input_dim", "agent", "problems × seeds", "total regret (mean ± s.e.)", "kl_1", "kl_10",
+                 "seconds per problem"]].rename(columns={"input_dim": "d", "kl_1": "d_KL^1", "kl_10": "d_KL^10"})
+    lab = pd.read_csv(MEASURED / "bandit_lab_correlation.csv")
+    both = corr.merge(lab, on=["input_dim", "metric"], how="left", suffixes=("", "_lab"))
+    fmt = lambda r, lo, hi: "" if pd.isna(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"  # noqa: E731
+    corr_rows = pd.DataFrame({"d": both.input_dim.astype(str), "score": both.metric.map({"kl_1": "d_KL^1",
+                                                                                         "kl_10": "d_KL^10"}),
+                              "paper preset r [5 %, 95 %]": [fmt(*v) for v in zip(both.r, both.lo, both.hi)],
+                              "points": both.num_points,
+                              "lab preset r": [fmt(*v) for v in zip(both.r_lab, both.lo_lab, both.hi_lab)]})
+    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(seconds=("seconds", "mean"),
+                                                                      horizon=("horizon", "first")).reset_index()
+    est = []
+    for agent in bandit.PAPER_AGENTS:
+        for d in bandit.PRESETS["paper"]["input_dims"]:
+            h, how = estimate_hours(agent, d, measured)
+            est.append({"agent": agent, "d": d, "hours per seed (20 problems × 50 000 steps)": round(h, 2),
+                        "from": how})
+    wall = regret["seconds"].sum()
+    lines = [f"Regenerated by `python benchmarks/bandit_study.py --preset paper` (with `--agents`, `--seeds`, "
+             f"`--problems` and `--resume` for the subset below; T = {horizon}; 2-core CPU machine). Bandit wall "
+             f"time of these runs: {wall / 3600:.2f} h in all.", "",
+             md_table(rows, "{:.3f}", index=False), "",
+             "Each point of the correlation is one (agent, d, seed): the mean total regret over the problems "
+             "every agent at that d ran (" + "; ".join(f"d = {d}: {len(s)}" for d, s in common.items())
+             + " problems) against the mean d_KL^τ on testbed problems at ρ = 0.1 with the same d. Log–log "
+             "Pearson r with a bootstrap 5–95 % interval, beside the lab preset's (T = 2000, K = 10):", "",
+             md_table(corr_rows, index=False), "",
+             "Cost of the whole paper preset per agent, d and initialisation seed on this machine:", "",
+             md_table(pd.DataFrame(est), "{:.2f}", index=False)]
+    write_section("bandit-paper", "\n".join(lines), PAGE)
 
 
 if __name__ == "__main__":
