@@ -16,10 +16,12 @@ log scales with bootstrap 5–95 % intervals, per d and pooled (paper Fig. 8/9,
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 
 import jtk
@@ -103,7 +105,8 @@ def main(argv=None) -> None:
                 for seed, total in zip(problems.seeds, res.total_regret):
                     regret_rows.append({"agent": name, "input_dim": d, "agent_seed": s, "seed": seed,
                                         "horizon": horizon, "total_regret": float(total),
-                                        "seconds": res.seconds / num_problems})
+                                        "seconds": res.seconds / num_problems,
+                                        "load_avg_1min": os.getloadavg()[0]})  # at the end of the run
                 curves = res.frame(every=max(1, horizon // 100))
                 curve_frames.append(curves.assign(agent_seed=s))
                 pd.DataFrame(regret_rows).to_csv(files["regret"], index=False)  # each run kept as it ends
@@ -187,6 +190,24 @@ def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[
     return per_step * steps / 3600, f"lab preset: {per_step * 1e3:.2f} ms per problem-step{bound}"
 
 
+def training_rate(measured: pd.DataFrame, agent_kwargs: dict) -> pd.DataFrame:
+    """Achieved training GFLOP/s of the paper-scale runs, against this machine's matrix-product rate."""
+    from training_flops import gemm_gflops, step_flops
+
+    rows = []
+    for (name, d), g in measured.groupby(["agent", "input_dim"]):
+        agent = jtk.agents.make(name, **agent_kwargs.get(name, {}))
+        steps_per_s = float(g.horizon.iloc[0]) / float(g.seconds.mean())  # J problems vmapped: horizon / (s / J)
+        mflop = 128 * agent.num_networks * step_flops(agent, d, 2) / 1e6
+        rows.append({"agent": name, "d": d, "networks trained per step": agent.num_networks,
+                     "MFLOP per step": mflop, "agent-steps/s": steps_per_s, "GFLOP/s": mflop * steps_per_s / 1e3,
+                     "load average after the runs": float(g.load_avg_1min.mean()) if "load_avg_1min" in g else np.nan})
+    out = pd.DataFrame(rows)
+    out.attrs["load"], out.attrs["gemm"] = os.getloadavg()[0], gemm_gflops()
+    out["% of the matrix rate"] = 100 * out["GFLOP/s"] / out.attrs["gemm"]
+    return out
+
+
 def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, common, horizon: int) -> None:
     """The section 'bandit-paper' of docs/bandit.md: what ran, regret rows, correlations beside the lab preset's."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -205,8 +226,11 @@ def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, co
                               "paper preset r [5 %, 95 %]": [fmt(*v) for v in zip(both.r, both.lo, both.hi)],
                               "points": both.num_points,
                               "lab preset r": [fmt(*v) for v in zip(both.r_lab, both.lo_lab, both.hi_lab)]})
-    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(seconds=("seconds", "mean"),
-                                                                      horizon=("horizon", "first")).reset_index()
+    cols = {"seconds": ("seconds", "mean"), "horizon": ("horizon", "first")}
+    if "load_avg_1min" in regret:
+        cols["load_avg_1min"] = ("load_avg_1min", "mean")
+    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(**cols).reset_index()
+    profile = training_rate(measured, bandit.PRESETS["paper"].get("agent_kwargs", {}))
     est = []
     for agent in bandit.PAPER_AGENTS:
         for d in bandit.PRESETS["paper"]["input_dims"]:
@@ -224,7 +248,12 @@ def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, co
              "Pearson r with a bootstrap 5–95 % interval, beside the lab preset's (T = 2000, K = 10):", "",
              md_table(corr_rows, index=False), "",
              "Cost of the whole paper preset per agent, d and initialisation seed on this machine:", "",
-             md_table(pd.DataFrame(est), "{:.2f}", index=False)]
+             md_table(pd.DataFrame(est), "{:.2f}", index=False), "",
+             "Where the time goes: the training FLOPs of a step (3 × 2 × Σ fan_in · fan_out per replay row, × 128 "
+             "rows × the networks trained, as `benchmarks/training_flops.py` counts them) at the measured steps per "
+             "second, against the float32 2048 × 2048 matrix-product rate measured now "
+             f"({profile.attrs['gemm']:.1f} GFLOP/s, load average {profile.attrs['load']:.1f}):", "",
+             md_table(profile, "{:.1f}", index=False)]
     write_section("bandit-paper", "\n".join(lines), PAGE)
 
 
