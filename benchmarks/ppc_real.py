@@ -260,6 +260,8 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
                "its worse group (BBB, Dropout here)": ("BBB", "Dropout")}
     group_text = "; ".join(f"{label} {fams[fams.model.isin(members)].xllr.mean():.2f}"
                            for label, members in groups_.items() if fams.model.isin(members).any())
+    within = int(np.sum(np.abs(tab.tal_gain) < 2 * tab.tal_gain_se))
+    order = mean_rank.dropna().sort_values()
     agree = {ds: g[["xllr", "tal_gain"]].corr(method="spearman").iloc[0, 1] for ds, g in fams.groupby("dataset")
              if len(g) > 2}  # within a data set: the gains of different data sets are on different scales
     lines = [f"### Preset `{tag}` ({meta['seeds']} seeds, {meta['rounds']} TAL iterations of "
@@ -272,7 +274,10 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
              "test point), mean ± standard error over the seeds.", "",
              md_table(grid, index=True), "",
              "Best XLLR per data set: " + "; ".join(f"{d}: {m}" for d, m in best.items()) + ". "
-             f"Mean XLLR over the data sets: {group_text}. Spearman ρ between XLLR and TAL gain across the "
+             f"Mean XLLR over the data sets: {group_text}; best {order.index[0]}, worst {order.index[-1]} (the paper: "
+             "Dropout the worst overall). "
+             f"TAL gains within two standard errors of 0: {within} of {len(tab)} cells (the Oracle's row included). "
+             "Spearman ρ between XLLR and TAL gain across the "
              "families, per data set (negative = the two benchmarks order the families alike, as XLLR is "
              "lower-is-better): " + "; ".join(f"{d} {v:.2f}" for d, v in agree.items())
              + (f"; mean {np.mean(list(agree.values())):.2f}" if agree else "") + ". "
