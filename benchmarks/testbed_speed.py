@@ -26,6 +26,9 @@ import tempfile
 import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+# The reference implementation's own mlp agent on the full paper grid, run on this project's 2-core machine
+# (docs/researchers.md, the reproduction table): every figure here is also printed as a ratio to it.
+REFERENCE_MLP_GRID_S = 2047.0
 AGENTS = {
     "mlp": ("mlp", {}),
     "ensemble+_K10": ("ensemble+", {"num_members": 10}),
@@ -68,7 +71,9 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
     extra_s = time.perf_counter() - start_extra if new_grid else None
     new_compiles = compile_s[1] - before if new_grid else None
     summary = testbed.summarize(df).iloc[0]
-    return {
+    from training_flops import grid_training_flops  # benchmarks/ is this script's directory
+
+    return {"training_gflop": round(grid_training_flops(agent, problems) / 1e9, 2),
         "agent": label, "grid": grid, "problems": len(df), "wall_s": round(wall, 1),
         "train_s_per_problem": round(df.train_seconds.sum() / len(df), 3),
         "eval_s_per_problem": round(df.eval_seconds.sum() / len(df), 3),
@@ -96,14 +101,22 @@ def write_docs(grid: str) -> None:
              "On the CPU the chunks run one per core in threads (`jtk.executors.local_threads`), so train and eval "
              "seconds per problem are each thread's own time and add up to more than the wall time. "
              "Regenerate this table with `python benchmarks/testbed_speed.py --grid " + grid + " --docs`.", "",
-             "| machine | agent | cache | wall | XLA compile | train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "Two ratios put each wall time in context: the reference implementation's mlp on the same grid took "
+             f"{REFERENCE_MLP_GRID_S:.0f} s on the 2-core machine (docs/researchers.md), and the *FLOP floor* is the "
+             "grid's training FLOPs (`benchmarks/training_flops.py`'s count, padding included) at the machine's "
+             "float32 2048 × 2048 matrix-product rate, measured before the runs: no run can train faster.", "",
+             "| machine | agent | cache | wall | × reference mlp grid | FLOP floor (wall ÷ floor) | XLA compile | "
+             "train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in sorted(RESULTS.glob(f"testbed_speed_{grid}*.csv")):
         tag = path.stem[len(f"testbed_speed_{grid}"):].lstrip("_")
         machine = {"": "2 CPU cores (the project's machine)", "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda)"}.get(tag, tag)
         table = pd.read_csv(path, index_col=0)
         for _, r in table[table.get("compilation_cache").notna()].iterrows():
-            lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {r.compile_s:.1f} s "
+            ratio = f"{REFERENCE_MLP_GRID_S / r.wall_s:.0f}×"
+            floor = (f"{r.flop_floor_s:.2f} s ({r.wall_s / r.flop_floor_s:.0f}×)"
+                     if pd.notna(r.get("flop_floor_s", float("nan"))) else "not measured")
+            lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {ratio} | {floor} | {r.compile_s:.1f} s "
                          f"({int(r.compilations)} programs) | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
                          f"{r.kl_1:.4f} ± {r.kl_1_se:.4f} | {r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.jax} |")
     write_section(f"testbed-speed-{grid}", "\n".join(lines))
@@ -127,6 +140,9 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(_run_one(args.child, args.grid, not args.no_new_grid)), flush=True)
         return
+    from training_flops import gemm_gflops
+
+    matrix_rate = gemm_gflops()  # GFLOP/s of a float32 2048 × 2048 product here, before the runs
     rows = []
     for label in args.agents:
         with tempfile.TemporaryDirectory() as cache:  # cold: empty compilation cache; warm: filled by cold
@@ -139,8 +155,12 @@ def main() -> None:
                 if proc.returncode or not line:
                     print(proc.stdout, proc.stderr, file=sys.stderr)
                     raise SystemExit(f"benchmark for {label} failed")
-                rows.append({**json.loads(line[0][7:]), "compilation_cache": cache_state,
-                             "load_avg_1min_end": round(os.getloadavg()[0], 2)})
+                row = json.loads(line[0][7:])
+                floor = row["training_gflop"] / matrix_rate  # all training FLOPs at the matrix-product rate
+                rows.append({**row, "compilation_cache": cache_state, "load_avg_1min_end": round(os.getloadavg()[0], 2),
+                             "matrix_gflops_per_s": round(matrix_rate, 1), "flop_floor_s": round(floor, 2),
+                             "wall_over_flop_floor": round(row["wall_s"] / floor, 1),
+                             "reference_mlp_grid_over_wall": round(REFERENCE_MLP_GRID_S / row["wall_s"], 1)})
                 print(json.dumps(rows[-1]), flush=True)
     import pandas as pd
 

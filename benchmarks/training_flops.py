@@ -53,26 +53,36 @@ def step_flops(agent, input_dim: int, num_classes: int) -> float:
     return 6.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
+def grid_training_flops(agent, problems) -> float:
+    """Training FLOPs of ``testbed.evaluate(agent, problems)`` as jtk runs them: every chunk's padded training groups
+    × networks × steps × minibatch rows × :func:`step_flops` (the padding, computed and dropped, counts too)."""
+    total = 0.0
+    for chunk in testbed._chunks(problems, agent):
+        heads = [g[0] for g in chunk]
+        spec = agent.specialize(heads[0].prior())  # the minibatch bucket of this chunk, as testbed._train_inputs
+        total += (testbed.padded_count(len(heads)) * spec.num_networks * spec.num_steps * spec.batch_size
+                  * step_flops(spec, heads[0].input_dim, heads[0].num_classes))
+    return total
+
+
 def measure(label: str, grid: str) -> dict:
     name, kw = AGENTS[label]
     agent = jtk.agents.make(name, **kw)
     problems = testbed.problems(grid)
-    flops = seconds = 0.0
+    seconds = 0.0
     calls = []
     for chunk in testbed._chunks(problems, agent):
         heads = [g[0] for g in chunk]
-        padded, args = testbed._train_inputs(agent, heads)
-        spec = args[0]
+        _, args = testbed._train_inputs(agent, heads)
         jax.block_until_ready(testbed._train_chunk(*args))  # compile (and a first run)
         seconds += _timed(lambda: jax.block_until_ready(testbed._train_chunk(*args)))
         calls.append(args)
-        flops += (len(padded) * spec.num_members * spec.num_steps * spec.batch_size
-                  * step_flops(spec, heads[0].input_dim, heads[0].num_classes))
     # The same calls as the testbed runs them: one chunk per thread (jtk.executors.local_threads), costliest first.
     threads = executors.local_threads(len(calls), [agent])
     with ThreadPoolExecutor(threads) as pool:
         threaded = _timed(lambda: [f.result() for f in [pool.submit(
             lambda a=a: jax.block_until_ready(testbed._train_chunk(*a))) for a in calls]])
+    flops = grid_training_flops(agent, problems)
     return {"agent": label, "grid": grid, "train_seconds": seconds, "gflop": flops / 1e9,
             "gflops_per_s": flops / seconds / 1e9, "threads": threads, "threaded_seconds": threaded,
             "threaded_gflops_per_s": flops / threaded / 1e9}
