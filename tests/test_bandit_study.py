@@ -52,3 +52,15 @@ def test_paper_preset_subset_resumes_and_compares_agents_on_common_problems(stud
     page = (out / "bandit.md").read_text()
     assert "<!-- bandit-paper begin -->" in page and "d = 2: 2 problems" in page
     assert "| 2 | dropout | 2 |" in page and "| 2 | mlp | 3 |" in page
+    assert "The agents in order, lowest first: d = 2: regret " in page
+    # --report-only runs nothing: the same rows, the same tables
+    summary = (out / "bandit_paper_summary.csv").read_text()
+    study.main(["--preset", "paper", "--report-only", "--out-dir", str(out)])
+    pd.testing.assert_frame_equal(pd.read_csv(out / "bandit_paper_regret.csv"), regret2)
+    assert (out / "bandit_paper_summary.csv").read_text() == summary
+
+
+def test_report_only_without_an_earlier_run_says_what_is_missing(study, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        study.main(["--preset", "paper", "--report-only", "--out-dir", str(tmp_path)])
+    assert "bandit_paper_regret.csv is missing" in capsys.readouterr().err
