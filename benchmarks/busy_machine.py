@@ -7,7 +7,7 @@
    notebooks of all six exercises) with `jtk grade --workers 2 --timeout 30`, first on the quiet machine, then
    with N busy processes beside it (default 2 × the cores; each spins on one core until the script ends).
 2. With the busy processes still running, recomputes the quick-grid golden scores of some agents
-   (tests/data/quick_grid_golden.csv) with one testbed thread and with two, and compares them with the file.
+   (tests/data/golden/, the file of this machine's numerics key) with one testbed thread and with two, and compares them with the file.
 
 It prints one table (and writes it into docs/grading.md, section ``busy-machine``, and
 benchmarks/results/busy_machine.csv): per run the busy processes, the wall time, the load average, the share of
@@ -44,7 +44,7 @@ import json, sys
 import pandas as pd
 import make_quick_grid_golden as golden
 from jtk import _info
-want = pd.read_csv(golden.PATH)
+want = pd.read_csv(golden.path_for(_info.numerics()["numerics_key"]))
 same = {}
 for name in sys.argv[1:]:
     got = golden.scores(name).reset_index(drop=True)

@@ -36,8 +36,10 @@ def _git_commit() -> str | None:
 ISA_LEVELS = ("SSE4_2", "AVX", "AVX2", "AVX512")
 """x86-64 vector instruction sets XLA's CPU compiler targets, lowest first (names as in ``--xla_cpu_max_isa``)."""
 PORTABLE_XLA_FLAG = "--xla_cpu_max_isa=AVX2"
-"""The XLA flag under which jtk's CPU results are the same bits on every x86-64 CPU with AVX2 (docs/reference.md,
-"Reproducibility across machines"); jtk's tests set it, jtk itself never does."""
+"""The XLA flag jtk's tests run under: XLA's generated code targets AVX2 at most, so CPUs whose widest vector ISA is
+the same give the same bits (docs/reference.md, "Reproducibility across machines"). The cap does not reach XLA's
+library kernels (the YNN dot fusions) or its platform-dependent math, which follow the host's own instructions, so an
+AVX-512 host capped at AVX2 is its own numerics key (``x86_64/AVX2-on-AVX512``). jtk itself never sets the flag."""
 
 
 @functools.lru_cache(None)
@@ -74,7 +76,8 @@ def numerics() -> dict:
     Returns:
       ``machine`` (e.g. x86_64), ``cpu`` (model name), ``cpu_isa`` (the host's widest ISA of :data:`ISA_LEVELS`),
       ``xla_cpu_max_isa`` (the cap in XLA_FLAGS, or None), ``xla_cpu_isa`` (what XLA targets: the lower of the two),
-      ``numerics_key`` (``machine/xla_cpu_isa``: results with equal keys and versions are bit-identical) and
+      ``numerics_key`` (``machine/xla_cpu_isa``, with ``-on-<cpu_isa>`` when a cap lowers XLA's ISA below the
+      host's: results with equal keys and versions are bit-identical) and
       ``blas`` (each loaded BLAS: library, version and kernel set, via threadpoolctl).
     """
     model, flags = _cpu()
@@ -87,8 +90,11 @@ def numerics() -> dict:
     cap = cap.group(1) if cap else None
     levels = [lv for lv in (_level(host), _level(cap)) if lv is not None]
     effective = ISA_LEVELS[min(levels)] if host and levels else host
+    key = f"{machine}/{effective or 'native'}"
+    if host and effective and effective != host:  # capped: XLA's library kernels still follow the host's ISA
+        key += f"-on-{host}"
     return {"machine": machine, "cpu": model, "cpu_isa": host, "xla_cpu_max_isa": cap, "xla_cpu_isa": effective,
-            "numerics_key": f"{machine}/{effective or 'native'}", "blas": _blas()}
+            "numerics_key": key, "blas": _blas()}
 
 
 def _blas() -> str | None:

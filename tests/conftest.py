@@ -4,9 +4,9 @@ import os
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# The same bits on every x86-64 CPU with AVX2 (AVX-512 machines included): XLA compiles for AVX2 at most. Set before
-# JAX creates its CPU backend; the notebooks' and the grader's kernels inherit it (docs/reference.md, "Reproducibility
-# across machines").
+# XLA's generated code targets AVX2 at most, so CPUs with the same widest ISA give the same bits (an AVX-512 host
+# capped at AVX2 is a numerics key of its own: XLA's library kernels follow the host). Set before JAX creates its CPU
+# backend; the notebooks' and the grader's kernels inherit it (docs/reference.md, "Reproducibility across machines").
 if "--xla_cpu_max_isa" not in os.environ.get("XLA_FLAGS", ""):
     from jtk._info import PORTABLE_XLA_FLAG
 

@@ -1,4 +1,4 @@
-"""Write tests/data/quick_grid_golden.csv: every registered agent's scores on the quick grid, to full precision.
+"""Write tests/data/golden/<numerics key>.csv: every registered agent's scores on the quick grid, to full precision.
 
 tests/test_quick_grid_golden.py re-runs the same agents and asserts the numbers are bit-identical, so a refactor of
 the agents, the environment drawing or the testbed cannot move a score silently. Regenerate only when a change is
@@ -6,9 +6,14 @@ the agents, the environment drawing or the testbed cannot move a score silently.
 
     JAX_PLATFORMS=cpu XLA_FLAGS=--xla_cpu_max_isa=AVX2 python tests/data/make_quick_grid_golden.py
 
-Bits depend on the vector ISA XLA compiles for (docs/reference.md, "Reproducibility across machines"): the file
-records the writer's ``numerics_key`` in quick_grid_golden.json, and the test asserts bit-identity where the key is
-the same and jtk verify's tolerance elsewhere. Write it under the portable flag above, as the tests run.
+Bits depend on the machine's numerics key (docs/reference.md, "Reproducibility across machines"), so there is one
+file per key, named by it, with the writer's numerics beside it (``<key>.json``). The test asserts bit-identity
+against the file of its own key and jtk verify's tolerance against the others when it has none. Write it under the
+portable flag above, as the tests run. A change meant to change scores makes every other key's bits stale, so a
+regeneration removes the other keys' files (each machine writes its own again); ``--add-key`` instead writes this
+machine's file beside the others, for a machine whose key has none yet while the scores stay as they are:
+
+    JAX_PLATFORMS=cpu XLA_FLAGS=--xla_cpu_max_isa=AVX2 python tests/data/make_quick_grid_golden.py --add-key
 """
 
 from __future__ import annotations
@@ -36,8 +41,23 @@ CONFIGS: dict[str, dict] = {
     "hypermodel": {"num_steps": 300},
 }
 COLUMNS = ["kl", "kl_std", "frac_finite", "accuracy", "ece"]
-PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quick_grid_golden.csv")
-NUMERICS_PATH = PATH.replace(".csv", ".json")
+DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+
+
+def path_for(key: str) -> str:
+    """The golden CSV of numerics key ``key`` (``x86_64/AVX2-on-AVX512`` → golden/x86_64_AVX2-on-AVX512.csv)."""
+    return os.path.join(DIRECTORY, key.replace("/", "_") + ".csv")
+
+
+def written() -> dict[str, dict]:
+    """numerics key -> the writer's numerics, for every golden file there is."""
+    out = {}
+    for name in sorted(os.listdir(DIRECTORY)):
+        if name.endswith(".json"):
+            with open(os.path.join(DIRECTORY, name)) as f:
+                numerics = json.load(f)
+            out[numerics["numerics_key"]] = numerics
+    return out
 
 
 def scores(name: str) -> pd.DataFrame:
@@ -51,21 +71,31 @@ def scores(name: str) -> pd.DataFrame:
 
 
 def main() -> None:
-    """Regenerate every agent's rows, or only those of the agent names given as arguments."""
-    names = sys.argv[1:] or agents.names()
-    frames = [pd.read_csv(PATH)] if sys.argv[1:] and os.path.exists(PATH) else []
+    """Regenerate every agent's rows, or only those of the agent names given as arguments, for this machine's key."""
+    args = [a for a in sys.argv[1:] if a != "--add-key"]
+    keep_others = "--add-key" in sys.argv[1:]
+    names = args or agents.names()
+    numerics = {k: v for k, v in _info.numerics().items() if k != "blas"}
+    path = path_for(numerics["numerics_key"])
+    frames = [pd.read_csv(path)] if args and os.path.exists(path) else []
     if frames:
         frames[0] = frames[0][~frames[0]["agent"].isin(names)]
     for name in names:
         frames.append(scores(name))
         print(name, "done", flush=True)
     table = pd.concat(frames, ignore_index=True).sort_values("agent", kind="stable")
-    table.to_csv(PATH, index=False, float_format="%.17g")
-    numerics = {k: v for k, v in _info.numerics().items() if k != "blas"}
-    with open(NUMERICS_PATH, "w") as f:
+    os.makedirs(DIRECTORY, exist_ok=True)
+    table.to_csv(path, index=False, float_format="%.17g")
+    with open(path.replace(".csv", ".json"), "w") as f:
         json.dump(numerics, f, indent=1, sort_keys=True)
         f.write("\n")
-    print("wrote", PATH, "and", NUMERICS_PATH, numerics["numerics_key"])
+    print("wrote", path, "for numerics key", numerics["numerics_key"])
+    if not keep_others:  # scores meant to change: the other keys' bits are stale
+        for key in written():
+            if key != numerics["numerics_key"]:
+                for ext in (".csv", ".json"):
+                    os.remove(path_for(key).replace(".csv", ext))
+                print("removed the stale golden file of numerics key", key)
 
 
 if __name__ == "__main__":
