@@ -1,14 +1,15 @@
-"""Training time per problem against the number of problems one compiled call vectorises (the testbed's chunk size).
+"""Training time per problem against the cache rule's two sizes: problems per chunk and, for ensembles, members per block.
 
     JAX_PLATFORMS=cpu python benchmarks/chunk_size.py            # prints the table, writes docs/platforms.md's section
     JAX_PLATFORMS=cpu python benchmarks/chunk_size.py --no-docs
 
-For the paper grid's costliest minibatch bucket (num_train ≥ 100: minibatch 100, the 90 training groups that take
-most of a run) it trains the first P groups at once with the testbed's own training program, for several P, and
-reports the warm time per problem and step (best of two calls after a compiling one). The chunk rule of
-``jtk.testbed._chunks`` (``MAX_GROUPS_PER_CHUNK``, ``MEMBER_ROWS_PER_CHUNK``) was chosen from this table: XLA's CPU
-backend runs each program on one core, and its batched small matrix products are fastest per problem at a moderate
-vmap width, not at the widest one.
+For the paper grid's costliest minibatch bucket (num_train ≥ 100: minibatch 100) and a whole-set bucket (num_train
+10: minibatch 16) it trains P groups at once with the testbed's own programs, the members of an ensemble in blocks
+of B, for several (P, B), and reports the warm time per problem and step (best of two calls after a compiling one),
+one chunk at a time on one core (``taskset`` it for a quiet figure). The rule of ``jtk.train.cpu_block_size``
+(``CPU_BLOCK_ROWS``, ``PARAMETER_ROWS``), which ``EnsembleAgent.members_per_block`` and ``jtk.testbed``'s chunks
+follow, was chosen from this table: XLA's CPU backend runs each program on one core, and small batched products run
+fastest when the networks trained at once keep their activations, parameters and Adam moments in the core's cache.
 """
 
 from __future__ import annotations
@@ -21,31 +22,39 @@ import jax
 
 import jtk
 from jtk import testbed
+from jtk.agents.ensemble import EnsembleAgent
 
 try:
     from _docs import DOCS, write_section
 except ImportError:  # run from elsewhere
     from benchmarks._docs import DOCS, write_section
 
-# (label, agent name, keywords, steps timed, chunk sizes P)
+# (label, agent name, keywords, steps timed, [(problems per chunk P, members per block B or None)])
 CASES = [
-    ("mlp", "mlp", {}, 1000, (8, 16, 32, 64, 96)),
-    ("ensemble+ K=10", "ensemble+", {"num_members": 10}, 300, (4, 8, 16, 32, 64)),
-    ("ensemble+ K=100", "ensemble+", {"num_members": 100}, 100, (1, 2, 4, 8, 16)),
+    ("mlp", "mlp", {}, 1000, [(2, None), (8, None), (16, None), (32, None)]),
+    ("ensemble+ K=10", "ensemble+", {"num_members": 10}, 300, [(1, 5), (1, 10), (2, 10), (4, 10)]),
+    ("ensemble+ K=100", "ensemble+", {"num_members": 100}, 100, [(1, 5), (1, 10), (1, 20), (1, 50), (1, 100),
+                                                                  (2, 10)]),
 ]
+NUM_TRAIN = (1000, 10)  # minibatch 100 (the costly bucket) and 16 (every row in every step)
 
 
-def time_chunk(agent, groups, size: int) -> float:
-    """Warm seconds of one training call on the first ``size`` groups (best of two)."""
-    _, args = testbed._train_inputs(agent, groups[:size])
-    spec, cfg, seeds, temps, ns, hyper, agent_seeds = args
-    _, data = testbed._make_training_batch(cfg, seeds, temps, ns)
-    jax.block_until_ready(testbed._train_states(spec, data, hyper, agent_seeds))  # compile
-    best = float("inf")
-    for _ in range(2):
-        t0 = time.perf_counter()
-        jax.block_until_ready(testbed._train_states(spec, data, hyper, agent_seeds))
-        best = min(best, time.perf_counter() - t0)
+def time_chunk(agent, groups, size: int, per_block: int | None) -> float:
+    """Warm seconds of one training call on the first ``size`` groups, members in blocks of ``per_block``."""
+    original = EnsembleAgent.members_per_block
+    if per_block is not None:
+        EnsembleAgent.members_per_block = lambda self: per_block
+    try:
+        jax.clear_caches()  # compiled programs are keyed on the agent, not on the patched block size
+        _, args = testbed._train_inputs(agent, groups[:size], size)
+        jax.block_until_ready(testbed._train_chunk(*args))  # compile
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            jax.block_until_ready(testbed._train_chunk(*args))
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        EnsembleAgent.members_per_block = original
     return best
 
 
@@ -53,26 +62,36 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/platforms.md as it is")
     args = parser.parse_args(argv)
-    groups = sorted({p.training_problem for p in testbed.problems("paper") if p.num_train >= 100},
-                    key=lambda p: (p.num_train, p.temperature, p.seed))
     header = (f"device {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, "
-              f"{len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.1f}")
+              f"{len(os.sched_getaffinity(0))} core(s) for this process, load average {os.getloadavg()[0]:.1f}")
     print(header)
     rows = []
     for label, name, kw, steps, sizes in CASES:
         agent = jtk.agents.make(name, **kw, num_steps=steps)
-        per = {}
-        for size in sizes:
-            seconds = time_chunk(agent, groups, size)
-            per[size] = seconds / size / steps * 1e3
-            print(f"{label:16s} chunk of {size:3d} problems: {seconds:6.2f} s = {per[size]:.3f} ms per problem "
-                  f"and step", flush=True)
-        best = min(per, key=per.get)
-        rows.append(f"| {label} | {steps} | " + ", ".join(
-            f"{s}: **{v:.3f}**" if s == best else f"{s}: {v:.3f}" for s, v in per.items()) + " |")
-    lines = [header + ". Warm milliseconds per problem and training step (minibatch 100) by chunk size; "
-             "the fastest is in bold.", "", "| agent | steps timed | chunk size: ms per problem-step |",
-             "|---|---|---|", *rows]
+        for n in NUM_TRAIN:
+            groups = sorted({p.training_problem for p in testbed.problems("paper") if p.num_train == n},
+                            key=lambda p: (p.temperature, p.seed))
+            spec = agent.specialize(groups[0].prior())
+            chosen = (testbed._chunks(groups, agent)[0].size,
+                      spec.members_per_block() if hasattr(spec, "members_per_block") else None)
+            per = {}
+            for size, per_block in sizes:
+                seconds = time_chunk(agent, groups, size, per_block)
+                per[size, per_block] = seconds / size / steps * 1e3
+                print(f"{label:16s} minibatch {spec.batch_size:3d}, {size:2d} problems, blocks of {per_block}: "
+                      f"{per[size, per_block]:.4f} ms per problem and step", flush=True)
+            best = min(per, key=per.get)
+
+            def cell(key):
+                text = f"{key[0]}" + (f" × {key[1]}" if key[1] is not None else "") + f": {per[key]:.3f}"
+                text = f"**{text}**" if key == best else text
+                return text + (" (rule)" if key == chosen else "")
+
+            rows.append(f"| {label} | {spec.batch_size} | {steps} | " + ", ".join(cell(k) for k in per) + " |")
+    lines = [header + ". Warm milliseconds per problem and training step, one chunk at a time; the fastest is in "
+             "bold, the testbed's choice marked (rule).", "",
+             "| agent | minibatch | steps timed | problems per chunk (× members per block): ms per problem-step |",
+             "|---|---|---|---|", *rows]
     text = "\n".join(lines)
     print(text)
     if not args.no_docs:

@@ -60,7 +60,7 @@ def grid_training_flops(agent, problems) -> float:
     for chunk in testbed._chunks(problems, agent):
         heads = [g[0] for g in chunk]
         spec = agent.specialize(heads[0].prior())  # the minibatch bucket of this chunk, as testbed._train_inputs
-        total += (testbed.padded_count(len(heads)) * spec.num_networks * spec.num_steps * spec.batch_size
+        total += (chunk.size * spec.num_networks * spec.num_steps * spec.batch_size
                   * step_flops(spec, heads[0].input_dim, heads[0].num_classes))
     return total
 
@@ -73,7 +73,7 @@ def measure(label: str, grid: str) -> dict:
     calls = []
     for chunk in testbed._chunks(problems, agent):
         heads = [g[0] for g in chunk]
-        _, args = testbed._train_inputs(agent, heads)
+        _, args = testbed._train_inputs(agent, heads, chunk.size)
         jax.block_until_ready(testbed._train_chunk(*args))  # compile (and a first run)
         seconds += _timed(lambda: jax.block_until_ready(testbed._train_chunk(*args)))
         calls.append(args)

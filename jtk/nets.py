@@ -84,3 +84,78 @@ def mlp_features(params: Params, x: jax.Array, activation: str = "relu") -> jax.
 def sum_of_squares(tree) -> jax.Array:
     """Σ params² over every leaf of a pytree (the reference L2 penalty, biases included)."""
     return sum(jnp.sum(jnp.square(leaf)) for leaf in jax.tree_util.tree_leaves(tree))
+
+
+# ---------------------------------------------------------------- K member MLPs, laid out for training on the CPU
+# Ensembles train K networks side by side on one shared minibatch. With ``jax.vmap(mlp_apply)`` and autodiff, XLA's
+# CPU backend runs the weight gradient X^T dY (contracting the batch rows, the leading axis of both operands) in a
+# slow generic kernel and the other products at about half the speed its GEMM kernels reach on these shapes
+# (benchmarks/training_flops.py). Here the activations are feature-major ([K, width, rows]), weights are stored
+# [K, fan_out, fan_in] while training, and the backward pass is written out so that every product is one the GEMM
+# kernels run well: W @ H forward, dZ @ H^T for the weight gradient, W^T @ dZ with W^T materialised (a copy of the
+# weights, far smaller than the activations). Hand-written for speed, checked against autodiff of ``mlp_apply``
+# (tests/test_nets.py). ReLU hidden layers, linear output: the ensembles' networks.
+SMALL_OUTPUT = 4  # an output layer at most this wide back-propagates as a sum of broadcast products, not a product
+TRANSPOSE_ROWS = 64  # W^T is materialised from this many minibatch rows on (measured: faster at 100, slower at 32)
+
+
+def members_to_training(params: Params) -> Params:
+    """K member MLPs (weights [K, fan_in, fan_out], biases [K, fan_out]) in the training layout of
+    :func:`members_logits_t`: weights [K, fan_out, fan_in]. :func:`members_from_training` undoes it."""
+    return tuple((jnp.swapaxes(w, -1, -2), b) for w, b in params)
+
+
+def members_from_training(params_t: Params) -> Params:
+    """The inverse of :func:`members_to_training`: weights back to [K, fan_in, fan_out]."""
+    return tuple((jnp.swapaxes(w, -1, -2), b) for w, b in params_t)
+
+
+def _members_forward(params_t: Params, x: jax.Array):
+    """z_L [K, C, B] and the hidden activations h_1..h_{L-1} ([K, width, B]) of K ReLU MLPs on shared x [B, d]."""
+    w, b = params_t[0]
+    k, width, d = w.shape
+    z = (w.reshape(k * width, d) @ x.T).reshape(k, width, -1) + b[:, :, None]  # one product for all members
+    hidden = []
+    for w, b in params_t[1:]:
+        h = jax.nn.relu(z)
+        hidden.append(h)
+        z = jnp.einsum("koi,kib->kob", w, h) + b[:, :, None]
+    return z, hidden
+
+
+@jax.custom_vjp
+def members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
+    """Outputs of K ReLU MLPs on the same inputs, feature-major: params in the training layout, x [B, d] → [K, C, B].
+
+    Equal to ``jnp.swapaxes(jax.vmap(mlp_apply, (0, None))(members_from_training(params_t), x), 1, 2)`` up to
+    floating-point rounding; its gradient with respect to ``params_t`` is written out (module comment above). No
+    gradient flows to ``x``.
+    """
+    return _members_forward(params_t, x)[0]
+
+
+def _members_fwd(params_t, x):
+    z, hidden = _members_forward(params_t, x)
+    return z, (params_t, x, hidden)
+
+
+def _members_bwd(residuals, dz):
+    params_t, x, hidden = residuals
+    grads = [None] * len(params_t)
+    for layer in range(len(params_t) - 1, 0, -1):
+        w, _ = params_t[layer]
+        h = hidden[layer - 1]  # the layer's input [K, fan_in, B]
+        grads[layer] = (jnp.einsum("kob,kib->koi", dz, h), jnp.sum(dz, axis=-1))
+        if w.shape[1] <= SMALL_OUTPUT:  # W^T dZ as a few broadcast products: a product this narrow runs slowly
+            dh = sum(w[:, o, :, None] * dz[:, o, None, :] for o in range(w.shape[1]))
+        elif dz.shape[-1] >= TRANSPOSE_ROWS:  # materialise W^T (an optimisation barrier keeps XLA from folding the
+            dh = jnp.einsum("kio,kob->kib", jax.lax.optimization_barrier(jnp.swapaxes(w, 1, 2)), dz)  # transpose in)
+        else:  # few rows: copying W^T would cost more than the product saves
+            dh = jnp.einsum("koi,kob->kib", w, dz)
+        dz = jnp.where(h > 0, dh, 0.0)  # ReLU'(z) = [z > 0] = [h > 0], as jax.nn.relu's derivative (0 at 0)
+    k, width, d = params_t[0][0].shape
+    grads[0] = ((dz.reshape(k * width, -1) @ x).reshape(k, width, d), jnp.sum(dz, axis=-1))
+    return tuple(grads), None
+
+
+members_logits_t.defvjp(_members_fwd, _members_bwd)

@@ -63,7 +63,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from jtk import _checks, _compile, _memory, executors, likelihood, nets, train as train_lib
-from jtk.agents import base as agents_base, zoo_common
+from jtk.agents import base as agents_base
 from jtk.envs.classification import ProblemSettings, TestData, problem_key, sample_problem, sample_test
 from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
 
@@ -315,16 +315,31 @@ def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
 
 
+@functools.partial(_compile.jit, static_argnums=0)
+def _start_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
+    """:meth:`~jtk.agents.base.JaxAgent.start_training` on P training sets: compiled once for every minibatch size."""
+    return jax.vmap(agent.start_training)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
+
+
+@functools.partial(_compile.jit, static_argnums=0)
+def _finish_states(agent, started, data: train_lib.Dataset, hyper):
+    """:meth:`~jtk.agents.base.JaxAgent.finish_training` on P training sets (one compile per minibatch size)."""
+    return jax.vmap(agent.finish_training)(started, data, hyper)
+
+
 def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds):
     """Generates the data of P training groups and trains the agent on all of them.
 
-    Two compiled programs, not one: the data program depends only on the data shapes, so the chunks of one grid
-    that differ in their minibatch size (num_train 1, 3, 10, 30, ≥ 100) share it and compile it once; fused into the
-    training program it was compiled again for every minibatch size (docs/platforms.md, "Where the compile time
-    goes on the CPU").
+    Separate compiled programs, each compiled once for all the chunks it can serve (docs/platforms.md, "Where the
+    compile time goes on the CPU"): the data program depends only on the data shapes; an agent trained by the shared
+    loop (``init`` / ``loss``) initialises in a program that does not depend on the minibatch size, so only the
+    training steps are compiled once per minibatch size (num_train 1, 3, 10, 30, ≥ 100 on the paper grid).
     """
     env_params, data = _make_training_batch(cfg, seeds, temps, ns)
-    return env_params, _train_states(agent, data, hyper, agent_seeds)
+    if not agent.incremental:
+        return env_params, _train_states(agent, data, hyper, agent_seeds)
+    starter = dataclasses.replace(agent, batch_size=1)  # initialisation ignores the minibatch size: one program
+    return env_params, _finish_states(agent, _start_states(starter, data, hyper, agent_seeds), data, hyper)
 
 
 @functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5))
@@ -353,10 +368,13 @@ def _blocked_components(agent, state, x):
     as slow (docs/platforms.md, "What the testbed does about it").
     """
     block = max(1, COMPONENT_ROWS_PER_BLOCK // int(agent.num_networks))  # num_networks: components side by side
-    if x.shape[0] <= block or jax.default_backend() != "cpu":
+    n = x.shape[0]
+    if n <= block or jax.default_backend() != "cpu":
         return agent.components(state, x)
-    per_input = zoo_common.chunked_map(lambda xi: agent.components(state, xi[None])[:, 0], x, block)  # [n, C, K]
-    return jnp.moveaxis(per_input, 0, 1)
+    blocks = -(-n // block)
+    padded = jnp.concatenate([x, x[:blocks * block - n]]) if blocks * block > n else x  # padding rows: dropped
+    per_block = jax.lax.map(lambda xb: agent.components(state, xb), padded.reshape(blocks, block, x.shape[1]))
+    return jnp.moveaxis(per_block, 0, 1).reshape(per_block.shape[1], blocks * block, -1)[:, :n]  # [C, n, K]
 
 
 def _pad(values, size):
@@ -385,9 +403,11 @@ def _use_exact(likelihood_: str, is_mixture: bool, name: str) -> bool:
     return is_mixture and likelihood_ != "mc"
 
 
-def _train_inputs(agent: agents_base.JaxAgent, heads: Sequence[Problem]) -> tuple[list[Problem], tuple]:
-    """The training groups padded to :func:`padded_count`, and the arguments of :func:`_train_chunk` for them."""
-    padded = _pad(list(heads), padded_count(len(heads)))
+def _train_inputs(agent: agents_base.JaxAgent, heads: Sequence[Problem], size: int | None = None
+                  ) -> tuple[list[Problem], tuple]:
+    """The training groups padded to ``size`` (default :func:`padded_count`), and the arguments of
+    :func:`_train_chunk` for them."""
+    padded = _pad(list(heads), padded_count(len(heads)) if size is None else size)
     seeds, temps, ns = _group_arrays(padded)
     hyper_rows = [agent.hyper(p.prior()) for p in padded]
     hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
@@ -399,12 +419,12 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
                         likelihood_: str | tuple[str, ...] = "auto") -> list[dict]:
     """Trains one agent on a chunk of training groups at once (vmap) and scores every τ.
 
-    The number of groups is padded (:func:`padded_count`), so a chunk of any size
-    reuses the compilation of its padded size. ``likelihood_`` may be a
+    The groups are padded to the chunk's ``size`` (:class:`Chunk`; :func:`padded_count` for a plain list), so
+    every chunk of a grid reuses one compilation. ``likelihood_`` may be a
     tuple of estimators: rows for each, from one training (benchmarks compare them).
     """
     heads = [g[0] for g in groups]
-    padded, train_args = _train_inputs(agent, heads)
+    padded, train_args = _train_inputs(agent, heads, getattr(groups, "size", None))
     _, cfg, seeds, temps, ns, _, _ = train_args
     t0 = time.perf_counter()
     env_params, states = jax.block_until_ready(_train_chunk(*train_args))
@@ -501,36 +521,68 @@ COMPONENT_ROWS_PER_BLOCK = 25_600  # components × test inputs evaluated at once
 MEMBERS_PER_CHUNK = 2048  # problems × members in one call (CPU and GPU)
 
 
-def _chunks(problems_: Sequence[Problem], agent) -> list[list[list[Problem]]]:
+class Chunk(list):
+    """The training groups (each a list of problems sharing training) that one compiled call trains and scores.
+
+    ``size``: the number of groups its arrays hold; the groups are padded to it (the padding is computed and dropped).
+    All chunks of one agent on one grid share a size, so each compiled program has a single shape.
+    """
+
+    def __init__(self, groups: Iterable[list[Problem]], size: int):
+        super().__init__(groups)
+        self.size = int(size)
+
+    def __reduce__(self):  # pickled for executors (Dask) with its size
+        return (Chunk, (list(self), self.size))
+
+
+def _groups_per_chunk(agent: agents_base.JaxAgent, capacity: int, input_dim: int) -> int:
+    """How many training groups a chunk may hold, a power of two; the agent's costliest minibatch size decides.
+
+    At most MEMBERS_PER_CHUNK member trainings and 2^26 floats of training data. On the CPU also at most
+    MAX_GROUPS_PER_CHUNK groups and a cache-sized block of networks per step: an ensemble trains blocks of its members
+    (``members_per_block``) and its chunk holds as many problems as fill :func:`jtk.train.cpu_block_size` with such
+    blocks; other agents hold at most MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step. One size for all
+    minibatch sizes keeps each program to one shape: per-minibatch sizes gave the mlp's paper grid 34 compilations
+    instead of 9 (docs/platforms.md, "Where the compile time goes on the CPU").
+    """
+    members = int(agent.num_networks)
+    limit = min(MEMBERS_PER_CHUNK // members, 2 ** 26 // (capacity * (input_dim + 1)))
+    if jax.default_backend() == "cpu":
+        batch = agent.batch_size  # the largest minibatch, where the time goes
+        if hasattr(agent, "members_per_block"):
+            limit = min(limit, MAX_GROUPS_PER_CHUNK, train_lib.cpu_block_size(batch, MAX_GROUPS_PER_CHUNK * members)
+                        // agent.members_per_block())
+        else:
+            limit = min(limit, MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
+    return 1 << (max(1, limit).bit_length() - 1)
+
+
+def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks.
 
+    Every chunk of one data shape (capacity, input dimension) holds the same number of groups
+    (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
     groups: dict[Problem, list[Problem]] = {}
     for p in problems_:
         groups.setdefault(p.training_problem, []).append(p)
     if not isinstance(agent, agents_base.JaxAgent):
-        return [[g] for g in groups.values()]
-    members = int(agent.num_networks)
+        return [Chunk([g], 1) for g in groups.values()]
     by_shape: dict[tuple, list[list[Problem]]] = {}
     for key, g in groups.items():
         static = (dataclasses.replace(key, temperature=1.0, num_train=1, seed=0),
                   train_lib.capacity_for(key.num_train), train_lib.batch_bucket(key.num_train, agent.batch_size),
                   tuple(sorted(p.tau for p in g)), agent.specialize(key.prior()))  # static agent fields too
         by_shape.setdefault(static, []).append(g)
+    largest: dict[tuple, int] = {}  # (capacity, input_dim) -> most groups of one minibatch size
+    for (key, capacity, *_), gs in by_shape.items():
+        largest[capacity, key.input_dim] = max(largest.get((capacity, key.input_dim), 0), len(gs))
     costed = []  # (padded groups × minibatch, chunk)
-    cpu = jax.default_backend() == "cpu"
-    for (_, capacity, batch, *_), gs in by_shape.items():
-        # At most MEMBERS_PER_CHUNK member trainings and 2^26 floats of training data; on the CPU also at most
-        # MAX_GROUPS_PER_CHUNK groups and MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step; rounded down
-        # to a power of two so that full chunks need no padding.
-        data_floats = capacity * (gs[0][0].input_dim + 1)
-        limit = min(MEMBERS_PER_CHUNK // members, 2 ** 26 // data_floats)
-        if cpu:
-            limit = min(limit, MAX_GROUPS_PER_CHUNK, MEMBER_ROWS_PER_CHUNK // (members * batch))
-        limit = max(1, limit)
-        max_groups = 1 << (limit.bit_length() - 1)
-        costed += [(padded_count(len(c)) * batch, c) for c in (gs[i:i + max_groups] for i in range(0, len(gs), max_groups))]
+    for (key, capacity, batch, *_), gs in by_shape.items():
+        size = min(_groups_per_chunk(agent, capacity, key.input_dim), padded_count(largest[capacity, key.input_dim]))
+        costed += [(size * batch, Chunk(gs[i:i + size], size)) for i in range(0, len(gs), size)]
     return [c for _, c in sorted(costed, key=lambda pair: -pair[0])]
 
 
@@ -926,7 +978,7 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
     num_groups = len({p.training_problem for p in paper})
     if isinstance(agent, agents_base.JaxAgent):
         shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
-                   agent.batch_size), padded_count(len(c))) for c in _chunks(paper, agent)}
+                   agent.batch_size), c.size) for c in _chunks(paper, agent)}
         compile_s = max(first - run, 0.0)
         threads = executors.local_threads(len(shapes) + num_groups, [agent])
         total = len(shapes) * compile_s + num_groups * run / threads

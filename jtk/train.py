@@ -19,6 +19,18 @@ import optax
 
 MIN_CAPACITY = 1024
 
+# On the CPU, training is fastest when the networks trained at once keep their activations, gradients and Adam
+# moments in the core's cache. ``cpu_block_size`` counts a network as its minibatch rows plus PARAMETER_ROWS (the
+# cache a (50, 50) network's parameters, gradient and two moments take, in rows of activations) and fills
+# CPU_BLOCK_ROWS of them. Measured on the testbed's networks (docs/platforms.md, "Training near the matrix rate").
+CPU_BLOCK_ROWS = 1400
+PARAMETER_ROWS = 32
+
+
+def cpu_block_size(batch_size: int, limit: int) -> int:
+    """How many networks (ensemble members × problems) train at once on the CPU at this minibatch size, 1..limit."""
+    return max(1, min(int(limit), CPU_BLOCK_ROWS // (int(batch_size) + PARAMETER_ROWS)))
+
 
 class Dataset(NamedTuple):
     """A padded training set: only the first ``n`` rows are data."""
@@ -69,21 +81,57 @@ def pad_dataset(x: np.ndarray, y: np.ndarray, capacity: int | None = None) -> Da
     return Dataset(jnp.asarray(xp), jnp.asarray(yp), jnp.asarray(n, jnp.int32))
 
 
-def sample_batch(key: jax.Array, data: Dataset, batch_size: int) -> Batch:
+def sample_batch(key: jax.Array, data: Dataset, batch_size: int, whole_set: bool = False) -> Batch:
     """Draws ``batch_size`` distinct valid rows uniformly; all of them if n ≤ batch_size.
 
     Rows are picked as the top-``batch_size`` of uniform keys over the valid
     rows (a fresh shuffle each step), so shapes never depend on n.
+
+    Args:
+      key: PRNG key of this step's minibatch.
+      data: padded training set.
+      batch_size: static minibatch size.
+      whole_set: the caller guarantees n ≤ batch_size: rows 0..batch_size-1 are taken (the valid ones are all the
+        data), without drawing random numbers. The same rows, in another order, as the draw.
     """
+    return _batch(data, _indices(key, data, batch_size, whole_set))
+
+
+def _indices(key: jax.Array, data: Dataset, batch_size: int, whole_set: bool) -> jax.Array:
     capacity = data.x.shape[0]
-    if batch_size >= capacity:
-        index = jnp.arange(capacity, dtype=jnp.int32)
-    else:
-        u = jax.random.uniform(key, (capacity,))
-        u = jnp.where(jnp.arange(capacity) < data.n, u, 2.0)
-        _, index = jax.lax.top_k(-u, batch_size)
+    if whole_set or batch_size >= capacity:
+        return jnp.arange(min(batch_size, capacity), dtype=jnp.int32)
+    u = jax.random.uniform(key, (capacity,))
+    u = jnp.where(jnp.arange(capacity) < data.n, u, 2.0)
+    return jax.lax.top_k(-u, batch_size)[1].astype(jnp.int32)
+
+
+def _batch(data: Dataset, index: jax.Array) -> Batch:
     mask = (index < data.n).astype(jnp.float32)
-    return Batch(data.x[index], data.y[index], mask, index.astype(jnp.int32))
+    return Batch(data.x[index], data.y[index], mask, index)
+
+
+def _step_keys(key: jax.Array, num_steps: int) -> tuple[jax.Array, jax.Array]:
+    """The minibatch key and the loss key of every step: ([num_steps], [num_steps])."""
+    pairs = jax.vmap(jax.random.split)(jax.random.split(key, num_steps))
+    return pairs[:, 0], pairs[:, 1]
+
+
+def batch_indices(key: jax.Array, data: Dataset, batch_size: int, num_steps: int, whole_set: bool = False
+                  ) -> jax.Array:
+    """The rows every step of :func:`train` draws with this ``key``: [num_steps, batch_size] int32.
+
+    Handed back to :func:`train` as ``indices``, they let several calls on the same minibatches (the blocks of an
+    ensemble's members) draw them once.
+    """
+    # 100 steps at a time (vmapped inside lax.map): 5 % faster per step than one draw at a time (ensemble+ K = 100),
+    # and all steps at once would hold num_steps × capacity uniform numbers.
+    keys = _step_keys(key, num_steps)[0]
+    chunk = min(100, num_steps)
+    pad = -num_steps % chunk
+    keys = jnp.concatenate([keys, keys[:pad]]) if pad else keys
+    rows = jax.lax.map(jax.vmap(lambda k: _indices(k, data, batch_size, whole_set)), keys.reshape(-1, chunk))
+    return rows.reshape(-1, rows.shape[-1])[:num_steps]
 
 
 LossFn = Callable[[Any, Batch, Any, jax.Array], jax.Array]
@@ -91,7 +139,8 @@ LossFn = Callable[[Any, Batch, Any, jax.Array], jax.Array]
 
 def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Array, *,
           optimizer: optax.GradientTransformation, num_steps: int, batch_size: int,
-          active_steps: jax.Array | None = None) -> tuple[Any, jax.Array]:
+          active_steps: jax.Array | None = None, whole_set: bool = False,
+          indices: jax.Array | None = None) -> tuple[Any, jax.Array]:
     """Runs ``num_steps`` optimiser steps on minibatches (pure; jit / vmap freely).
 
     Args:
@@ -108,25 +157,27 @@ def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Arra
         same step keys as the full run, so one compiled program serves every count
         up to ``num_steps`` and costs only the steps it takes. The losses are then
         not collected (zeros are returned).
+      whole_set: n ≤ batch_size is guaranteed: every step uses all rows (:func:`sample_batch`).
+      indices: the minibatch rows of every step, [num_steps, batch_size], as :func:`batch_indices` draws them
+        with the same ``key``, ``batch_size`` and ``whole_set``; drawn here when None.
 
     Returns:
       (trained params, losses [num_steps]).
     """
     grad_fn = jax.value_and_grad(loss_fn)
-    step_keys = jax.random.split(key, num_steps)
+    batch_keys, loss_keys = _step_keys(key, num_steps)
 
-    def step(carry, step_key):
+    def step(carry, i):
         params, opt_state = carry
-        k_batch, k_loss = jax.random.split(step_key)
-        batch = sample_batch(k_batch, data, batch_size)
-        loss, grads = grad_fn(params, batch, hyper, k_loss)
+        index = _indices(batch_keys[i], data, batch_size, whole_set) if indices is None else indices[i]
+        loss, grads = grad_fn(params, _batch(data, index), hyper, loss_keys[i])
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), loss
 
     carry = (params, optimizer.init(params))
     if active_steps is None:
-        (params, _), losses = jax.lax.scan(step, carry, step_keys)
+        (params, _), losses = jax.lax.scan(step, carry, jnp.arange(num_steps))
         return params, losses
     limit = jnp.minimum(jnp.asarray(active_steps, jnp.int32), num_steps)
-    params, _ = jax.lax.fori_loop(0, limit, lambda i, c: step(c, step_keys[i])[0], carry)
+    params, _ = jax.lax.fori_loop(0, limit, lambda i, c: step(c, i)[0], carry)
     return params, jnp.zeros((num_steps,), jnp.float32)

@@ -119,7 +119,7 @@ def test_bad_keyword_names_agent_and_valid_ones(name):
 @pytest.mark.parametrize("name", [n for n in AGENTS_UNDER_TEST if n != "uniform"])
 def test_bad_keyword_suggests_close_match(name):
     agent = jtk.agents.make(name)
-    field = next(f.name for f in dataclasses.fields(agent) if f.name not in ("batch_size", "num_classes"))
+    field = next(f.name for f in dataclasses.fields(agent) if f.init and f.name not in ("batch_size", "num_classes"))
     with pytest.raises(TypeError, match="did you mean"):
         jtk.agents.make(name, **{field + "x": 1})
 

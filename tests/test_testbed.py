@@ -7,7 +7,7 @@ import pytest
 from scipy.special import log_softmax
 
 import jtk
-from jtk import testbed
+from jtk import testbed, train as train_lib
 from jtk.agents import ProblemInfo
 
 # every temperature and τ, the smallest / a middle / the largest training set, 2 seeds
@@ -265,26 +265,47 @@ def test_local_threads_one_per_core_only_for_jtk_agents_on_the_cpu(monkeypatch):
             executors.local_threads(4, [mlp])
 
 
-@pytest.mark.parametrize("name,members,largest", [("mlp", 1, 32), ("ensemble+", 10, 4), ("ensemble+", 100, 1)])
-def test_chunks_are_bounded_and_costliest_first(name, members, largest):
-    agent = jtk.agents.make(name, num_members=members)
+@pytest.mark.parametrize("name,members,size", [("mlp", 1, 8), ("ensemble+", 10, 1), ("ensemble+", 100, 1),
+                                               ("dropout", 1, 32)])
+def test_chunks_share_one_size_are_bounded_and_costliest_first(name, members, size):
+    agent = jtk.agents.make(name, **({"num_members": members} if name != "dropout" else {}))
     chunks = testbed._chunks(testbed.problems("paper"), agent)
     assert sorted(len(g) for c in chunks for g in c) == [2] * 210  # every group once, both τ in it
-    assert max(len(c) for c in chunks if c[0][0].num_train >= 100) == largest
+    assert {c.size for c in chunks} == {size}  # one shape per program, whatever the minibatch size
     for c in chunks:
-        batch = agent.specialize(c[0][0].prior()).batch_size
-        assert len(c) <= testbed.MAX_GROUPS_PER_CHUNK and len(c) * members <= testbed.MEMBERS_PER_CHUNK
-        assert len(c) == 1 or len(c) * members * batch <= testbed.MEMBER_ROWS_PER_CHUNK
-    cost = [testbed.padded_count(len(c)) * agent.specialize(c[0][0].prior()).batch_size for c in chunks]
+        spec = agent.specialize(c[0][0].prior())
+        assert len(c) <= c.size <= testbed.MAX_GROUPS_PER_CHUNK and c.size * members <= testbed.MEMBERS_PER_CHUNK
+        if hasattr(spec, "members_per_block"):  # an ensemble: problems × member blocks fill the cache budget
+            nominal = agent.specialize(testbed.Problem(temperature=0.1, num_train=1000, tau=1, seed=0).prior())
+            assert c.size == 1 or c.size * nominal.members_per_block() * (agent.batch_size + train_lib.PARAMETER_ROWS) \
+                <= train_lib.CPU_BLOCK_ROWS
+        else:
+            assert c.size == 1 or c.size * members * agent.batch_size <= testbed.MEMBER_ROWS_PER_CHUNK
+    cost = [c.size * agent.specialize(c[0][0].prior()).batch_size for c in chunks]
     assert cost == sorted(cost, reverse=True)
+
+
+def test_a_small_grid_is_not_padded_beyond_its_largest_minibatch_size():
+    """The quick grid has 4 groups per minibatch size: chunks of 4, not of the paper grid's 8 (or 32)."""
+    for agent in (jtk.agents.make("mlp"), jtk.agents.make("dropout")):
+        assert {c.size for c in testbed._chunks(testbed.problems("quick"), agent)} == {4}
+
+
+def test_chunks_pickle_with_their_size():
+    import pickle
+
+    chunk = testbed._chunks(testbed.problems("quick"), jtk.agents.make("mlp"))[0]
+    again = pickle.loads(pickle.dumps(chunk))
+    assert isinstance(again, testbed.Chunk) and again.size == chunk.size and list(again) == list(chunk)
 
 
 def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    for members, largest in ((1, 90), (10, 90), (100, 16)):  # 90: all groups of the n ≥ 100 bucket
+    for members, largest, size in ((1, 90, 96), (10, 90, 96), (100, 16, 16)):  # 90: the n ≥ 100 groups
         chunks = testbed._chunks(testbed.problems("paper"), jtk.agents.make("ensemble+", num_members=members))
         assert max(len(c) for c in chunks) == largest
-        assert all(len(c) * members <= testbed.MEMBERS_PER_CHUNK for c in chunks)
+        assert {c.size for c in chunks} == {size}  # one shape: the small minibatch sizes are padded to it
+        assert all(c.size * members <= testbed.MEMBERS_PER_CHUNK for c in chunks)
 
 
 def test_components_in_blocks_of_inputs_equal_the_whole_evaluation():
@@ -305,3 +326,23 @@ def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
     assert [testbed.padded_count(n) for n in (33, 64, 65, 90, 96, 97)] == [64, 64, 96, 96, 96, 128]
     for n in range(1, 300):
         assert 0 <= testbed.padded_count(n) - n < max(32, n)
+
+
+def test_the_gpu_path_in_its_cpu_form_scores_as_the_cpu_path(monkeypatch):
+    """With the backend reported as a GPU, the testbed takes its GPU path on this CPU: chunks as wide as
+    MEMBERS_PER_CHUNK (one per minibatch size here), every member of an ensemble trained at once (no member blocks),
+    components scored without input blocks, one thread, XLA's default compiler options. Only float rounding may
+    differ from the CPU path, so the scores agree within the cross-machine tolerance (docs/reference.md)."""
+    from jtk import results
+
+    agent = jtk.agents.make("ensemble+", num_members=20, num_steps=200)  # K = 20: blocks of 10 on the CPU
+    problems = testbed.problems("quick", seeds=1)
+    cpu = testbed.evaluate(agent, problems, progress=False)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    jax.clear_caches()  # traces made on the CPU path would be reused: the backend is read while tracing
+    assert agent.specialize(problems[0].prior()).members_per_block() == 20
+    assert {c.size for c in testbed._chunks(problems, agent)} == {2}  # all groups of a minibatch size at once
+    gpu = testbed.evaluate(agent, problems, progress=False)
+    jax.clear_caches()
+    pd.testing.assert_frame_equal(gpu[["kl", "accuracy"]], cpu[["kl", "accuracy"]], check_exact=False,
+                                  rtol=results.CROSS_MACHINE_RTOL, atol=results.CROSS_MACHINE_ATOL)

@@ -382,6 +382,9 @@ class JaxAgent:
 
     batch_size: int = 100
     num_classes: int = 2
+    whole_set: bool = dataclasses.field(default=False, init=False, repr=False)
+    """Set by :meth:`specialize` when every training set fits in one minibatch: steps take all rows, drawing no
+    random numbers (:func:`jtk.train.sample_batch`). Not a hyperparameter; part of the compiled program's key."""
 
     def __post_init__(self):
         for cls in reversed(type(self).__mro__):
@@ -452,15 +455,36 @@ class JaxAgent:
 
     def train(self, key, data: train_lib.Dataset, hyper) -> Any:
         """Trains on one problem: ``init``, then ``num_steps`` of the shared loop, then ``finalize``."""
+        return self.finish_training(self.start_training(key, data, hyper), data, hyper)
+
+    def start_training(self, key, data: train_lib.Dataset, hyper) -> tuple[Any, Any, jax.Array]:
+        """The first half of :meth:`train`: ``(trainable, fixed, key of the steps)`` from ``init``.
+
+        It does not depend on ``batch_size``, so the testbed compiles it once for every minibatch size of a grid.
+        """
         k_init, k_train = jax.random.split(key)
         trainable, fixed = self.init(k_init, data, hyper)
+        return trainable, fixed, k_train
+
+    def finish_training(self, started: tuple[Any, Any, jax.Array], data: train_lib.Dataset, hyper) -> Any:
+        """The second half of :meth:`train`: :meth:`run_steps` from :meth:`start_training`'s result, then
+        ``finalize``."""
+        trainable, fixed, k_train = started
+        return self.finalize(self.run_steps(trainable, fixed, data, hyper, k_train), fixed)
+
+    def run_steps(self, trainable, fixed, data: train_lib.Dataset, hyper, key, indices=None) -> Any:
+        """``num_steps`` steps of the shared loop (:func:`jtk.train.train`) on ``loss``: the trained parameters.
+
+        ``indices``: the steps' minibatch rows if already drawn with ``key`` (:func:`jtk.train.batch_indices`).
+        """
 
         def loss_fn(params, batch, hyper_, k):
             return self.loss(params, fixed, batch, hyper_, k)
 
-        trainable, _ = train_lib.train(loss_fn, trainable, data, hyper, k_train, optimizer=self.optimizer(),
-                                       num_steps=self.num_steps, batch_size=self.batch_size)
-        return self.finalize(trainable, fixed)
+        trainable, _ = train_lib.train(loss_fn, trainable, data, hyper, key, optimizer=self.optimizer(),
+                                       num_steps=self.num_steps, batch_size=self.batch_size,
+                                       whole_set=self.whole_set, indices=indices)
+        return trainable
 
     def components(self, state, x) -> jax.Array:
         raise NotImplementedError
@@ -486,7 +510,10 @@ class JaxAgent:
         batch bucket (and all temperatures) reuse one compilation.
         """
         size = train_lib.batch_bucket(prior.num_train, self.batch_size)
-        return dataclasses.replace(self, batch_size=size, num_classes=prior.num_classes)
+        agent = dataclasses.replace(self, batch_size=size, num_classes=prior.num_classes)
+        # A bucket below batch_size is a power of two ≥ n: the whole set is every step's minibatch.
+        object.__setattr__(agent, "whole_set", size < self.batch_size)
+        return agent
 
     def fit(self, x, y, seed=0, prior: ProblemInfo | None = None) -> "JaxPosterior":
         """Trains on x [n, d], y [n] and returns a :class:`JaxPosterior`.

@@ -17,6 +17,12 @@ in their initialisation, with an L2 penalty on all parameters.
 Loss (reference factories): mean over members of the (weighted) mean
 cross-entropy on the minibatch + l2 · Σ params², with
 l2 = λ · sqrt(ρ) · d / (K · n) (docs/reference.md, "Agent defaults"; λ = 1).
+
+Training runs the members through :func:`jtk.nets.members_logits_t` (weights stored [K, fan_out, fan_in] while
+training, a written-out backward pass; ``finalize`` gives them back in ``jtk.nets``' usual layout), and on the CPU
+in blocks of members: the members do not interact, so each block runs the whole loop on the same minibatches while
+its parameters, optimiser state and activations stay in the core's cache (``members_per_block``;
+docs/platforms.md, "Training near the matrix rate").
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ BOOTSTRAPS = ("none", "exponential", "bernoulli")
 class EnsembleFixed(NamedTuple):
     prior_params: nets.Params | None  # leaves [K, ...]: fixed prior networks (ensemble+)
     prior_scale: jax.Array  # [] scale of the prior networks (0 without prior)
-    prior_rows: jax.Array | None  # [K, rows, C] scaled prior outputs at the rows of the training data
+    prior_rows: jax.Array | None  # [K, C, rows] scaled prior outputs at the rows of the training data
     weights: jax.Array  # [K, rows] bootstrap weights of the rows
 
 
@@ -58,14 +64,20 @@ def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.
     return jnp.ones(shape)
 
 
-def masked_cross_entropy(logits: jax.Array, batch: train_lib.Batch, weights: jax.Array | None = None
-                         ) -> jax.Array:
-    """Mean cross-entropy over the real rows of a batch: logits [..., B, K] → [...]."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    labels = jnp.broadcast_to(batch.y[:, None], logp.shape[:-1] + (1,))
+def masked_cross_entropy(logits: jax.Array, batch: train_lib.Batch, weights: jax.Array | None = None,
+                         class_axis: int = -1) -> jax.Array:
+    """Mean cross-entropy over the real rows of a batch: logits [..., B, K] (``class_axis=-2``: [..., K, B]) → [...]."""
+    if class_axis not in (-1, -2):
+        raise ValueError(f"class_axis must be -1 or -2, got {class_axis}")
+    logp = jax.nn.log_softmax(logits, axis=class_axis)
     # take_along_axis, not a one-hot product: jax 0.10.2 on CPU mis-differentiated the one-hot
     # form under jit(vmap(grad)) for the hypermodel loss (checked against finite differences).
-    nll = -jnp.take_along_axis(logp, labels, axis=-1)[..., 0]  # [..., B]
+    if class_axis == -1:
+        labels = jnp.broadcast_to(batch.y[:, None], logp.shape[:-1] + (1,))
+        nll = -jnp.take_along_axis(logp, labels, axis=-1)[..., 0]  # [..., B]
+    else:
+        labels = jnp.broadcast_to(batch.y[None, :], logp.shape[:-2] + (1, logp.shape[-1]))
+        nll = -jnp.take_along_axis(logp, labels, axis=-2)[..., 0, :]  # [..., B]
     w = batch.mask if weights is None else weights * batch.mask
     return jnp.sum(nll * w, axis=-1) / jnp.maximum(jnp.sum(batch.mask), 1.0)
 
@@ -121,10 +133,14 @@ class EnsembleAgent(NeuralAgent):
         root_t = float(np.sqrt(prior.temperature))
         return self.prior_scale / root_t if self.scale_prior_by_temperature else self.prior_scale
 
-    def _apply_members(self, params, x):
-        return jax.vmap(nets.mlp_apply, (0, None))(params, x)  # [K, n, C]
+    @staticmethod
+    def _apply_members(params, x) -> jax.Array:
+        """All K members (``jtk.nets`` layout) at x [n, d], feature-major: [K, C, n], through
+        :func:`jtk.nets.members_logits_t` (faster on the CPU than ``vmap(mlp_apply)``; docs/platforms.md)."""
+        return nets.members_logits_t(nets.members_to_training(params), x)
 
     def init(self, key, data: train_lib.Dataset, hyper) -> tuple[nets.Params, EnsembleFixed]:
+        """Members (in the training layout of :func:`jtk.nets.members_to_training`) and the fixed parts."""
         k_init, k_prior, k_boot = jax.random.split(key, 3)
         d, num_classes = data.x.shape[1], self.num_classes
         params = jax.vmap(lambda k: nets.init_mlp(k, (d, *self.hidden, num_classes)))(
@@ -134,20 +150,53 @@ class EnsembleAgent(NeuralAgent):
             prior_params = jax.vmap(lambda k: sample_prior_params(k, d, self.prior_hidden, num_classes))(
                 jax.random.split(k_prior, self.num_members))
             # The prior nets are fixed: evaluate them at the rows of data once.
-            prior_rows = hyper["prior_scale"] * self._apply_members(prior_params, data.x)  # [K, rows, C]
+            prior_rows = hyper["prior_scale"] * self._apply_members(prior_params, data.x)  # [K, C, rows]
         weights = bootstrap_weights(k_boot, self.bootstrap, (self.num_members, data.x.shape[0]))
         scale = hyper["prior_scale"] if prior_params is not None else jnp.zeros(())
-        return params, EnsembleFixed(prior_params, scale, prior_rows, weights)
+        return nets.members_to_training(params), EnsembleFixed(prior_params, scale, prior_rows, weights)
 
     def loss(self, params, fixed: EnsembleFixed, batch: train_lib.Batch, hyper, key) -> jax.Array:
-        logits = self._apply_members(params, batch.x)  # [K, B, C]
-        if fixed.prior_params is not None:
-            logits = logits + fixed.prior_rows[:, batch.index]
-        ce = masked_cross_entropy(logits, batch, fixed.weights[:, batch.index])  # [K]
-        return jnp.mean(ce) + hyper["l2"] * nets.sum_of_squares(params)
+        """Σ over the members given of their cross-entropy, over K (the mean when all K are given), + l2 · Σ params²."""
+        logits = nets.members_logits_t(params, batch.x)  # [K, C, B]
+        if fixed.prior_rows is not None:
+            logits = logits + fixed.prior_rows[:, :, batch.index]
+        ce = masked_cross_entropy(logits, batch, fixed.weights[:, batch.index], class_axis=-2)  # [K]
+        return jnp.sum(ce) / self.num_members + hyper["l2"] * nets.sum_of_squares(params)
+
+    def members_per_block(self) -> int:
+        """Members trained at once: all of them off the CPU; on the CPU the largest divisor of K within
+        :func:`jtk.train.cpu_block_size` at this minibatch size (10 of 100 at minibatch 100)."""
+        if jax.default_backend() != "cpu":
+            return self.num_members
+        most = train_lib.cpu_block_size(self.batch_size, self.num_members)
+        return max(b for b in range(1, most + 1) if self.num_members % b == 0)
+
+    def run_steps(self, trainable, fixed: EnsembleFixed, data: train_lib.Dataset, hyper, key, indices=None):
+        """The shared loop, one block of members after another (``lax.map``), each on the same minibatches.
+
+        The loss is a sum over members, so a block's gradients are the full loss's gradients of its members; the
+        prior networks are only needed through ``prior_rows``. The minibatch rows are drawn once for all blocks.
+        """
+        per_block = self.members_per_block()
+        if per_block == self.num_members:
+            return super().run_steps(trainable, fixed, data, hyper, key, indices)
+        if indices is None and not self.whole_set:
+            indices = train_lib.batch_indices(key, data, self.batch_size, self.num_steps)
+        blocks = self.num_members // per_block
+        split = lambda a: a.reshape((blocks, per_block) + a.shape[1:])  # noqa: E731
+
+        def block(args):
+            params, rows, weights = args
+            return super(EnsembleAgent, self).run_steps(params, fixed._replace(prior_params=None, prior_rows=rows,
+                                                                                weights=weights), data, hyper, key,
+                                                        indices)
+
+        rows = None if fixed.prior_rows is None else split(fixed.prior_rows)
+        trained = jax.lax.map(block, (jax.tree_util.tree_map(split, trainable), rows, split(fixed.weights)))
+        return jax.tree_util.tree_map(lambda a: a.reshape((self.num_members,) + a.shape[2:]), trained)
 
     def finalize(self, params, fixed: EnsembleFixed) -> EnsembleState:
-        return EnsembleState(params, fixed.prior_params, fixed.prior_scale)
+        return EnsembleState(nets.members_from_training(params), fixed.prior_params, fixed.prior_scale)
 
     def sample(self, state: EnsembleState, x, key, num_samples: int) -> jax.Array:
         """M members drawn uniformly with replacement, only those evaluated: [M, n, C]."""
@@ -161,7 +210,7 @@ class EnsembleAgent(NeuralAgent):
         logits = self._apply_members(state.params, x)
         if state.prior_params is not None:
             logits = logits + state.prior_scale * self._apply_members(state.prior_params, x)
-        return logits  # [K, n, C]
+        return jnp.swapaxes(logits, 1, 2)  # [K, n, C]
 
 
 @register("mlp")
