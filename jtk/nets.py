@@ -92,11 +92,11 @@ def sum_of_squares(tree) -> jax.Array:
 # slow generic kernel and the other products at about half the speed its GEMM kernels reach on these shapes
 # (benchmarks/training_flops.py). Here the activations are feature-major ([K, width, rows]), weights are stored
 # [K, fan_out, fan_in] while training, and the backward pass is written out so that every product is one the GEMM
-# kernels run well: W @ H forward, dZ @ H^T for the weight gradient, W^T @ dZ with W^T materialised (a copy of the
-# weights, far smaller than the activations). Hand-written for speed, checked against autodiff of ``mlp_apply``
+# kernels run well: W @ H forward, dZ @ H^T for the weight gradient, and W^T @ dZ with the smaller of W and dZ
+# transposed into a copy first. Hand-written for speed, checked against autodiff of ``mlp_apply``
 # (tests/test_nets.py). ReLU hidden layers, linear output: the ensembles' networks.
 SMALL_OUTPUT = 4  # an output layer at most this wide back-propagates as a sum of broadcast products, not a product
-TRANSPOSE_ROWS = 64  # W^T is materialised from this many minibatch rows on (measured: faster at 100, slower at 32)
+TRANSPOSE_ROWS = 32  # from this many minibatch rows on W^T is materialised, below it dZ^T (docs/platforms.md)
 
 
 def members_to_training(params: Params) -> Params:
@@ -150,8 +150,9 @@ def _members_bwd(residuals, dz):
             dh = sum(w[:, o, :, None] * dz[:, o, None, :] for o in range(w.shape[1]))
         elif dz.shape[-1] >= TRANSPOSE_ROWS:  # materialise W^T (an optimisation barrier keeps XLA from folding the
             dh = jnp.einsum("kio,kob->kib", jax.lax.optimization_barrier(jnp.swapaxes(w, 1, 2)), dz)  # transpose in)
-        else:  # few rows: copying W^T would cost more than the product saves
-            dh = jnp.einsum("koi,kob->kib", w, dz)
+        else:  # few rows: transpose dZ, smaller than W, and take dZ^T W
+            dz_t = jax.lax.optimization_barrier(jnp.swapaxes(dz, 1, 2))  # [K, rows, fan_out]
+            dh = jnp.swapaxes(jnp.einsum("kbo,koi->kbi", dz_t, w), 1, 2)
         dz = jnp.where(h > 0, dh, 0.0)  # ReLU'(z) = [z > 0] = [h > 0], as jax.nn.relu's derivative (0 at 0)
     k, width, d = params_t[0][0].shape
     grads[0] = ((dz.reshape(k * width, -1) @ x).reshape(k, width, d), jnp.sum(dz, axis=-1))

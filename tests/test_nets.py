@@ -28,7 +28,8 @@ def _kernel_loss(params_t, x, y):
 @pytest.mark.parametrize("k, sizes, rows", [
     (3, (2, 50, 50, 2), 7),  # the testbed's networks, a two-class output (summed broadcast products)
     (1, (5, 8, 3), 4),  # one hidden layer, one member
-    (4, (3, 6, 7, 9, 6), 5),  # three hidden layers, an output wider than SMALL_OUTPUT (a product with W^T)
+    (4, (3, 6, 7, 9, 6), 5),  # three hidden layers, an output wider than SMALL_OUTPUT: dZ^T W (few rows)
+    (2, (3, 8, 9, 6), nets.TRANSPOSE_ROWS + 3),  # enough rows to materialise W^T instead
     (2, (4, 3), 6),  # no hidden layer: a linear model
 ])
 def test_member_kernel_matches_autodiff_of_mlp_apply(k, sizes, rows):
