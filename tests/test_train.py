@@ -61,7 +61,7 @@ def test_the_cpu_block_rule():
     assert train_lib.cpu_block_size(100, 1000) == train_lib.CPU_BLOCK_ROWS // (100 + train_lib.PARAMETER_ROWS)
     assert train_lib.cpu_block_size(1, 3) == 3 and train_lib.cpu_block_size(10 ** 6, 50) == 1
     big = jtk.agents.make("ensemble+", num_members=100).specialize(ProblemInfo(2, 2, 1000))
-    assert big.members_per_block() == 10  # the largest divisor of 100 within 1400 // 132
+    assert big.members_per_block() == 5  # the largest divisor of 100 within 700 // 132
     assert jtk.agents.make("ensemble+", num_members=7).specialize(ProblemInfo(2, 2, 1000)).members_per_block() == 7
 
 

@@ -165,11 +165,14 @@ class EnsembleAgent(NeuralAgent):
 
     def members_per_block(self) -> int:
         """Members trained at once: all of them off the CPU; on the CPU the largest divisor of K within
-        :func:`jtk.train.cpu_block_size` at this minibatch size (10 of 100 at minibatch 100)."""
+        :func:`jtk.train.cpu_block_size` at this minibatch size (5 of 100 at minibatch 100), or, when that divisor
+        is under half of it (K = 7: 1), the smallest divisor above it: few large blocks beat many tiny ones."""
         if jax.default_backend() != "cpu":
             return self.num_members
         most = train_lib.cpu_block_size(self.batch_size, self.num_members)
-        return max(b for b in range(1, most + 1) if self.num_members % b == 0)
+        divisors = [b for b in range(1, self.num_members + 1) if self.num_members % b == 0]
+        below = max(b for b in divisors if b <= most)
+        return below if 2 * below >= most else min(b for b in divisors if b >= most)
 
     def run_steps(self, trainable, fixed: EnsembleFixed, data: train_lib.Dataset, hyper, key, indices=None):
         """The shared loop, one block of members after another (``lax.map``), each on the same minibatches.
