@@ -123,7 +123,6 @@ def _members_forward(params_t: Params, x: jax.Array):
     return z, hidden
 
 
-@jax.custom_vjp
 def members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
     """Outputs of K ReLU MLPs on the same inputs, feature-major: params in the training layout, x [B, d] → [K, C, B].
 
@@ -131,6 +130,11 @@ def members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
     floating-point rounding; its gradient with respect to ``params_t`` is written out (module comment above). No
     gradient flows to ``x``.
     """
+    return _members_logits_t(params_t, x)
+
+
+@jax.custom_vjp
+def _members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
     return _members_forward(params_t, x)[0]
 
 
@@ -159,4 +163,4 @@ def _members_bwd(residuals, dz):
     return tuple(grads), None
 
 
-members_logits_t.defvjp(_members_fwd, _members_bwd)
+_members_logits_t.defvjp(_members_fwd, _members_bwd)
