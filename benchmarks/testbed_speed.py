@@ -29,6 +29,13 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 # The reference implementation's own mlp agent on the full paper grid, run on this project's 2-core machine
 # (docs/researchers.md, the reproduction table): every figure here is also printed as a ratio to it.
 REFERENCE_MLP_GRID_S = 2047.0
+# The label of each stored table (testbed_speed_GRID[_TAG].csv) in docs/results.md.
+MACHINES = {
+    "": "2 CPU cores, Intel Xeon with AVX-512 (the project's machine), after #31",
+    "intel-before": "the same Intel machine before #31 (commit 1c5c62e)",
+    "amd-before": "2 CPU cores, AMD EPYC (the project's machine until 2026-11-25), before #31",
+    "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda), before #31",
+}
 AGENTS = {
     "mlp": ("mlp", {}),
     "ensemble+_K10": ("ensemble+", {"num_members": 10}),
@@ -102,15 +109,18 @@ def write_docs(grid: str) -> None:
              "seconds per problem are each thread's own time and add up to more than the wall time. "
              "Regenerate this table with `python benchmarks/testbed_speed.py --grid " + grid + " --docs`.", "",
              "Two ratios put each wall time in context: the reference implementation's mlp on the same grid took "
-             f"{REFERENCE_MLP_GRID_S:.0f} s on the 2-core machine (docs/researchers.md), and the *FLOP floor* is the "
+             f"{REFERENCE_MLP_GRID_S:.0f} s on the project's 2-core AMD EPYC machine (docs/researchers.md; not re-run on "
+             "the Intel one, so its rows' ratio mixes two machines), and the *FLOP floor* is the "
              "grid's training FLOPs (`benchmarks/training_flops.py`'s count, padding included) at the machine's "
              "float32 2048 × 2048 matrix-product rate, measured before the runs: no run can train faster.", "",
              "| machine | agent | cache | wall | × reference mlp grid | FLOP floor (wall ÷ floor) | XLA compile | "
              "train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for path in sorted(RESULTS.glob(f"testbed_speed_{grid}*.csv")):
-        tag = path.stem[len(f"testbed_speed_{grid}"):].lstrip("_")
-        machine = {"": "2 CPU cores (the project's machine)", "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda)"}.get(tag, tag)
+    tags = [path.stem[len(f"testbed_speed_{grid}"):].lstrip("_") for path in RESULTS.glob(f"testbed_speed_{grid}*.csv")]
+    order = list(MACHINES)  # the machines in MACHINES' order, then any others by name
+    for tag in sorted(tags, key=lambda t: (order.index(t) if t in order else len(order), t)):
+        path = RESULTS / (f"testbed_speed_{grid}_{tag}.csv" if tag else f"testbed_speed_{grid}.csv")
+        machine = MACHINES.get(tag, tag)
         table = pd.read_csv(path, index_col=0)
         for _, r in table[table.get("compilation_cache").notna()].iterrows():
             ratio = f"{REFERENCE_MLP_GRID_S / r.wall_s:.0f}×"
