@@ -98,7 +98,11 @@ def main(argv=None) -> None:
     done = set(zip(old["regret"].agent, old["regret"].input_dim, old["regret"].agent_seed)) if regret_rows else set()
     scored = (set(zip(old["testbed"].agent, old["testbed"].input_dim, old["testbed"].seed))
               if len(old["testbed"]) else set())
+    matrix_rate = None  # the machine's 2048² rate, measured once before this invocation's runs, kept with each run
     for d in [] if args.report_only else dims:
+        if matrix_rate is None:
+            from training_flops import gemm_gflops
+            matrix_rate = round(gemm_gflops(), 1)
         problems = bandit.make_problems(d, seeds=num_problems)
         test_inputs = args.test_inputs if args.test_inputs != "auto" else ("iid" if d == 2 else "polyadic")
         for name in args.agents:
@@ -112,7 +116,8 @@ def main(argv=None) -> None:
                     regret_rows.append({"agent": name, "input_dim": d, "agent_seed": s, "seed": seed,
                                         "horizon": horizon, "total_regret": float(total),
                                         "seconds": res.seconds / num_problems,
-                                        "load_avg_1min": os.getloadavg()[0]})  # at the end of the run
+                                        "load_avg_1min": os.getloadavg()[0],  # at the end of the run
+                                        "matrix_gflops": matrix_rate})
                 curves = res.frame(every=max(1, horizon // 100))
                 curve_frames.append(curves.assign(agent_seed=s))
                 pd.DataFrame(regret_rows).to_csv(files["regret"], index=False)  # each run kept as it ends
@@ -197,7 +202,8 @@ def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[
 
 
 def training_rate(measured: pd.DataFrame, agent_kwargs: dict) -> pd.DataFrame:
-    """Achieved training GFLOP/s of the paper-scale runs, against this machine's matrix-product rate."""
+    """Achieved training GFLOP/s of the paper-scale runs, against the matrix-product rate of the machine they ran on
+    (``matrix_gflops``, measured before the runs; measured now for runs that lack it)."""
     from training_flops import gemm_gflops, step_flops
 
     rows = []
@@ -207,10 +213,12 @@ def training_rate(measured: pd.DataFrame, agent_kwargs: dict) -> pd.DataFrame:
         mflop = 128 * agent.num_networks * step_flops(agent, d, 2) / 1e6
         rows.append({"agent": name, "d": d, "networks trained per step": agent.num_networks,
                      "MFLOP per step": mflop, "agent-steps/s": steps_per_s, "GFLOP/s": mflop * steps_per_s / 1e3,
-                     "load average after the runs": float(g.load_avg_1min.mean()) if "load_avg_1min" in g else np.nan})
+                     "load average after the runs": float(g.load_avg_1min.mean()) if "load_avg_1min" in g else np.nan,
+                     "matrix rate, GFLOP/s": float(g.matrix_gflops.mean()) if "matrix_gflops" in g else np.nan})
     out = pd.DataFrame(rows)
-    out.attrs["load"], out.attrs["gemm"] = os.getloadavg()[0], gemm_gflops()
-    out["% of the matrix rate"] = 100 * out["GFLOP/s"] / out.attrs["gemm"]
+    if out["matrix rate, GFLOP/s"].isna().any():
+        out["matrix rate, GFLOP/s"] = out["matrix rate, GFLOP/s"].fillna(round(gemm_gflops(), 1))
+    out["% of the matrix rate"] = 100 * out["GFLOP/s"] / out["matrix rate, GFLOP/s"]
     return out
 
 
@@ -233,8 +241,9 @@ def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, co
                               "points": both.num_points,
                               "lab preset r": [fmt(*v) for v in zip(both.r_lab, both.lo_lab, both.hi_lab)]})
     cols = {"seconds": ("seconds", "mean"), "horizon": ("horizon", "first")}
-    if "load_avg_1min" in regret:
-        cols["load_avg_1min"] = ("load_avg_1min", "mean")
+    for column in ("load_avg_1min", "matrix_gflops"):
+        if column in regret:
+            cols[column] = (column, "mean")
     measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(**cols).reset_index()
     profile = training_rate(measured, bandit.PRESETS["paper"].get("agent_kwargs", {}))
     est = []
@@ -260,12 +269,14 @@ def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, co
              + " problems) against the mean d_KL^τ on testbed problems at ρ = 0.1 with the same d. Log–log "
              "Pearson r with a bootstrap 5–95 % interval, beside the lab preset's (T = 2000, K = 10):", "",
              md_table(corr_rows, index=False), "",
-             "Cost of the whole paper preset per agent, d and initialisation seed on this machine:", "",
+             "Cost of the whole paper preset per agent, d and initialisation seed: 'measured' rows on the machine "
+             "of the runs, the others from the lab preset's or `bandit_speed.csv`'s rates on the machine that "
+             "measured them:", "",
              md_table(pd.DataFrame(est), "{:.2f}", index=False), "",
              "Where the time goes: the training FLOPs of a step (3 × 2 × Σ fan_in · fan_out per replay row, × 128 "
              "rows × the networks trained, as `benchmarks/training_flops.py` counts them) at the measured steps per "
-             "second, against the float32 2048 × 2048 matrix-product rate measured now "
-             f"({profile.attrs['gemm']:.1f} GFLOP/s, load average {profile.attrs['load']:.1f}):", "",
+             "second, against the float32 2048 × 2048 matrix-product rate of the machine the runs ran on, measured "
+             "before them:", "",
              md_table(profile, "{:.1f}", index=False)]
     write_section("bandit-paper", "\n".join(lines), PAGE)
 

@@ -360,7 +360,7 @@ def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_sample
 
 
 def _blocked_components(agent, state, x):
-    """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``zoo_common.chunked_map``) on the CPU.
+    """``agent.components(state, x)`` [C, n, K], computed on blocks of inputs (``lax.map`` over the blocks) on the CPU.
 
     Every component is a function, evaluated input by input, so blocks give the same logits up to rounding. A block
     holds at most COMPONENT_ROWS_PER_BLOCK // C inputs: evaluating 100 members (and their prior networks) on all
