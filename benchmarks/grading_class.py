@@ -1,6 +1,7 @@
 """A class of generated submissions graded by `jtk grade`: wall time, the CSV, and two regrades compared.
 
     python benchmarks/grading_class.py [--students 30] [--workers 2] [--timeout 30] [--out benchmarks/results/grading]
+    python benchmarks/grading_class.py --per-notebook   # where a worker's time goes; writes docs/grading.md's section
 
 Each student hands in all six exercises; student k's notebooks are, in turn, correct (the solution), wrong
 (a typical misconception), tampered (check cell edited to print a pass line, and its points set to 100),
@@ -8,6 +9,11 @@ looping (an infinite loop in the answer) or crashing (os._exit in the answer), s
 exercise. The class is graded once with --feedback, then twice more; the script prints the wall times, the
 score distribution per kind, the misconception summary, and whether the regrades' CSVs are byte-identical.
 The notebooks and feedback pages go to a temporary directory; --out receives the CSVs and timings.csv.
+
+--per-notebook grades one notebook of each exercise and kind, one at a time in this process (no pool, so each wall
+time is one worker's), writes per_notebook.csv to --out and the section 'grading-cost' of docs/grading.md: the cost
+per kind and exercise, and what a class of --students costs a worker in all (each kind × exercise appears
+students / 5 times).
 """
 
 from __future__ import annotations
@@ -102,15 +108,64 @@ def grade(root, csv, workers, timeout, feedback=None) -> float:
     return wall
 
 
+def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -> None:
+    """Wall seconds of grading one notebook per (exercise, kind), serially; the class's worker-seconds from them."""
+    import os
+
+    from jtk import exercises
+    from jtk import sandbox as sb
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _docs import DOCS, write_section
+
+    sources = exercises.load_sources(SOLUTIONS)
+    mode = sb.resolve("auto")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="jtk-cost-"))
+    rows = []
+    for name in sorted(sources):
+        for kind in KINDS:
+            path = work / kind / name
+            path.parent.mkdir(exist_ok=True)
+            nbformat.write(make_submission(name, kind), path)
+            start = time.perf_counter()
+            row = exercises.grade_notebook(exercises.Submission(student=kind, notebook=name, path=path), sources,
+                                           timeout=timeout, sandbox=mode, salt="benchmark")
+            rows.append({"notebook": name, "kind": kind, "wall_s": round(time.perf_counter() - start, 2),
+                         "score": row["score"], "max_score": row["max_score"]})
+            print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "per_notebook.csv", index=False)
+    wide = table.pivot(index="notebook", columns="kind", values="wall_s")[list(KINDS)]
+    per_kind = wide.sum()
+    repeats = students / len(KINDS)  # each exercise × kind, in a class of `students`
+    total = per_kind.sum() * repeats
+    lines = [f"`python benchmarks/grading_class.py --per-notebook` ({len(os.sched_getaffinity(0))} cores, sandbox "
+             f"`{mode}`, `--timeout {timeout}`, load average {os.getloadavg()[0]:.1f} at the end): wall seconds of "
+             "grading one notebook, each alone in one worker; the kinds as in the class above.", "",
+             "| notebook | " + " | ".join(KINDS) + " |", "|---|" + "---|" * len(KINDS)]
+    lines += [f"| {nb} | " + " | ".join(f"{v:.1f}" for v in r) + " |" for nb, r in wide.iterrows()]
+    lines += ["| all six | " + " | ".join(f"{v:.1f}" for v in per_kind) + " |", "",
+              f"A class of {students} students holds each exercise × kind {repeats:g} times: "
+              f"{total:.0f} worker-seconds, {total / workers:.0f} s of wall time with {workers} workers if they "
+              f"share the work perfectly; the looping notebooks are {100 * per_kind['looping'] / per_kind.sum():.0f} % "
+              "of it."]
+    write_section("grading-cost", "\n".join(lines), DOCS / "grading.md")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=30)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grading"))
+    parser.add_argument("--per-notebook", action="store_true",
+                        help="grade one notebook per exercise and kind, one at a time: where the time goes")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.per_notebook:
+        per_notebook(out, args.students, args.workers, args.timeout)
+        return
     work = pathlib.Path(tempfile.mkdtemp(prefix="jtk-class-"))  # the notebooks and feedback pages stay out of --out
     root = work / "class"
     make_class(root, args.students)
