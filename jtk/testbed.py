@@ -331,9 +331,10 @@ def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_see
     """Generates the data of P training groups and trains the agent on all of them.
 
     Separate compiled programs, each compiled once for all the chunks it can serve (docs/platforms.md, "Where the
-    compile time goes on the CPU"): the data program depends only on the data shapes; an agent trained by the shared
-    loop (``init`` / ``loss``) initialises in a program that does not depend on the minibatch size, so only the
-    training steps are compiled once per minibatch size (num_train 1, 3, 10, 30, ≥ 100 on the paper grid).
+    compile time goes on the CPU", and docs/platforms.md, "Compile once per agent configuration"): the data program
+    depends only on the data shapes; an agent trained by the shared loop (``init`` / ``loss``) initialises in a
+    program that does not depend on the minibatch size, so only the training steps are compiled once per minibatch
+    size (num_train 1, 3, 10, 30, ≥ 100 on the paper grid).
     """
     env_params, data = _make_training_batch(cfg, seeds, temps, ns)
     if not agent.incremental:
@@ -543,8 +544,8 @@ def _groups_per_chunk(agent: agents_base.JaxAgent, capacity: int, input_dim: int
     MAX_GROUPS_PER_CHUNK groups and a cache-sized block of networks per step: an ensemble trains blocks of its members
     (``members_per_block``) and its chunk holds as many problems as fill :func:`jtk.train.cpu_block_size` with such
     blocks; other agents hold at most MEMBER_ROWS_PER_CHUNK minibatch rows (all members) per step. One size for all
-    minibatch sizes keeps each program to one shape: per-minibatch sizes gave the mlp's paper grid 34 compilations
-    instead of 9 (docs/platforms.md, "Where the compile time goes on the CPU").
+    minibatch sizes keeps each program to one shape, so it compiles once (docs/platforms.md, "Compile once per agent
+    configuration").
     """
     members = int(agent.num_networks)
     limit = min(MEMBERS_PER_CHUNK // members, 2 ** 26 // (capacity * (input_dim + 1)))

@@ -22,7 +22,7 @@ MIN_CAPACITY = 1024
 # On the CPU, training is fastest when the networks trained at once keep their activations, gradients and Adam
 # moments in the core's cache. ``cpu_block_size`` counts a network as its minibatch rows plus PARAMETER_ROWS (the
 # cache a (50, 50) network's parameters, gradient and two moments take, in rows of activations) and fills
-# CPU_BLOCK_ROWS of them. Measured on the testbed's networks (docs/platforms.md, "Training near the matrix rate").
+# CPU_BLOCK_ROWS of them. Measured on the testbed's networks (docs/platforms.md, "Chunk size and member blocks").
 CPU_BLOCK_ROWS = 700
 PARAMETER_ROWS = 32
 

@@ -22,7 +22,7 @@ Training runs the members through :func:`jtk.nets.members_logits_t` (weights sto
 training, a written-out backward pass; ``finalize`` gives them back in ``jtk.nets``' usual layout), and on the CPU
 in blocks of members: the members do not interact, so each block runs the whole loop on the same minibatches while
 its parameters, optimiser state and activations stay in the core's cache (``members_per_block``;
-docs/platforms.md, "Training near the matrix rate").
+docs/platforms.md, "The member kernel: training near the small-product rate").
 """
 
 from __future__ import annotations
