@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import os
 import pathlib
 import subprocess
 import sys
@@ -110,8 +111,6 @@ def grade(root, csv, workers, timeout, feedback=None) -> float:
 
 def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -> None:
     """Wall seconds of grading one notebook per (exercise, kind), serially; the class's worker-seconds from them."""
-    import os
-
     from jtk import exercises
     from jtk import sandbox as sb
 

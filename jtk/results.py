@@ -240,6 +240,11 @@ def provenance() -> dict:
             "host": socket.gethostname(), "numerics": _info.numerics()}
 
 
+def _config_fields(agent) -> dict:
+    """A dataclass agent's configuration: its constructor fields (``init=False`` fields are derived state)."""
+    return {f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init}
+
+
 def agent_config(agent: Any, name: str | None = None, hyperparameters: Mapping[str, Any] | None = None) -> dict:
     """A JSON description of an agent from which :func:`make_agent` can rebuild it.
 
@@ -263,8 +268,7 @@ def agent_config(agent: Any, name: str | None = None, hyperparameters: Mapping[s
             return {"name": agent, "registered": False, "class": None, "repr": agent}
         name, agent = agent, agents_base.make(agent, **dict(hyperparameters or {}))
     cls = f"{type(agent).__module__}.{type(agent).__qualname__}"
-    fields = ({f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init}  # not derived state
-              if dataclasses.is_dataclass(agent) else None)
+    fields = _config_fields(agent) if dataclasses.is_dataclass(agent) else None
     candidates = [name] if name is not None else [n for n in agents_base.names()]
     for n in candidates:
         if n not in agents_base.names() or fields is None:
@@ -307,7 +311,7 @@ def make_agent(config: Mapping[str, Any]):
         if recorded is not None:
             recorded = jsonable(agents_base.translate_renamed(type(proto), dict(recorded), "fields", warn=False))
     agent = agents_base.make(config["name"], **hp)
-    now = jsonable({f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init})
+    now = jsonable(_config_fields(agent))
     if recorded is not None and now != recorded:
         diff = {k: (recorded.get(k), now.get(k)) for k in set(now) | set(recorded) if recorded.get(k) != now.get(k)}
         raise ValueError(f"agent {config['name']!r} rebuilt with {hp} differs from the recorded configuration "
