@@ -645,28 +645,100 @@ class _Guard:
         return False
 
 
-class _Timer:
-    """Raises _OutOfTime in the main thread once the process has used ``seconds`` of CPU time (SIGPROF; a no-op
-    off the main thread).
+RUN_SHARE = 0.3
+"""Share of a check call's CPU seconds the student's function may spend running, JAX compilation aside."""
+
+GRACE_SECONDS = 0.25
+"""CPU seconds between the budget's first alarm and the timeout: a compilation that has just ended is counted."""
+
+_COMPILE_EVENTS = frozenset(f"/jax/core/compile/{stage}_duration"
+                            for stage in ("jaxpr_trace", "jaxpr_to_mlir_module", "backend_compile"))
+
+
+class _Budget:
+    """The CPU time one check call may spend in the student's function.
 
     CPU time, not wall time: the budget separates an answer that loops from a machine that is busy. A kernel that
     shares its cores with other jobs gets fewer time slices, so its wall time grows with the load, but the CPU
     time its code needs stays what it is on a quiet machine (docs/grading.md, "Time limits under load"). An answer
     that waits without computing (``time.sleep``) spends no CPU time; the grader's wall-clock cell limit stops it.
+
+    Of the call's ``seconds``, running code may use ``RUN_SHARE``. JAX's tracing, lowering and compilation
+    (jax.monitoring's duration events, counted while the budget is entered and only if the kernel has imported
+    JAX) are not counted, up to ``compile_seconds`` of them. A correct answer written with JAX spends most of its
+    time compiling each new shape of the cases (docs/grading.md, "Check budgets"); a loop spends all of it
+    running, so it is stopped after ``RUN_SHARE × seconds``.
+
+    Args:
+      seconds: the call's share of its cell's CPU budget.
+      compile_seconds: the most compilation credited (None: ``seconds``).
+
+    Attributes:
+      run_seconds: ``RUN_SHARE × seconds``, the most the call may spend outside compilation.
+      compiled: seconds of compilation seen so far.
     """
 
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.armed = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    def __init__(self, seconds: float, compile_seconds: float | None = None):
+        self.seconds = float(seconds)
+        self.compile_seconds = self.seconds if compile_seconds is None else float(compile_seconds)
+        self.run_seconds = RUN_SHARE * self.seconds
+        self.compiled = 0.0
+        self.start = time.process_time()
+        self._monitoring = None
 
-    @staticmethod
-    def _ring(signum, frame):
-        raise _OutOfTime()
+    def _listen(self, event: str, duration: float, **_) -> None:
+        if event in _COMPILE_EVENTS:
+            self.compiled += duration
+
+    def used(self) -> float:
+        """CPU seconds spent since the budget was made, less the compilation it credits."""
+        return time.process_time() - self.start - min(self.compiled, self.compile_seconds)
+
+    def left(self) -> float:
+        """Running seconds left."""
+        return self.run_seconds - self.used()
+
+    def __enter__(self):
+        self._monitoring = sys.modules.get("jax.monitoring")
+        if self._monitoring is not None:
+            self._monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc):
+        if self._monitoring is not None:
+            self._monitoring.unregister_event_duration_listener(self._listen)
+        return False
+
+
+class _Timer:
+    """Raises _OutOfTime in the main thread once ``budget`` has no running seconds left (SIGPROF; a no-op off the
+    main thread).
+
+    The timer rings when the budget would be spent if nothing compiled; it then asks the budget again and waits
+    on for what compilation has given back. Out of time, it waits ``GRACE_SECONDS`` more once, for a compilation
+    that has ended but not yet reported its duration, before it raises.
+    """
+
+    def __init__(self, budget: _Budget | None):
+        self.budget, self.warned = budget, False
+        self.armed = (budget is not None and hasattr(signal, "setitimer")
+                      and threading.current_thread() is threading.main_thread())
+
+    def _ring(self, signum, frame):
+        left = self.budget.left()
+        if left > 0:
+            self.warned = False
+            signal.setitimer(signal.ITIMER_PROF, max(left, 0.01))
+        elif not self.warned:
+            self.warned = True
+            signal.setitimer(signal.ITIMER_PROF, GRACE_SECONDS)
+        else:
+            raise _OutOfTime()
 
     def __enter__(self):
         if self.armed:
             self._previous = signal.signal(signal.SIGPROF, self._ring)
-            signal.setitimer(signal.ITIMER_PROF, self.seconds)
+            signal.setitimer(signal.ITIMER_PROF, max(self.budget.left(), 0.01))
         return self
 
     def __exit__(self, *exc):
@@ -676,20 +748,20 @@ class _Timer:
         return False
 
 
-def _capture(check: Check, fn: Callable, args: tuple, seconds: float = 0.0):
+def _capture(check: Check, fn: Callable, args: tuple, budget: _Budget | None = None):
     """The student's answer for one case, or a Raised saying what happened instead.
 
     Args:
-      seconds: CPU time allowed for this case (0: no limit); past it the case is a timeout.
+      budget: the CPU time left to the call this case belongs to (None: no limit); past it the case is a timeout.
     """
     if not callable(fn):
         return Raised("not_callable", type(fn).__name__)
     guard = _Guard(_forbidden_codes(check.forbidden))
     try:
-        with _Timer(seconds), guard:
+        with _Timer(budget), guard:
             out = check.call(fn, args) if check.call else fn(*(_copy(a) for a in args))
     except _OutOfTime:
-        return Raised("timeout", f"{seconds:.3g}")
+        return Raised("timeout", f"{budget.run_seconds:.3g}")
     except _UsesReference as err:
         return Raised("uses_reference", err.name)
     except NotImplementedError:
@@ -713,7 +785,8 @@ def _raised_failure(raised: Raised, args) -> tuple[str, str]:
     if raised.kind == "guard_removed":
         return "uses_reference", "your function switched off the check's guard (sys.setprofile); that is not allowed."
     if raised.kind == "timeout":
-        budget = f" its {raised.text} s of CPU time" if raised.text else " its CPU-time budget"
+        budget = (f" its {raised.text} s of CPU time (JAX compilation not counted)" if raised.text
+                  else " its CPU-time budget")
         return "generic.timeout", (f"your function used up{budget} without returning (an infinite loop, or a loop "
                                    f"that never ends for these inputs?); the remaining cases were not tried.")
     if raised.kind == "not_callable":
@@ -834,14 +907,16 @@ _CONTEXT: dict | None = None
 
 
 NOTEBOOK_CALL_SECONDS = 60.0
-"""CPU seconds one check call may spend in the student's function in a notebook (``jtk grade`` sets its own)."""
+"""CPU seconds of one check call in a notebook (``jtk grade`` sets its own): the student's function may run for
+``RUN_SHARE`` of them, JAX compilation aside (see _Budget)."""
 
 
-def _grading_context(seed: int, call_seconds: float = 10.0) -> None:
-    """Called by the grader at the top of each check cell it runs: record answers, use this seed and this many CPU
-    seconds per check call."""
+def _grading_context(seed: int, call_seconds: float = 10.0, compile_seconds: float | None = None) -> None:
+    """Called by the grader at the top of each check cell it runs: record answers, use this seed, this many CPU
+    seconds per check call and credit this much JAX compilation per call (None: ``call_seconds``; see _Budget)."""
     global _CONTEXT
-    _CONTEXT = {"seed": int(seed), "call_seconds": float(call_seconds)}
+    _CONTEXT = {"seed": int(seed), "call_seconds": float(call_seconds),
+                "compile_seconds": float(call_seconds if compile_seconds is None else compile_seconds)}
 
 
 def _emit(record: dict) -> None:
@@ -863,13 +938,13 @@ def run_check(name: str, fn: Callable, seed=None, hidden: bool = False) -> Resul
     seed = case_seed(context["seed"] if context else seed)
     cases = check.cases(_rng(name, seed, hidden), hidden)
     # The cases of one call share a budget of the process's CPU time (user + system, all threads), which a busy
-    # machine does not shrink: see _Timer.
-    deadline = time.process_time() + (context["call_seconds"] if context else NOTEBOOK_CALL_SECONDS)
-    answers = []
-    for args in cases:  # after a timeout the remaining cases (of this grading cell) are not tried
-        left = deadline - time.process_time()
-        late = (answers and answers[-1].get("raised") == "timeout") or (context or {}).get("timed_out")
-        answers.append(encode(Raised("timeout") if late or left <= 0 else _capture(check, fn, args, left)))
+    # machine does not shrink: see _Budget.
+    seconds = (context["call_seconds"], context["compile_seconds"]) if context else (NOTEBOOK_CALL_SECONDS,)
+    with _Budget(*seconds) as budget:
+        answers = []
+        for args in cases:  # after a timeout the remaining cases (of this grading cell) are not tried
+            late = (answers and answers[-1].get("raised") == "timeout") or (context or {}).get("timed_out")
+            answers.append(encode(Raised("timeout") if late or budget.left() <= 0 else _capture(check, fn, args, budget)))
     if context is not None and answers and answers[-1].get("raised") == "timeout":
         context["timed_out"] = True
     if context is not None:

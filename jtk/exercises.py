@@ -293,14 +293,15 @@ def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = N
 
 # ------------------------------------------------------------------ preparing a submission
 def _harness(check: SourceCheck, seed: int, timeout: int) -> str:
-    # CPU seconds per call of the student's function; the cell's wall-clock backstop is WALL_FACTOR × timeout
+    # CPU seconds per call of the student's function (it may run for checks.RUN_SHARE of them; up to ``timeout``
+    # seconds of JAX compilation per call are not counted); the cell's wall-clock backstop is WALL_FACTOR × timeout
     call_seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))
     # A fresh copy of jtk.checks: whatever the student's cells did to the module is undone for this check. Both
     # names a source's check cell may use (``checks``, and the deprecated ``grading``) are bound to that fresh copy,
     # so a student's own ``grading`` / ``checks`` variable or patched alias never reaches the check.
     return (f"import importlib as _importlib, jtk.checks as _jtk_checks\n"
             f"checks = grading = _importlib.reload(_jtk_checks)\n"
-            f"checks._grading_context({seed}, {call_seconds})\n{check.code}")
+            f"checks._grading_context({seed}, {call_seconds}, {float(timeout)})\n{check.code}")
 
 
 @dataclasses.dataclass

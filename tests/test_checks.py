@@ -278,6 +278,11 @@ def test_bad_answers_are_reported_not_crashed(name, bad, message):
 
 
 # ---------- time limits count CPU time, not wall time (a busy machine must not fail a correct answer)
+def _coin_case():
+    check = checks._check_by_name("coin_joint")
+    return check, check.cases(np.random.default_rng(0), False)[0]
+
+
 def test_a_function_that_waits_is_not_out_of_cpu_time():
     """Waiting (as a descheduled process on a busy machine does) costs no CPU time: a 0.3 s CPU budget lets a
     function that sleeps 0.6 s of wall time return its answer."""
@@ -287,20 +292,83 @@ def test_a_function_that_waits_is_not_out_of_cpu_time():
         time.sleep(0.6)
         return coin_joint(biases, prior, flips)
 
-    check = checks._check_by_name("coin_joint")
-    args = check.cases(np.random.default_rng(0), False)[0]
-    answer = checks._capture(check, slow_but_correct, args, seconds=0.3)
+    check, args = _coin_case()
+    with checks._Budget(1.0) as budget:
+        assert budget.run_seconds == pytest.approx(0.3)
+        answer = checks._capture(check, slow_but_correct, args, budget)
     np.testing.assert_allclose(answer, coin_joint(*args))
 
 
-def test_a_function_that_computes_forever_runs_out_of_cpu_time():
+def test_a_function_that_computes_forever_runs_out_of_its_running_share():
+    """A loop is stopped once it has run for RUN_SHARE of the call's seconds (plus the grace), not all of them."""
+    import time
+
     def spins(biases, prior, flips):
         while True:
             pass
 
-    check = checks._check_by_name("coin_joint")
-    args = check.cases(np.random.default_rng(0), False)[0]
-    out = checks._capture(check, spins, args, seconds=0.3)
-    assert out == checks.Raised("timeout", "0.3")
+    check, args = _coin_case()
+    start = time.process_time()
+    with checks._Budget(2.0) as budget:
+        out = checks._capture(check, spins, args, budget)
+    spent = time.process_time() - start
+    assert out == checks.Raised("timeout", "0.6")
+    assert 0.6 <= spent < 0.6 + checks.GRACE_SECONDS + 0.5 < 2.0
     code, message = checks._raised_failure(out, args)
-    assert code == "generic.timeout" and "0.3 s of CPU time" in message
+    assert code == "generic.timeout" and "0.6 s of CPU time (JAX compilation not counted)" in message
+
+
+def _compiles(budget, until):
+    """Compiles new programs (one per new shape, as a jitted answer does on new cases) until ``until()``."""
+    import jax
+
+    n = 1
+    while not until():
+        n += 1
+        jax.jit(lambda v: (v @ v.T).sum())(np.ones((n, 3)))
+
+
+def test_jax_compilation_is_not_counted_against_a_correct_answer():
+    """A jitted answer compiles for each new shape of the cases: that time is credited, so an answer that spends
+    twice its running share compiling still returns."""
+    from jax import monitoring
+
+    check, args = _coin_case()
+    with checks._Budget(3.0) as budget:
+        def compiles_then_answers(biases, prior, flips):
+            _compiles(budget, lambda: budget.compiled > 2 * budget.run_seconds)
+            return coin_joint(biases, prior, flips)
+
+        answer = checks._capture(check, compiles_then_answers, args, budget)
+    assert budget.compiled > 2 * budget.run_seconds
+    np.testing.assert_allclose(answer, coin_joint(*args))
+    compiled = budget.compiled  # the budget stops listening when it ends
+    monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", 1.0)
+    assert budget.compiled == compiled
+
+
+def test_compilation_is_credited_only_up_to_the_calls_seconds():
+    """An answer that compiles forever, or reports fake compilations, is still stopped: compilation is credited
+    up to the call's seconds, then it counts as running."""
+    import time
+
+    from jax import monitoring
+
+    check, args = _coin_case()
+    with checks._Budget(0.5) as budget:
+        start = time.process_time()
+        out = checks._capture(check, lambda *a: _compiles(budget, lambda: False), args, budget)
+        spent = time.process_time() - start
+    assert out == checks.Raised("timeout", "0.15")
+    assert budget.compiled > 0.5 and spent < 0.5 + 0.15 + checks.GRACE_SECONDS + 1.0
+
+    def fakes(biases, prior, flips):
+        monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", 1e6)
+        while True:
+            pass
+
+    with checks._Budget(0.5) as budget:
+        start = time.process_time()
+        out = checks._capture(check, fakes, args, budget)
+        spent = time.process_time() - start
+    assert out == checks.Raised("timeout", "0.15") and spent < 0.5 + 0.15 + checks.GRACE_SECONDS + 0.5
