@@ -706,7 +706,10 @@ class _Budget:
 
     def __exit__(self, *exc):
         if self._monitoring is not None:
-            self._monitoring.unregister_event_duration_listener(self._listen)
+            try:
+                self._monitoring.unregister_event_duration_listener(self._listen)
+            except Exception:  # noqa: BLE001 - the student's code cleared JAX's listeners: nothing left to undo
+                pass
         return False
 
 

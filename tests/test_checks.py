@@ -372,3 +372,21 @@ def test_compilation_is_credited_only_up_to_the_calls_seconds():
         out = checks._capture(check, fakes, args, budget)
         spent = time.process_time() - start
     assert out == checks.Raised("timeout", "0.15") and spent < 0.5 + 0.15 + checks.GRACE_SECONDS + 0.5
+
+
+def test_an_answer_that_clears_jaxs_listeners_only_loses_its_own_credit(monkeypatch):
+    from jax import monitoring
+    from jax._src import monitoring as listeners
+
+    for name in ("_event_listeners", "_event_duration_secs_listeners", "_event_time_span_listeners",
+                 "_scalar_listeners"):  # other tests' listeners come back afterwards
+        monkeypatch.setattr(listeners, name, list(getattr(listeners, name)))
+
+    def clears(biases, prior, flips):
+        monitoring.clear_event_listeners()
+        return coin_joint(biases, prior, flips)
+
+    check, args = _coin_case()
+    with checks._Budget(1.0) as budget:
+        answer = checks._capture(check, clears, args, budget)
+    np.testing.assert_allclose(answer, coin_joint(*args))
