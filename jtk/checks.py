@@ -329,20 +329,27 @@ def _joint_ll_judge(args, got):
 
 
 # ------------------------------------------------------------------ (c) randomized prior functions
+def _random_mlp(rng, sizes, first_bias_std: float = 0.0) -> tuple:
+    """MLP parameters drawn as ``jtk.nets.init_mlp`` draws them (weights normal / sqrt(fan_in), truncated at ±2 std;
+    biases 0 but the first layer's, N(0, first_bias_std²)), in float32 like jtk's, but with numpy: drawing a case
+    must not compile (JAX's samplers cost a fresh grading kernel 3.6 s of CPU time for one call's cases)."""
+    params = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w = rng.normal(size=(fan_in, fan_out))
+        while (out := np.abs(w) > 2.0).any():
+            w[out] = rng.normal(size=int(out.sum()))
+        b = first_bias_std * rng.normal(size=fan_out) if i == 0 and first_bias_std else np.zeros(fan_out)
+        params.append(((w / np.sqrt(fan_in)).astype(np.float32), b.astype(np.float32)))
+    return tuple(params)
+
+
 def _prior_member_cases(rng, hidden):
-    import jax
-
-    from jtk import nets
-    from jtk.envs.classification import sample_prior_params
-
     cases = []
     specs = [((2, 50, 50, 2), None)] * 5 if not hidden else [((2, 50, 50, 2), 0.0), ((3, 16, 4), None),
                                                              ((2, 50, 50, 2), None)]
     for sizes, fixed_scale in specs:
-        k1, k2 = jax.random.split(jax.random.key(int(rng.integers(2 ** 31))))
-        params = tuple(tuple(np.asarray(a) for a in layer) for layer in nets.init_mlp(k1, sizes))
-        prior = sample_prior_params(k2, sizes[0], sizes[1:-1], sizes[-1])
-        prior = tuple(tuple(np.asarray(a) for a in layer) for layer in prior)
+        params = _random_mlp(rng, sizes)  # a trained member's start, and the testbed prior's draw
+        prior = _random_mlp(rng, sizes, first_bias_std=1.0 / np.sqrt(sizes[0]))
         n = int(rng.integers(3, 20)) if not hidden else int(rng.choice([1, 7]))
         x = rng.normal(size=(n, sizes[0]))
         scale = float(rng.choice([0.5, 3.0, 30.0])) if fixed_scale is None else fixed_scale
