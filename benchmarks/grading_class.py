@@ -8,7 +8,8 @@ Each student hands in all six exercises; student k's notebooks are, in turn, cor
 looping (an infinite loop in the answer) or crashing (os._exit in the answer), so every kind appears in every
 exercise. The class is graded once with --feedback, then twice more; the script prints the wall times, the
 score distribution per kind, the misconception summary, and whether the regrades' CSVs are byte-identical.
-The notebooks and feedback pages go to a temporary directory; --out receives the CSVs and timings.csv.
+The notebooks and feedback pages go to a temporary directory; --out receives the CSVs and timings.csv, and the
+section 'grading-class' of docs/grading.md the wall times and the share of the points by kind.
 
 --per-notebook grades one notebook of each exercise and kind, one at a time in this process (no pool, so each wall
 time is one worker's), writes per_notebook.csv to --out and the section 'grading-cost' of docs/grading.md: the cost
@@ -31,6 +32,9 @@ import nbformat
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _docs import DOCS, write_section  # noqa: E402
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 KINDS = ("correct", "wrong", "tampered", "looping", "crashing")
 WRONG = {  # answer-cell bodies with a typical misconception, by exercise
@@ -106,16 +110,13 @@ def grade(root, csv, workers, timeout, feedback=None) -> float:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"jtk grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return wall
+    return wall, os.getloadavg()[0]
 
 
 def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -> None:
     """Wall seconds of grading one notebook per (exercise, kind), serially; the class's worker-seconds from them."""
     from jtk import exercises
     from jtk import sandbox as sb
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from _docs import DOCS, write_section
 
     sources = exercises.load_sources(SOLUTIONS)
     mode = sb.resolve("auto")
@@ -168,9 +169,10 @@ def main() -> None:
     work = pathlib.Path(tempfile.mkdtemp(prefix="jtk-class-"))  # the notebooks and feedback pages stay out of --out
     root = work / "class"
     make_class(root, args.students)
-    first = grade(root, out / "grades.csv", args.workers, args.timeout, feedback=work / "feedback")
-    second = grade(root, out / "regrade1.csv", args.workers, args.timeout)
-    third = grade(root, out / "regrade2.csv", args.workers, args.timeout)
+    (first, load1), (second, load2), (third, load3) = (
+        grade(root, out / "grades.csv", args.workers, args.timeout, feedback=work / "feedback"),
+        grade(root, out / "regrade1.csv", args.workers, args.timeout),
+        grade(root, out / "regrade2.csv", args.workers, args.timeout))
     grades = pd.read_csv(out / "grades.csv")
     kinds = {f"student{k:02d}": k for k in range(args.students)}
     names = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
@@ -188,6 +190,24 @@ def main() -> None:
         [{"notebooks": len(grades), "workers": args.workers, "timeout_s": args.timeout, "first_s": round(first, 1),
           "regrade1_s": round(second, 1), "regrade2_s": round(third, 1), "identical": identical}]).to_csv(index=False))
     print(f"feedback pages in {work / 'feedback'}; CSVs in {out}")
+    share = (grades.groupby("kind").score.sum() / grades.groupby("kind").max_score.sum())[list(KINDS)]
+    runs = [("first grade, with feedback pages", first, load1), ("regrade 1", second, load2),
+            ("regrade 2", third, load3)]
+    lines = [f"`python benchmarks/grading_class.py` ({len(os.sched_getaffinity(0))} cores, "
+             f"{time.strftime('%Y-%m-%d')}): {len(grades)} notebooks ({args.students} students × {len(names)} "
+             f"exercises), `jtk grade --workers {args.workers} --timeout {args.timeout}`, sandbox "
+             f"`{_sandbox_mode()}`. The load is the 1-minute load average at the end of each run.", "",
+             "| run | wall time | load |", "|---|---|---|"]
+    lines += [f"| {what} | {wall:.0f} s ({wall / 60:.1f} min) | {load:.1f} |" for what, wall, load in runs]
+    lines += ["", f"The three CSVs are {'byte-identical' if identical else 'NOT identical'}. Share of the points "
+              "by kind: " + ", ".join(f"{k} {v:.3f}" for k, v in share.items()) + "."]
+    write_section("grading-class", "\n".join(lines), DOCS / "grading.md")
+
+
+def _sandbox_mode() -> str:
+    from jtk import sandbox as sb
+
+    return sb.resolve("auto")
 
 
 if __name__ == "__main__":
