@@ -9,7 +9,7 @@ compilation are not counted, up to 30 s (the ``--timeout``) of them per call. Th
 answer finish, however it is written, and stop an answer that loops as soon as it safely can: a looping notebook
 costs its running share once per check cell. This script runs correct answers to every check under that budget:
 
-* ``solution``: the answer in solutions/;
+* ``solution``: the answer cell of the notebook in solutions/;
 * slower ways a student might write a correct answer: plain Python loops, JAX operations one at a time (each new
   shape compiles), ``jax.jit`` on the answer (it compiles again for every new shape of the cases).
 
@@ -30,6 +30,7 @@ import json
 import os
 import pathlib
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -42,6 +43,7 @@ sys.path[:0] = [str(ROOT / "benchmarks")]
 from _docs import DOCS, md_table, write_section  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "grading" / "check_budgets.csv"
+SOLUTIONS = ROOT / "solutions"
 
 PREAMBLE = """
 import functools
@@ -55,16 +57,8 @@ from jtk import nets
 """
 X64 = "jax.config.update('jax_enable_x64', True)\n"  # the checks compare to 1e-8: float32 answers are wrong ones
 
-ANSWERS: dict[str, dict[str, str]] = {
+SLOWER: dict[str, dict[str, str]] = {
     "coin_joint": {
-        "python loops": """
-def answer(biases, prior, flips):
-    out = np.zeros((2,) * flips)
-    for outcome in np.ndindex(*out.shape):
-        heads = sum(outcome)
-        out[outcome] = sum(p * b ** heads * (1 - b) ** (flips - heads) for b, p in zip(biases, prior))
-    return out
-""",
         "jax, one operation at a time": X64 + """
 def answer(biases, prior, flips):
     b, p = jnp.asarray(biases), jnp.asarray(prior)
@@ -85,16 +79,6 @@ def answer(biases, prior, flips):
 """,
     },
     "try_then_commit": {
-        "solution": """
-def answer(biases, prior, horizon):
-    coin = jtk.envs.Coin(tuple(biases), tuple(prior))
-    p_heads = coin.marginal()
-    value = p_heads
-    for outcome, p in ((1, p_heads), (0, 1 - p_heads)):
-        if p > 0:
-            value += p * (horizon - 1) * max(coin.posterior([outcome]).marginal(), 0.5)
-    return value
-""",
         "python loops, flip by flip": """
 def answer(biases, prior, horizon):
     value = sum(p * b for b, p in zip(biases, prior))
@@ -110,12 +94,6 @@ def answer(biases, prior, horizon):
 """,
     },
     "joint_log_likelihood": {
-        "solution": """
-def answer(logits, y):
-    log_p = log_softmax(logits, axis=-1)
-    per_sample = np.take_along_axis(log_p, y[None, :, None], -1)[..., 0].sum(-1)
-    return logsumexp(per_sample) - np.log(len(per_sample))
-""",
         "python loops": """
 def answer(logits, y):
     per_sample = []
@@ -147,10 +125,6 @@ def answer(logits, y):
 """,
     },
     "prior_member": {
-        "solution": """
-def answer(params, prior_params, x, prior_scale):
-    return nets.mlp_apply(params, x) + prior_scale * nets.mlp_apply(prior_params, x)
-""",
         "numpy": """
 def _mlp(params, x):
     for i, (w, b) in enumerate(params):
@@ -169,11 +143,6 @@ def answer(params, prior_params, x, prior_scale):
 """,
     },
     "blr_posterior": {
-        "solution": """
-def answer(phi, y, noise_std):
-    gram_inv = np.linalg.inv(phi.T @ phi)
-    return gram_inv @ phi.T @ y, noise_std ** 2 * gram_inv
-""",
         "python loops (Gauss-Jordan)": """
 def answer(phi, y, noise_std):
     n, p = phi.shape
@@ -199,21 +168,6 @@ def answer(phi, y, noise_std):
 """,
     },
     "batch_mig_step": {
-        "solution": """
-def answer(cov, chosen, pool, test, noise_var):
-    best, best_score = None, -np.inf
-    for p in pool:
-        if p in chosen:
-            continue
-        s = list(chosen) + [p]
-        sig_ss = cov[np.ix_(s, s)] + noise_var * np.eye(len(s))
-        sig_us = cov[np.ix_(test, s)]
-        rho2 = np.einsum("us,st,ut->u", sig_us, np.linalg.inv(sig_ss), sig_us) / np.diag(cov)[test]
-        score = -np.log1p(-rho2).sum()
-        if score > best_score:
-            best, best_score = p, score
-    return best
-""",
         "jax, one operation at a time": X64 + """
 def answer(cov, chosen, pool, test, noise_var):
     cov = jnp.asarray(cov)
@@ -233,12 +187,6 @@ def answer(cov, chosen, pool, test, noise_var):
 """,
     },
     "thompson_action": {
-        "solution": """
-def answer(member_logits, seed):
-    k = np.random.default_rng(seed).integers(len(member_logits))
-    logits = member_logits[k]
-    return int(np.argmax(logits[:, 1] - logits[:, 0]))
-""",
         "jax.random per seed": """
 def answer(member_logits, seed):
     k = int(jax.random.randint(jax.random.key(seed), (), 0, len(member_logits)))
@@ -247,7 +195,30 @@ def answer(member_logits, seed):
 """,
     },
 }
-"""Correct answers to every check, by check name and how they are written (the body defines ``answer``)."""
+"""Correct answers to every check written in slower ways than the solution, by check name and how they are written
+(the code defines ``answer``)."""
+
+
+def solutions() -> dict[str, str]:
+    """The answer cells of the notebooks in solutions/ by check name, each ending with ``answer = <its function>``."""
+    import nbformat
+
+    from jtk import exercises
+
+    out = {}
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
+                 for c in nbformat.read(path, as_version=4).cells}
+        for check in exercises.load_source(path).checks:
+            name = check.calls[0][0]
+            function = re.search(rf"check_{name}\((\w+)", check.code).group(1)
+            out[name] = f"{cells[check.after]}\nanswer = {function}\n"
+    return out
+
+
+def answers() -> dict[str, dict[str, str]]:
+    """Every answer the script measures: the solution, then the slower ways, by check name."""
+    return {name: {"solution": code, **SLOWER.get(name, {})} for name, code in solutions().items()}
 
 ONE = """
 import json, sys, time
@@ -369,8 +340,8 @@ def main(argv=None) -> pd.DataFrame:
     run_share, rows = checks.RUN_SHARE * CALL_SECONDS, []
     for condition, busy in (("quiet", 0), ("busy", args.busy)):
         with Busy(busy):
-            for name, answers in ANSWERS.items():
-                for how, answer in answers.items():
+            for name, ways in answers().items():
+                for how, answer in ways.items():
                     got = measure(name, answer)
                     row = next((r for r in rows if r["check"] == name and r["answer"] == how), None)
                     if row is None:
