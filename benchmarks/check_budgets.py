@@ -41,6 +41,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "benchmarks")]
 
 from _docs import DOCS, md_table, write_section  # noqa: E402
+from busy_machine import Busy  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "grading" / "check_budgets.csv"
 SOLUTIONS = ROOT / "solutions"
@@ -257,24 +258,6 @@ def measure(name: str, answer: str) -> dict:
     return {"cpu_s": slower["cpu_s"], "compile_s": slower["compile_s"],
             "counted_s": max(c["counted_s"] for c in calls),
             "passed": f"{sum(c['passed'] for c in calls)}/{sum(c['total'] for c in calls)}"}
-
-
-class Busy:
-    """N processes that each keep one core busy until the block ends."""
-
-    def __init__(self, n: int):
-        self.n, self.procs = n, []
-
-    def __enter__(self):
-        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.n)]
-        time.sleep(1)
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-            p.wait()
-        return False
 
 
 def write_docs(df: pd.DataFrame, busy: int) -> None:

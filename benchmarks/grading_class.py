@@ -116,10 +116,9 @@ def grade(root, csv, workers, timeout, feedback=None) -> float:
 def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -> None:
     """Wall seconds of grading one notebook per (exercise, kind), serially; the class's worker-seconds from them."""
     from jtk import exercises
-    from jtk import sandbox as sb
 
     sources = exercises.load_sources(SOLUTIONS)
-    mode = sb.resolve("auto")
+    mode = _sandbox_mode()
     work = pathlib.Path(tempfile.mkdtemp(prefix="jtk-cost-"))
     rows = []
     for name in sorted(sources):
