@@ -730,11 +730,13 @@ class _Timer:
     """
 
     def __init__(self, budget: _Budget | None):
-        self.budget, self.warned = budget, False
+        self.budget, self.warned, self.stopped = budget, False, False
         self.armed = (budget is not None and hasattr(signal, "setitimer")
                       and threading.current_thread() is threading.main_thread())
 
     def _ring(self, signum, frame):
+        if self.stopped:  # rang while __exit__ disarms: re-arming now would outlive the handler (SIGPROF's default
+            return        # action ends the process)
         left = self.budget.left()
         if left > 0:
             self.warned = False
@@ -753,6 +755,7 @@ class _Timer:
 
     def __exit__(self, *exc):
         if self.armed:
+            self.stopped = True
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGPROF, self._previous)
         return False

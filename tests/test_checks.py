@@ -328,6 +328,20 @@ def _compiles(budget, until):
         jax.jit(lambda v: (v @ v.T).sum())(np.ones((n, 3)))
 
 
+def test_the_timer_never_rearms_once_it_is_being_stopped():
+    """A ring that lands while the timer is being stopped must not arm the timer again: it would outlive the
+    handler, and SIGPROF's default action ends the process (a dead grading kernel)."""
+    import signal
+
+    check, args = _coin_case()
+    with checks._Budget(1.0) as budget:
+        timer = checks._Timer(budget)
+        with timer:
+            pass
+        timer._ring(signal.SIGPROF, None)  # as if the signal had arrived between disarming and restoring
+        assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+
+
 def test_jax_compilation_is_not_counted_against_a_correct_answer():
     """A jitted answer compiles for each new shape of the cases: that time is credited, so an answer that spends
     twice its running share compiling still returns."""
