@@ -409,6 +409,24 @@ class _Restart(Exception):
     pass
 
 
+def _ran(client, cell, index) -> str:
+    """Executes one cell; its fate: ``ok``, ``error``, ``timeout`` or ``died``."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        client.execute_cell(cell, index)
+    except CellTimeoutError:
+        return "timeout"
+    except DeadKernelError:
+        return "died"
+    return "error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok"
+
+
+REPLAY_TRIES = 2
+"""Kernels a restart may take to bring back the cells that ran: a re-run that fails once (a busy machine, a flaky
+import) is tried once more in a fresh kernel before the notebook goes on without them."""
+
+
 def execute(nb, run: Sequence[int], *, workdir: str, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
             memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, hidden: Sequence[str] = (),
             startup_timeout: int = 120) -> dict[int, str]:
@@ -416,17 +434,20 @@ def execute(nb, run: Sequence[int], *, workdir: str, timeout: float = DEFAULT_TI
 
     A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
     ``died`` (the kernel died in it) or ``not_run``. After a timeout or a dead kernel a new kernel re-runs the
-    earlier non-check cells and execution goes on with the next cell.
+    earlier non-check cells and execution goes on with the next cell. A re-run cell that ran cleanly the first time
+    must run cleanly again: if it does not, a fresh kernel tries once more (``REPLAY_TRIES``), and if that fails
+    too the next cell is run anyway with a ``KernelError`` output in front of its own saying which cell could not be
+    brought back and why, so a later ``NameError`` is not the only trace of it.
     """
     from jupyter_core.utils import run_sync
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     from jtk import sandbox as sb
 
     client_class = _client_class()
     fate = {i: "not_run" for i in run}
     pending, done = list(run), []
-    for _attempt in range(len(run) + 1):
+    replay_tries = 0
+    for _attempt in range(len(run) + REPLAY_TRIES):
         if not pending:
             break
         km = sb.SandboxKernelManager(kernel_name="python3")
@@ -436,23 +457,30 @@ def execute(nb, run: Sequence[int], *, workdir: str, timeout: float = DEFAULT_TI
         try:
             with client.setup_kernel(env=sb.kernel_env(workdir), cwd=workdir, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL):
+                lost = None  # (cell index, how its re-run ended, its error) of the first cell not brought back
                 for j in done:  # bring a new kernel to where the last one was
-                    if nb.cells[j].metadata.get("jtk_role") != "check":
-                        try:
-                            client.execute_cell(copy.deepcopy(nb.cells[j]), j)
-                        except (CellTimeoutError, DeadKernelError):
-                            pass
+                    if nb.cells[j].metadata.get("jtk_role") == "check":
+                        continue
+                    again = copy.deepcopy(nb.cells[j])
+                    how = _ran(client, again, j)
+                    if fate[j] == "ok" and how != "ok" and lost is None:
+                        lost = (j, how, _error_text(again))
+                if lost is not None:
+                    replay_tries += 1
+                    if replay_tries < REPLAY_TRIES:
+                        raise _Restart
                 while pending:
                     i = pending[0]
-                    try:
-                        client.execute_cell(nb.cells[i], i)
-                    except CellTimeoutError:
-                        fate[i] = "timeout"
-                    except DeadKernelError:
-                        fate[i] = "died"
-                    else:
-                        fate[i] = "error" if any(o.get("output_type") == "error" for o in nb.cells[i].outputs) else "ok"
+                    fate[i] = _ran(client, nb.cells[i], i)
                     pending.pop(0)
+                    if lost is not None:
+                        j, how, error = lost
+                        note = (f"the kernel was restarted and re-running notebook cell {j + 1}, which had run "
+                                f"cleanly, {'raised ' + error if error else 'ended: ' + how}; this cell ran "
+                                f"without what that cell defines")
+                        nb.cells[i].outputs.insert(0, nbformat.v4.new_output(
+                            "error", ename="KernelError", evalue=note, traceback=[f"KernelError: {note}"]))
+                        lost = None
                     if fate[i] in ("ok", "error"):
                         done.append(i)
                     else:

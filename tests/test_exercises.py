@@ -178,3 +178,36 @@ def test_a_flood_of_prints_is_capped_but_check_records_still_arrive(tmp_path):
     printed = sum(len(o.get("text", "")) for o in nb.cells[0].outputs)
     assert 200_000 <= printed < 400_000  # about the first 200k characters, not all 800k
     assert exercises._records(nb.cells[0]) == [{"check": "coin_joint"}]
+
+
+def _restart_notebook(tmp_path, works_on_runs):
+    """Cell 0 defines ``x`` on the runs numbered in ``works_on_runs`` (1-based) and raises on the others; cell 1
+    runs past the clock so the kernel is restarted and cell 0 re-run; cell 2 uses ``x``."""
+    setup = ("import pathlib\n"
+             "p = pathlib.Path('runs')\n"
+             "n = int(p.read_text()) + 1 if p.exists() else 1\n"
+             "p.write_text(str(n))\n"
+             f"if n not in {set(works_on_runs)!r}:\n"
+             "    raise RuntimeError(f'run {n} of the set-up cell')\n"
+             "x = 41\n")
+    cells = [setup, "import time\ntime.sleep(60)", "print(x + 1)"]
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+
+
+def test_a_restart_that_cannot_bring_a_cell_back_says_so_in_the_next_cell(tmp_path):
+    nb = _restart_notebook(tmp_path, works_on_runs={1})
+    fate = exercises.execute(nb, [0, 1, 2], workdir=str(tmp_path), timeout=4)
+    assert fate == {0: "ok", 1: "timeout", 2: "error"}
+    assert (tmp_path / "runs").read_text() == "3"  # the first run, then one re-run in each of two fresh kernels
+    text = exercises._error_text(nb.cells[2])
+    assert text.startswith("KernelError: the kernel was restarted and re-running notebook cell 1"), text
+    assert "RuntimeError: run 3 of the set-up cell" in text, text
+    assert [o.ename for o in nb.cells[2].outputs if o.output_type == "error"] == ["KernelError", "NameError"]
+
+
+def test_a_restart_whose_re_run_fails_once_tries_a_fresh_kernel(tmp_path):
+    nb = _restart_notebook(tmp_path, works_on_runs={1, 3})
+    fate = exercises.execute(nb, [0, 1, 2], workdir=str(tmp_path), timeout=4)
+    assert fate == {0: "ok", 1: "timeout", 2: "ok"}
+    assert nb.cells[2].outputs[0].text == "42\n"
+    assert exercises._error_text(nb.cells[2]) is None
