@@ -1,7 +1,8 @@
-"""How the testbed compiles its programs: ``jax.jit`` with XLA's CPU backend at LLVM optimisation level 1.
+"""How jtk compiles its programs: ``jax.jit`` with XLA's CPU backend at LLVM optimisation level 1.
 
-On the CPU, most of a cold testbed run is XLA compiling a handful of training programs, and most of that is LLVM
-optimising the generated code. Level 1 (XLA's default is 2) halves the compile time and leaves the compiled
+Every jitted function in jtk (the testbed, the agents' fits, the bandit, the labs' studies) is built with
+:func:`jit`. On the CPU, most of a cold testbed run or a lab's first cell is XLA compiling a handful of programs,
+and most of that is LLVM optimising the generated code. Level 1 (XLA's default is 2) halves the compile time and leaves the compiled
 programs as fast, measured on the paper grid (docs/platforms.md, "Where the compile time goes on the CPU"); scores
 move in the sixth significant digit (floating-point operations are ordered differently), far inside their
 standard errors. The option is passed per program (``jax.jit(..., compiler_options=...)``), so jtk sets no global
@@ -28,11 +29,24 @@ def compiler_options() -> dict[str, Any] | None:
     return dict(CPU_COMPILER_OPTIONS)
 
 
+def _top_level() -> bool:
+    """True outside every JAX transformation: XLA options may only be given to a top-level ``jax.jit``."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:  # pragma: no cover - a JAX without it: every call takes the plain path
+        return False
+    return trace_state_clean()
+
+
 class _Jit:
-    """``jax.jit(fun, **kwargs)`` built on first use, when the backend (and so the options) is known."""
+    """``jax.jit(fun, **kwargs)`` built on first use, when the backend (and so the options) is known.
+
+    Called inside another jitted function, vmap or grad, it is a plain ``jax.jit`` (JAX refuses compiler options
+    on a nested jit; the outer program's options apply to the whole of it anyway).
+    """
 
     def __init__(self, fun: Callable, kwargs: dict[str, Any]):
-        self._fun, self._kwargs, self._jitted = fun, kwargs, None
+        self._fun, self._kwargs, self._jitted, self._nested = fun, kwargs, None, None
         self._lock = threading.Lock()  # chunks run in threads (jtk.executors.local_threads): build it once
         functools.update_wrapper(self, fun, updated=())
 
@@ -44,10 +58,16 @@ class _Jit:
         return self._jitted
 
     def __call__(self, *args, **kwargs):
-        return self._get()(*args, **kwargs)
+        if _top_level():
+            return self._get()(*args, **kwargs)
+        if self._nested is None:
+            self._nested = jax.jit(self._fun, **self._kwargs)
+        return self._nested(*args, **kwargs)
 
-    def lower(self, *args, **kwargs):
-        return self._get().lower(*args, **kwargs)
+    def __getattr__(self, name):  # lower, trace, _cache_size, ...: the jitted function's own
+        if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock"):
+            raise AttributeError(name)
+        return getattr(self._get(), name)
 
 
 def jit(fun: Callable | None = None, **kwargs) -> Any:

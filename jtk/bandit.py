@@ -38,7 +38,7 @@ import optax
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, _memory, train as train_lib
+from jtk import _checks, _compile, _memory, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import bandit_keys, environment_logits, sample_inputs, sample_prior_params
 
@@ -82,7 +82,7 @@ class BanditProblems(NamedTuple):
         return int(self.actions.shape[1])
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2))
+@functools.partial(_compile.jit, static_argnums=(1, 2))
 def _make_problem(seed, input_dim: int, num_actions: int, temperature):
     """Bandit problem ``seed`` (key schedule :func:`jtk.envs.classification.bandit_keys`): N actions x ~ N(0, I)
     and one environment from the testbed prior → actions [N, d], mean rewards p(y = 1 | action) [N]."""
@@ -274,12 +274,12 @@ def online_agents() -> list[str]:
 
 
 # ------------------------------------------------------------------ runner
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _init(policy: Policy, keys, actions, probs, hyper):
     return jax.vmap(policy.init, (0, 0, 0, None))(keys, actions, probs, hyper)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _run_chunk(policy: Policy, states, keys, actions, probs, hyper, t0):
     """CHUNK steps of every problem: states and keys [J], t0 the step before the chunk."""
 

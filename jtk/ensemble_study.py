@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from jtk import _checks, _memory, likelihood, train as train_lib
+from jtk import _checks, _compile, _memory, likelihood, train as train_lib
 from jtk.agents.base import ProblemInfo, train_many
 from jtk.agents.ensemble import EnsembleAgent
 from jtk.agents.zoo_common import reference_l2
@@ -133,21 +133,21 @@ def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], pri
     return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:p], *states)
 
 
-@jax.jit
+@_compile.jit
 def _keys(seeds):
     """One threefry key per seed. (The rbg PRNGs compile faster on CPU but are not batch-invariant:
     a problem's fit would depend on the other problems in its chunk.)"""
     return jax.vmap(jax.random.key)(seeds)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0)
 def _member_probs(agent: EnsembleAgent, states, x):
     """Class-1 probabilities of every member: states [P, ...], shared x [n, d] → [P, K, n]."""
     logits = jax.vmap(agent.components, (0, None))(states, x)  # [P, K, n, 2]
     return jax.nn.softmax(logits, -1)[..., 1]
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
+@functools.partial(_compile.jit, static_argnums=(0, 4))
 def _member_label_logprobs(agent: EnsembleAgent, states, x, y, shared: bool):
     """log p_k(y | x) of every member: x [P, n, d] (or one shared [n, d]), y likewise [P, n] (or [n]) → [P, K, n].
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jtk import _checks
+from jtk import _checks, _compile
 
 
 def _check_logits_labels(logits, y, logits_name="logits", min_ndim=2):
@@ -50,7 +50,7 @@ def _np_label_log_probs(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.take_along_axis(logp, y[..., None].astype(np.int64), axis=-1)[..., 0]
 
 
-@jax.jit
+@_compile.jit
 def _label_log_probs(logits, y):
     logp = jax.nn.log_softmax(logits, axis=-1)
     return jnp.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
@@ -74,7 +74,7 @@ def log_likelihood(logits, y) -> jax.Array:
     return jnp.sum(_label_log_probs(jnp.asarray(logits), jnp.asarray(y)), axis=-1)
 
 
-@jax.jit
+@_compile.jit
 def _joint_ll(logits, y):
     ll = jnp.sum(_label_log_probs(logits, jnp.broadcast_to(y, logits.shape[:-1])), axis=-1)  # [M, ...]
     return jax.nn.logsumexp(ll, axis=0) - jnp.log(logits.shape[0])

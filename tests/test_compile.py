@@ -28,3 +28,44 @@ def test_jit_matches_jax_jit_and_sets_no_global_flags():
     assert "sine" in fast.lower(x, 2).as_text()  # lowering works
     # the testbed's programs are built this way
     assert isinstance(testbed._train_states, _compile._Jit) and isinstance(testbed._eval_chunk, _compile._Jit)
+
+
+def test_every_jitted_function_in_jtk_compiles_through_jtk_compile():
+    """A ``jax.jit`` elsewhere would compile at XLA's default level: twice the compile time of a lab's first cell."""
+    import ast
+    import pathlib
+
+    import jtk
+
+    root = pathlib.Path(jtk.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "_compile.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr == "jit" and isinstance(node.value, ast.Name)
+                    and node.value.id == "jax"):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == [], found
+    from jtk import bandit
+    from jtk.agents import base
+
+    assert isinstance(bandit._run_chunk, _compile._Jit) and isinstance(base.train_many, _compile._Jit)
+
+
+def test_jit_hands_on_the_jitted_functions_attributes():
+    fast = _compile.jit(lambda x: x + 1)
+    fast(jnp.zeros(3))
+    assert fast._cache_size() == 1
+    fast(jnp.zeros(4))
+    assert fast._cache_size() == 2
+    assert "add" in fast.trace(jnp.zeros(3)).jaxpr.pretty_print()
+
+
+def test_a_jtk_jit_called_inside_jit_vmap_or_grad_works():
+    inner = _compile.jit(lambda x: jnp.sin(x) * 2.0)
+    outer = _compile.jit(lambda x: inner(x) + 1.0)
+    x = jnp.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(outer(x), np.sin(np.asarray(x)) * 2.0 + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(inner)(x), inner(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda v: inner(v).sum())(x), 2.0 * np.cos(np.asarray(x)), rtol=1e-6)

@@ -226,3 +226,14 @@ def test_common_max_epochs_trains_each_method_only_its_own_epochs():
     q = env.test_inputs()
     np.testing.assert_allclose(short.predict(q)[0], exact.predict(q)[0], rtol=1e-5, atol=1e-6)
     assert np.max(np.abs(longer.predict(q)[0] - exact.predict(q)[0])) > 1e-3
+
+
+def test_chunk_keys_are_the_keys_fit_uses_for_each_repetition():
+    key = jax.random.key(7)
+    keys, k_pred = dr._chunk_keys(3, key, jnp.asarray([4, 0]))
+    assert keys.shape == (6,) and k_pred.shape == (2,)
+    for row, i in enumerate((4, 0)):
+        k_train, k_p = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, i), 0))  # as DeepRegression.fit
+        np.testing.assert_array_equal(jax.random.key_data(keys[3 * row:3 * row + 3]),
+                                      jax.random.key_data(dr._member_keys(k_train, 3)))
+        np.testing.assert_array_equal(jax.random.key_data(k_pred[row]), jax.random.key_data(k_p))

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jtk import _checks, _memory, train as train_lib
+from jtk import _checks, _compile, _memory, train as train_lib
 
 
 @dataclass(frozen=True)
@@ -562,12 +562,12 @@ class NeuralAgent(JaxAgent):
         object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _train_one(agent: JaxAgent, key, data, hyper):
     return agent.train(key, data, hyper)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def train_many(agent: JaxAgent, keys, data: train_lib.Dataset, hyper):
     """``agent.train`` vmapped over problems: keys [P], data and hyper with leading axis P."""
     return jax.vmap(agent.train)(keys, data, hyper)
@@ -620,12 +620,12 @@ def fit_many(agent: JaxAgent, xs, ys, priors, seeds) -> list[JaxPosterior]:
     return out
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _components(agent, state, x):
     return agent.components(state, x)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 4))
+@functools.partial(_compile.jit, static_argnums=(0, 4))
 def _sample(agent, state, x, key, num_samples):
     return agent.sample(state, x, key, num_samples)
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jtk import _checks, _memory, nets
+from jtk import _checks, _compile, _memory, nets
 from jtk import train as train_lib
 
 
@@ -245,7 +245,7 @@ def lab_keys(seed, lab: str = "joint") -> ProblemKeys:
     raise ValueError(f"lab must be one of {LAB_SCHEDULES}, got {lab!r}")
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3, 5))
+@functools.partial(_compile.jit, static_argnums=(2, 3, 5))
 def _lab_data(seed, temperature, num_train: int, num_test: int, grid, lab: str):
     keys = lab_keys(seed, lab)
     params = sample_prior_params(keys.environment)

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jtk import _checks, nets, train as train_lib
+from jtk import _checks, _compile, nets, train as train_lib
 from jtk.regression.base import SampledRegressionPosterior
 from jtk._numerics import numpy_rng
 from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR
@@ -199,7 +199,7 @@ def _bbb_fit_fn(input_dim: int, hidden: int, num_steps: int, batch_size: int, nu
                                             num_steps=num_steps, batch_size=batch_size)
         return mu, jax.tree_util.tree_map(jax.nn.softplus, rho), losses
 
-    return jax.jit(fit)
+    return _compile.jit(fit)
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ def _sgld_fit_fn(input_dim: int, hidden: int, burn_in: int, thin: int, samples_p
         samples = jax.vmap(chain, (0, None, None))(jax.random.split(key, num_chains), data, hyper)
         return jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), samples)  # [C·S, ...]
 
-    return jax.jit(fit)
+    return _compile.jit(fit)
 
 
 @dataclass(frozen=True)

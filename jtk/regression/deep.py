@@ -73,7 +73,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jtk import _checks, nets, train as train_lib
+from jtk import _checks, _compile, nets, train as train_lib
 from jtk.regression.base import RegressionPosterior  # noqa: F401  (the protocol followed here)
 
 METHODS = ("BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS")
@@ -298,12 +298,9 @@ class DeepRegression:
             starts = tqdm(starts, desc=f"{self.method}: {k} training sets", leave=False)
         for s in starts:
             idx = np.arange(s, s + chunk) % k  # the last chunk wraps around: one compiled shape
-            rep_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(idx))
-            k_train, k_pred = jax.vmap(lambda kk: jax.random.split(jax.random.fold_in(kk, 0)))(rep_keys).T
-            keys = jax.vmap(lambda kk: _member_keys(kk, big_k))(k_train).reshape(-1)  # [chunk·K]
+            keys, k_pred = _chunk_keys(big_k, key, jnp.asarray(idx))
             yy = jnp.repeat(jnp.asarray(ys[idx], jnp.float32), big_k, axis=0)  # [chunk·K, n]
             state = _train_networks(self._arch(), hyper, keys, xj, yy)
-            state = jax.tree_util.tree_map(lambda leaf: leaf.reshape(chunk, big_k, *leaf.shape[1:]), state)
             m, sd = _moments_many(self.num_draws, hyper, state, xtj, k_pred)
             stop = min(chunk, k - s)
             means.append(np.asarray(m[:stop], np.float64))
@@ -317,6 +314,16 @@ NOISE_KINDS = {"Ens": 0, "EnsAdvA": 0, "EnsBS": 0, "BD": 1, "CD": 2, "VD": 3}
 
 def _member_keys(key: jax.Array, num: int) -> jax.Array:
     return jax.vmap(lambda j: jax.random.fold_in(key, j))(jnp.arange(num))
+
+
+@functools.partial(_compile.jit, static_argnums=0)
+def _chunk_keys(num_networks: int, key: jax.Array, idx: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The keys of repetitions ``idx`` [c] (repetition i: ``fold_in(key, i)``, as :meth:`DeepRegression.fit` with
+    that key): training keys of their networks [c·K] and prediction keys [c]. One program, not a dozen small ones
+    compiled op by op."""
+    rep_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(idx)
+    k_train, k_pred = jax.vmap(lambda kk: jax.random.split(jax.random.fold_in(kk, 0)))(rep_keys).T
+    return jax.vmap(lambda kk: _member_keys(kk, num_networks))(k_train).reshape(-1), k_pred
 
 
 def _rate(member: Member, hyper) -> jax.Array:
@@ -425,7 +432,7 @@ def _train_one(arch: tuple, hyper, key: jax.Array, x: jax.Array, y: jax.Array) -
     return trained
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0)
 def _train_networks(arch: tuple, hyper, keys: jax.Array, x: jax.Array, ys: jax.Array) -> Member:
     """keys [B], x [n, d], ys [B, n] → B trained networks (leaves [B, ...]); one compile per shape."""
     return jax.vmap(lambda k, y: _train_one(arch, hyper, k, x, y))(keys, ys)
@@ -447,13 +454,15 @@ def _moments(state: Member, x: jax.Array, key: jax.Array, num_draws: int, hyper)
     return jnp.mean(f, 0), jnp.std(f, 0, ddof=1)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0)
 def _moments_many(num_draws: int, hyper, states: Member, x: jax.Array, keys: jax.Array):
-    """states leaves [k, K, ...], keys [k] → (mean, std) [k, n*]."""
-    return jax.vmap(lambda s, k: _moments(s, x, k, num_draws, hyper))(states, keys)
+    """states leaves [k·K, ...] (repetition by repetition), keys [k] → (mean, std) [k, n*]."""
+    k = keys.shape[0]
+    states = jax.tree_util.tree_map(lambda leaf: leaf.reshape(k, leaf.shape[0] // k, *leaf.shape[1:]), states)
+    return jax.vmap(lambda s, kk: _moments(s, x, kk, num_draws, hyper))(states, keys)
 
 
-@functools.partial(jax.jit, static_argnums=3)
+@functools.partial(_compile.jit, static_argnums=3)
 def _draws_jit(state, x, key, num_draws, hyper):
     return _draws(state, x, key, num_draws, hyper)
 
