@@ -34,7 +34,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from jtk import _checks, _memory
+from jtk import _checks, _memory, executors
 from jtk._deprecation import moved_names
 from jtk.regression.blr import BayesianLinearRegression
 from jtk.regression.deep import METHODS, PRESETS, DeepRegression, make_regression
@@ -248,6 +248,9 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
           networks_per_call: int | None = None) -> dict[tuple[Any, str], CoverageResult]:
     """Coverage studies over a problem parameter; one compiled training program per data shape.
 
+    The studies run side by side on a multi-core CPU (:func:`jtk.executors.map_local`; ``JTK_THREADS=1`` for one
+    at a time), each with its own seeds, so every result is the same as a study run alone.
+
     Args:
       make_env: value → problem, e.g. ``lambda f: SinusoidRegression(f)``.
       values: the parameter values, e.g. f_main = 1, 2, 3 (§3, Fig. 3).
@@ -265,17 +268,12 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
     built = [_as_model(m, e, preset, None)[1] for e in envs for m in methods]
     epochs = [model.num_epochs for model in built if isinstance(model, DeepRegression)]
     max_epochs = max(epochs) if epochs else None
-    out = {}
-    iterator = list(zip(values, envs))
-    if progress:
-        from tqdm.auto import tqdm
-        iterator = tqdm(iterator, desc=f"sweep over {param}")
-    for value, env in iterator:
-        res = coverage_study(env, methods, k=k, seed=seed, preset=preset, networks_per_call=networks_per_call,
-                             max_epochs=max_epochs, progress=False)
-        for name, r in res.items():
-            out[(value, name)] = dataclasses.replace(r, info={**r.info, param: value})
-    return out
+    studies = executors.map_local(
+        lambda env: coverage_study(env, methods, k=k, seed=seed, preset=preset, networks_per_call=networks_per_call,
+                                   max_epochs=max_epochs, progress=False),
+        envs, desc=f"sweep over {param}", unit=param, progress=progress)
+    return {(value, name): dataclasses.replace(r, info={**r.info, param: value})
+            for value, res in zip(values, studies) for name, r in res.items()}
 
 
 def _values(name: str, values: Any) -> list:

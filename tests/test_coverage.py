@@ -115,3 +115,16 @@ def test_bad_input():
         cv.lemma1_check({"A": synthetic()})
     with pytest.raises(ValueError, match="k must be <= 4"):
         synthetic().first(5)
+
+
+def test_a_sweep_gives_the_same_numbers_side_by_side_and_one_study_at_a_time(monkeypatch):
+    model = dr.make_regression("EnsBS", preset="paper", **TINY)
+    runs = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("JTK_THREADS", threads)
+        runs[threads] = cv.sweep(lambda f: SinusoidRegression(f, seed=0), [1.0, 2.0], "f_main", ["BLR", model],
+                                 k=2, seed=0, progress=False)
+    assert list(runs["1"]) == list(runs["2"]) == [(f, m) for f in (1.0, 2.0) for m in ("BLR", "EnsBS")]
+    for key, r in runs["1"].items():
+        np.testing.assert_array_equal(r.mean, runs["2"][key].mean)
+        np.testing.assert_array_equal(r.std, runs["2"][key].std)

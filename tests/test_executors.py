@@ -20,3 +20,32 @@ def test_bad_scheduler_is_a_clear_error():
     with pytest.raises(ValueError, match="scheduler must be"):
         with executors.executor("yarn"):
             pass
+
+
+def test_map_local_keeps_the_order_uses_threads_and_raises_the_first_error(monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setenv("JTK_THREADS", "2")
+    names = []
+
+    def task(i):
+        time.sleep(0.05 * (3 - i))  # later items finish first
+        names.append(threading.current_thread().name)
+        return i * i
+
+    assert executors.map_local(task, range(4), desc="t", progress=False) == [0, 1, 4, 9]
+    assert len(set(names)) == 2 and all(n.startswith("jtk-local") for n in names)
+    assert executors.map_local(task, [], desc="t") == []
+    done = []
+
+    def fails(i):
+        if i in (1, 2):
+            raise ValueError(f"item {i}")
+        time.sleep(0.1)
+        done.append(i)
+        return i
+
+    with pytest.raises(ValueError, match="item 1"):
+        executors.map_local(fails, range(4), desc="t", progress=False)
+    assert sorted(done) == [0, 3]  # the others ran to the end before the error was raised

@@ -130,3 +130,23 @@ def test_a_new_run_goes_to_the_background_with_a_status_line(explorer):
     assert app.status.value.startswith("ran mlp at d = 2, ρ = 0.2 in ")
     assert bytes(app.image.value) != before and app.progress.layout.display == "none"
     assert ("mlp", 2, 0.2) in explorer.results
+
+
+def test_run_all_runs_side_by_side_and_equals_runs_alone(explorer, monkeypatch):
+    monkeypatch.setenv("JTK_THREADS", "2")
+    together = wb.BanditExplorer(num_problems=2, max_horizon=500)
+    together.run_all(["mlp", "uniform", "mlp"], input_dim=2, progress=False)
+    assert [a for a, _, _ in together.results] == ["mlp", "uniform"]  # the order asked for, each once
+    for agent in ("mlp", "uniform"):
+        alone = explorer.result(agent, 2, 0.1)
+        np.testing.assert_array_equal(together.result(agent, 2, 0.1).regret, alone.regret)
+        np.testing.assert_array_equal(together.result(agent, 2, 0.1).actions, alone.actions)
+
+
+def test_run_all_checks_every_name_before_running():
+    ex = wb.BanditExplorer(num_problems=2, max_horizon=500)
+    with pytest.raises(ValueError, match="agent must be one of"):
+        ex.run_all(["uniform", "ensembel+"], input_dim=2, progress=False)
+    assert ex.results == {}
+    with pytest.raises(TypeError, match="list of agent names"):
+        ex.run_all("uniform", input_dim=2)
