@@ -66,7 +66,8 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
     For the labs' studies of jtk's own programs (a bandit agent, a coverage study per f_main): XLA compiles and
     runs with the GIL released, so on two cores two of them compile or train at once. Results come back in the
     order of ``items`` and are the same as a loop's (each task draws its random numbers from its own seeds); if
-    tasks fail, the first failing item's error is raised once every task has ended. A tqdm bar advances as each task finishes.
+    tasks fail, the first failing item's error is raised once every task has ended; an interrupt drops the tasks
+    not yet started and waits for the running ones. A tqdm bar advances as each task finishes.
 
     Args:
       fn: the task, called once per item.
@@ -85,13 +86,16 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
     items = list(items)
     if not items:
         return []
-    with ThreadPoolExecutor(local_threads(len(items)), thread_name_prefix="jtk-local") as pool, \
-            tqdm(total=len(items), desc=desc, unit=unit, disable=not progress) as bar:
-        futures = [pool.submit(fn, item) for item in items]
-        for done in as_completed(futures):
-            if done.exception() is None:
-                bar.update()
+    pool = ThreadPoolExecutor(local_threads(len(items)), thread_name_prefix="jtk-local")
+    try:
+        with tqdm(total=len(items), desc=desc, unit=unit, disable=not progress) as bar:
+            futures = [pool.submit(fn, item) for item in items]
+            for done in as_completed(futures):
+                if done.exception() is None:
+                    bar.update()
         return [f.result() for f in futures]
+    finally:  # an interrupt (the notebook's stop button) drops the tasks not yet started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_executor(value, name: str = "executor"):

@@ -49,3 +49,25 @@ def test_map_local_keeps_the_order_uses_threads_and_raises_the_first_error(monke
     with pytest.raises(ValueError, match="item 1"):
         executors.map_local(fails, range(4), desc="t", progress=False)
     assert sorted(done) == [0, 3]  # the others ran to the end before the error was raised
+
+
+def test_map_local_stops_starting_tasks_after_an_interrupt(monkeypatch):
+    import signal
+    import threading
+    import time
+
+    monkeypatch.setenv("JTK_THREADS", "1")
+    started = []
+
+    def task(i):
+        started.append(i)
+        if i == 0:  # the notebook's stop button: SIGINT to the main thread, waiting for the tasks, while this runs
+            time.sleep(0.3)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            time.sleep(0.3)
+        return i
+
+    with pytest.raises(KeyboardInterrupt):
+        executors.map_local(task, range(5), desc="t", progress=False)
+    time.sleep(0.3)
+    assert started == [0]
