@@ -29,13 +29,15 @@ def compiler_options() -> dict[str, Any] | None:
     return dict(CPU_COMPILER_OPTIONS)
 
 
+try:  # JAX's own test of "no transformation is running" (private; read once, not on every call)
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:  # pragma: no cover - a JAX without it: every call takes the plain path
+    _trace_state_clean = None
+
+
 def _top_level() -> bool:
     """True outside every JAX transformation: XLA options may only be given to a top-level ``jax.jit``."""
-    try:
-        from jax._src.core import trace_state_clean
-    except ImportError:  # pragma: no cover - a JAX without it: every call takes the plain path
-        return False
-    return trace_state_clean()
+    return _trace_state_clean is not None and _trace_state_clean()
 
 
 class _Jit:
@@ -46,7 +48,8 @@ class _Jit:
     """
 
     def __init__(self, fun: Callable, kwargs: dict[str, Any]):
-        self._fun, self._kwargs, self._jitted, self._nested = fun, kwargs, None, None
+        self._fun, self._kwargs, self._jitted = fun, kwargs, None
+        self._nested = jax.jit(fun, **kwargs)  # inside another transformation: no options, no backend needed
         self._lock = threading.Lock()  # chunks run in threads (jtk.executors.local_threads): build it once
         functools.update_wrapper(self, fun, updated=())
 
@@ -58,11 +61,7 @@ class _Jit:
         return self._jitted
 
     def __call__(self, *args, **kwargs):
-        if _top_level():
-            return self._get()(*args, **kwargs)
-        if self._nested is None:
-            self._nested = jax.jit(self._fun, **self._kwargs)
-        return self._nested(*args, **kwargs)
+        return (self._get() if _top_level() else self._nested)(*args, **kwargs)
 
     def __getattr__(self, name):  # lower, trace, _cache_size, ...: the jitted function's own
         if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock"):
