@@ -10,10 +10,12 @@ from jtk.regression.gp import GPRegression
 from jtk.envs.gp import ReLUKernelGP
 
 
-def _problem(seed, n=None, rank=None):
+def _problem(seed, n=None, rank=None, full_rank=False):
     rng = np.random.default_rng(seed)
     n = n or int(rng.integers(6, 14))
     rank = rank or int(rng.integers(1, n + 2))
+    if full_rank:  # the same draws as without it, then at least rank n
+        rank = max(rank, n)
     a = rng.normal(size=(n, rank)) * rng.uniform(0.2, 2.0, size=(n, 1))
     cov = a @ a.T
     perm = rng.permutation(n)
@@ -40,7 +42,10 @@ def _brute_force_greedy_check(cov, pool, test, noise_var, batch_size):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), noise_var=st.sampled_from([0.0, 1e-3, 0.05, 1.0]), data=st.data())
 def test_batch_mig_greedy_equals_brute_force(seed, noise_var, data):
-    cov, pool, test, _ = _problem(seed)
+    # Noise-free with a rank-deficient covariance, a batch can explain a test point exactly: its term is
+    # -log(1 - 1) = +inf, and both computations return a floored approximation of infinity that need not agree
+    # (seed 915: 248.68 and 247.71). The comparison is made where the score is finite.
+    cov, pool, test, _ = _problem(seed, full_rank=noise_var == 0.0)
     batch_size = data.draw(st.integers(1, len(pool)))
     _brute_force_greedy_check(cov, pool, test, noise_var, batch_size)
 
