@@ -309,7 +309,7 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     return rows
 
 
-@functools.partial(_compile.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0, long_running=True)
 def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     """Trains the agent on the P padded training sets ``data`` at once (one compile per agent and shape)."""
     return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
@@ -321,7 +321,7 @@ def _start_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     return jax.vmap(agent.start_training)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0, long_running=True)
 def _finish_states(agent, started, data: train_lib.Dataset, hyper):
     """:meth:`~jtk.agents.base.JaxAgent.finish_training` on P training sets (one compile per minibatch size)."""
     return jax.vmap(agent.finish_training)(started, data, hyper)
@@ -343,7 +343,7 @@ def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_see
     return env_params, _finish_states(agent, _start_states(starter, data, hyper, agent_seeds), data, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5), long_running=True)
 def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
                 seeds, temps, ns, eval_seeds):
     """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""

@@ -1,20 +1,54 @@
-"""jtk._compile: the testbed's programs compile at LLVM optimisation level 1 on the CPU, per program, opt-out."""
+"""jtk._compile: jtk's programs compile with fast-compiling options on the CPU, per program, opt-out; long-running
+programs (the testbed's training) with level 1 only; an option the jaxlib does not know is left out."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jtk import _compile, testbed
 
 
 def test_options_on_the_cpu_and_the_opt_out(monkeypatch):
     monkeypatch.delenv("JTK_FAST_COMPILE", raising=False)
-    expected = {"xla_backend_optimization_level": 1} if jax.default_backend() == "cpu" else None
+    cpu = jax.default_backend() == "cpu"
+    expected = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False} if cpu else None
     assert _compile.compiler_options() == expected
+    assert _compile.compiler_options(long_running=True) == ({"xla_backend_optimization_level": 1} if cpu else None)
     monkeypatch.setenv("JTK_FAST_COMPILE", "0")
-    assert _compile.compiler_options() is None
+    assert _compile.compiler_options() is None and _compile.compiler_options(long_running=True) is None
+
+
+def test_an_option_this_jaxlib_does_not_know_is_left_out(monkeypatch):
+    """XLA refuses an unknown option only when it compiles: every jtk program would fail on a jaxlib without it."""
+    if jax.default_backend() != "cpu":
+        return
+    with pytest.raises(Exception, match="xla_cpu_no_such_option"):  # what jtk would hit without the check
+        jax.jit(lambda x: x + 1, compiler_options={"xla_cpu_no_such_option": True}).lower(np.float32(0)).compile()
+    monkeypatch.setitem(_compile.CPU_COMPILER_OPTIONS, "xla_cpu_no_such_option", True)
+    monkeypatch.setattr(_compile, "_known_options", functools.lru_cache(maxsize=None)(_compile._known_options.__wrapped__))
+    assert "xla_cpu_no_such_option" not in _compile.compiler_options()
+    assert _compile.compiler_options()["xla_cpu_use_fusion_emitters"] is False
+    np.testing.assert_allclose(_compile.jit(lambda x: x * 3.0)(jnp.arange(3.0)), [0.0, 3.0, 6.0])
+
+
+def test_the_testbeds_grid_programs_are_long_running_and_its_data_programs_compile_fast(monkeypatch):
+    """Training and scoring run for seconds per chunk (the faster program pays); drawing data and initialising start
+    every cold run's critical path (the faster compile pays). The golden test checks the scores stayed put."""
+    assert testbed._finish_states._long_running and testbed._train_states._long_running
+    assert testbed._eval_chunk._long_running
+    assert not testbed._start_states._long_running and not testbed._make_training_batch._long_running
+    seen = []
+    real = _compile.compiler_options
+    monkeypatch.setattr(_compile, "compiler_options", lambda long_running=False: seen.append(long_running) or
+                        real(long_running))
+    long, short = _compile.jit(lambda x: x * 2.0, long_running=True), _compile.jit(lambda x: x * 2.0)
+    np.testing.assert_allclose(long(jnp.arange(3.0)), short(jnp.arange(3.0)))
+    assert seen == [True, False]
 
 
 def test_jit_matches_jax_jit_and_sets_no_global_flags():
