@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import threading
 import time
 from dataclasses import dataclass
 import functools
@@ -309,10 +310,25 @@ def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s
     return rows
 
 
+def _one_of(agents: tuple, index, run, *operands):
+    """``run(agents[index], *operands)``, one branch per agent in a single compiled program.
+
+    ``agents`` are one agent specialised to each minibatch size of a grid (:meth:`~jtk.agents.base.JaxAgent.
+    specialize`); ``index`` is a traced scalar, the same for every problem of a chunk, so ``lax.switch`` stays a real
+    branch under ``vmap`` (only the chosen minibatch size runs) and one program serves every minibatch size: its
+    compile costs about 60 % of compiling each branch on its own (docs/platforms.md, "Compile once per agent
+    configuration"). Each branch is the program it replaces: the scores are bit-identical.
+    """
+    if len(agents) == 1:
+        return run(agents[0], *operands)
+    return jax.lax.switch(index, [functools.partial(run, a) for a in agents], *operands)
+
+
 @functools.partial(_compile.jit, static_argnums=0, long_running=True)
-def _train_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
-    """Trains the agent on the P padded training sets ``data`` at once (one compile per agent and shape)."""
-    return jax.vmap(agent.train)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
+def _train_states(agents: tuple, index, data: train_lib.Dataset, hyper, agent_seeds):
+    """Trains ``agents[index]`` on the P padded training sets ``data`` at once (one program for all ``agents``)."""
+    keys = jax.vmap(jax.random.key)(agent_seeds)
+    return _one_of(agents, index, lambda a, k, d, h: jax.vmap(a.train)(k, d, h), keys, data, hyper)
 
 
 @functools.partial(_compile.jit, static_argnums=0)
@@ -322,25 +338,29 @@ def _start_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
 
 
 @functools.partial(_compile.jit, static_argnums=0, long_running=True)
-def _finish_states(agent, started, data: train_lib.Dataset, hyper):
-    """:meth:`~jtk.agents.base.JaxAgent.finish_training` on P training sets (one compile per minibatch size)."""
-    return jax.vmap(agent.finish_training)(started, data, hyper)
+def _finish_states(agents: tuple, index, started, data: train_lib.Dataset, hyper):
+    """:meth:`~jtk.agents.base.JaxAgent.finish_training` of ``agents[index]`` on P training sets (one program for all
+    ``agents``)."""
+    return _one_of(agents, index, lambda a, s, d, h: jax.vmap(a.finish_training)(s, d, h), started, data, hyper)
 
 
-def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds):
+def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds, programs: tuple | None = None):
     """Generates the data of P training groups and trains the agent on all of them.
 
     Separate compiled programs, each compiled once for all the chunks it can serve (docs/platforms.md, "Where the
     compile time goes on the CPU", and docs/platforms.md, "Compile once per agent configuration"): the data program
     depends only on the data shapes; an agent trained by the shared loop (``init`` / ``loss``) initialises in a
-    program that does not depend on the minibatch size, so only the training steps are compiled once per minibatch
-    size (num_train 1, 3, 10, 30, ≥ 100 on the paper grid).
+    program that does not depend on the minibatch size; the training program has a branch for each minibatch size in
+    ``programs`` (the specialised agents of a grid, :attr:`Chunk.programs`; default: ``agent``'s own), of which
+    ``agent`` is one, so it is compiled once for the paper grid's num_train 1, 3, 10, 30 and ≥ 100.
     """
+    programs = (agent,) if programs is None else tuple(programs)
+    index = jnp.int32(programs.index(agent))
     env_params, data = _make_training_batch(cfg, seeds, temps, ns)
     if not agent.incremental:
-        return env_params, _train_states(agent, data, hyper, agent_seeds)
+        return env_params, _train_states(programs, index, data, hyper, agent_seeds)
     starter = dataclasses.replace(agent, batch_size=1)  # initialisation ignores the minibatch size: one program
-    return env_params, _finish_states(agent, _start_states(starter, data, hyper, agent_seeds), data, hyper)
+    return env_params, _finish_states(programs, index, _start_states(starter, data, hyper, agent_seeds), data, hyper)
 
 
 @functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5), long_running=True)
@@ -428,7 +448,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     padded, train_args = _train_inputs(agent, heads, getattr(groups, "size", None))
     _, cfg, seeds, temps, ns, _, _ = train_args
     t0 = time.perf_counter()
-    env_params, states = jax.block_until_ready(_train_chunk(*train_args))
+    env_params, states = jax.block_until_ready(_train_chunk(*train_args, getattr(groups, "programs", None)))
     train_time = time.perf_counter() - t0
     scorer = dataclasses.replace(agent, num_classes=heads[0].num_classes)  # eval does not depend on batch size
     modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
@@ -525,16 +545,21 @@ MEMBERS_PER_CHUNK = 2048  # problems × members in one call (CPU and GPU)
 class Chunk(list):
     """The training groups (each a list of problems sharing training) that one compiled call trains and scores.
 
-    ``size``: the number of groups its arrays hold; the groups are padded to it (the padding is computed and dropped).
-    All chunks of one agent on one grid share a size, so each compiled program has a single shape.
+    Attributes:
+      size: the number of groups its arrays hold; the groups are padded to it (the padding is computed and dropped).
+        All chunks of one agent on one grid share a size, so each compiled program has a single shape.
+      programs: the agent specialised to every minibatch size among the chunks of its grid that share this chunk's
+        data shapes, smallest first (None: the chunk's own only). The training program has one branch for each, so
+        all those chunks run one compiled program (:func:`_train_chunk`).
     """
 
-    def __init__(self, groups: Iterable[list[Problem]], size: int):
+    def __init__(self, groups: Iterable[list[Problem]], size: int, programs: tuple | None = None):
         super().__init__(groups)
         self.size = int(size)
+        self.programs = None if programs is None else tuple(programs)
 
-    def __reduce__(self):  # pickled for executors (Dask) with its size
-        return (Chunk, (list(self), self.size))
+    def __reduce__(self):  # pickled for executors (Dask) with its size and programs
+        return (Chunk, (list(self), self.size, self.programs))
 
 
 def _groups_per_chunk(agent: agents_base.JaxAgent, capacity: int, input_dim: int) -> int:
@@ -559,11 +584,32 @@ def _groups_per_chunk(agent: agents_base.JaxAgent, capacity: int, input_dim: int
     return 1 << (max(1, limit).bit_length() - 1)
 
 
+_PROGRAMS: dict[tuple, tuple] = {}  # (agent, problem settings, capacity) -> the branches of its widest program yet
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def _programs_for(agent, family: tuple, wanted: set) -> tuple:
+    """The branches of the training program for ``wanted`` specialisations of ``agent`` (:attr:`Chunk.programs`).
+
+    The program that served an earlier grid of this process serves every grid whose minibatch sizes it has: after
+    the paper grid, a grid of new num_train values ≥ 100 compiles nothing. A grid with a new minibatch size compiles
+    one program with the sizes of both. Which program trains a chunk does not change its scores: each branch is the
+    program it replaces, bit for bit (tests/test_testbed.py).
+    """
+    with _PROGRAMS_LOCK:
+        known = _PROGRAMS.get((agent, *family), ())
+        if not wanted <= set(known):
+            known = tuple(sorted(wanted | set(known), key=lambda a: (a.batch_size, a.whole_set, repr(a))))
+            _PROGRAMS[(agent, *family)] = known
+        return known
+
+
 def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks.
 
     Every chunk of one data shape (capacity, input dimension) holds the same number of groups
-    (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest).
+    (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
+    and chunks of one problem setting and capacity share their training program (:attr:`Chunk.programs`).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
     groups: dict[Problem, list[Problem]] = {}
@@ -580,10 +626,15 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     largest: dict[tuple, int] = {}  # (capacity, input_dim) -> most groups of one minibatch size
     for (key, capacity, *_), gs in by_shape.items():
         largest[capacity, key.input_dim] = max(largest.get((capacity, key.input_dim), 0), len(gs))
+    needed: dict[tuple, set] = {}  # (problem settings, capacity) -> the agent specialised to each minibatch size
+    for (key, capacity, *_, specialised) in by_shape:
+        needed.setdefault((key, capacity), set()).add(specialised)
+    programs = {family: _programs_for(agent, family, wanted) for family, wanted in needed.items()}
     costed = []  # (padded groups × minibatch, chunk)
     for (key, capacity, batch, *_), gs in by_shape.items():
         size = min(_groups_per_chunk(agent, capacity, key.input_dim), padded_count(largest[capacity, key.input_dim]))
-        costed += [(size * batch, Chunk(gs[i:i + size], size)) for i in range(0, len(gs), size)]
+        branches = programs[key, capacity]
+        costed += [(size * batch, Chunk(gs[i:i + size], size, branches)) for i in range(0, len(gs), size)]
     return [c for _, c in sorted(costed, key=lambda pair: -pair[0])]
 
 

@@ -291,12 +291,50 @@ def test_a_small_grid_is_not_padded_beyond_its_largest_minibatch_size():
         assert {c.size for c in testbed._chunks(testbed.problems("quick"), agent)} == {4}
 
 
-def test_chunks_pickle_with_their_size():
+def test_chunks_pickle_with_their_size_and_programs(monkeypatch):
     import pickle
+
+    monkeypatch.setattr(testbed, "_PROGRAMS", {})  # no program of an earlier test
 
     chunk = testbed._chunks(testbed.problems("quick"), jtk.agents.make("mlp"))[0]
     again = pickle.loads(pickle.dumps(chunk))
     assert isinstance(again, testbed.Chunk) and again.size == chunk.size and list(again) == list(chunk)
+    assert again.programs == chunk.programs and len(chunk.programs) == 2  # minibatches 16 and 100
+
+
+def test_the_paper_grid_trains_every_minibatch_size_in_one_program(monkeypatch):
+    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    agent = jtk.agents.make("mlp")
+    chunks = testbed._chunks(testbed.problems("paper"), agent)
+    assert {c.programs for c in chunks} == {tuple(agent.specialize(ProblemInfo(input_dim=2, num_classes=2, num_train=n))
+                                                  for n in (1, 3, 10, 30, 100))}
+    assert [a.batch_size for a in chunks[0].programs] == [1, 4, 16, 32, 100]
+    for c in chunks:  # each chunk is one of its program's branches
+        assert agent.specialize(c[0][0].prior()) in c.programs
+
+
+@pytest.mark.parametrize("name", ["mlp", "sgld"])  # trained by the shared loop / by its own train
+def test_one_program_for_all_minibatch_sizes_gives_the_bits_of_one_program_each(name, monkeypatch):
+    """A grid of three minibatch sizes compiles one training program, and every row equals evaluating each size on its
+    own in a fresh process's state (then each chunk's program has its single branch, the program the switch
+    replaced)."""
+    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    agent = jtk.agents.make(name, num_steps=60, **({"burn_in": 20, "thin": 20, "warm_start_steps": 10}
+                                                     if name == "sgld" else {}))
+    problems = testbed.grid(temperatures=(0.1,), num_train=(1, 10, 100), seeds=1, taus=(1,))
+    program = testbed._finish_states if agent.incremental else testbed._train_states
+    before = program._cache_size()
+    together = testbed.evaluate(agent, problems, progress=False)
+    assert program._cache_size() == before + 1
+    apart = []
+    for p in problems:
+        monkeypatch.setattr(testbed, "_PROGRAMS", {})  # else the three-branch program serves each
+        apart.append(testbed.evaluate(agent, [p], progress=False))
+    assert program._cache_size() == before + 4
+    apart = pd.concat(apart, ignore_index=True)
+    columns = ["num_train", "kl", "kl_std", "accuracy", "ece"]
+    pd.testing.assert_frame_equal(testbed.sort_rows(together)[columns].reset_index(drop=True),
+                                  testbed.sort_rows(apart)[columns].reset_index(drop=True), check_exact=True)
 
 
 def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
@@ -346,3 +384,17 @@ def test_the_gpu_path_in_its_cpu_form_scores_as_the_cpu_path(monkeypatch):
     jax.clear_caches()
     pd.testing.assert_frame_equal(gpu[["kl", "accuracy"]], cpu[["kl", "accuracy"]], check_exact=False,
                                   rtol=results.CROSS_MACHINE_RTOL, atol=results.CROSS_MACHINE_ATOL)
+
+
+def test_a_later_grid_reuses_the_program_that_has_its_minibatch_sizes(monkeypatch):
+    """After a grid of minibatch sizes 1, 16 and 100, new num_train values in those sizes compile nothing; a new size
+    compiles one program with all four."""
+    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    agent = jtk.agents.make("mlp", num_steps=20)
+    grid = lambda *ns: testbed.grid(temperatures=(0.1,), num_train=ns, seeds=1, taus=(1,))  # noqa: E731
+    testbed.evaluate(agent, grid(1, 10, 100), progress=False)
+    before = testbed._finish_states._cache_size()
+    testbed.evaluate(agent, grid(9, 700), progress=False)
+    assert testbed._finish_states._cache_size() == before
+    chunks = testbed._chunks(grid(2, 300), agent)
+    assert [a.batch_size for a in chunks[0].programs] == [1, 2, 16, 100]

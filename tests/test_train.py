@@ -103,7 +103,7 @@ def test_split_training_is_the_one_program_training():
     _, args = testbed._train_inputs(agent, problems)
     spec, cfg, seeds, temps, ns, hyper, agent_seeds = args
     _, data = testbed._make_training_batch(cfg, seeds, temps, ns)
-    one = testbed._train_states(spec, data, hyper, agent_seeds)
+    one = testbed._train_states((spec,), jnp.int32(0), data, hyper, agent_seeds)
     _, split = testbed._train_chunk(*args)
     for a, b in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(split)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
