@@ -9,10 +9,10 @@ time goes on the CPU"):
   programs run as fast;
 * XLA's older per-fusion code generator instead of its newer "fusion emitters" (``xla_cpu_use_fusion_emitters``):
   XLA compiles every fusion of a program as its own small LLVM module, and the older generator's modules compile in
-  about half the time. The testbed's training programs of one to ten networks run as fast with it.
+  about half the time; their code runs up to 8 % slower.
 
-The testbed's training and scoring programs run once per chunk of a grid, for seconds each, and there the newer
-emitters' code runs 5–8 % faster (ensemble+ K = 100, hypermodel): they pass ``long_running=True`` and compile with
+The testbed's training and scoring programs run once per chunk of a grid, for up to seconds each, where the newer
+emitters' 5–8 % (ensemble+ K = 100, hypermodel) outweighs their compile time: they pass ``long_running=True`` and compile with
 level 1 only (:data:`LONG_RUNNING_CPU_OPTIONS`), so the testbed's scores are what they were. Everything else (the
 testbed's data and initialisation programs, ``agent.fit``, the bandit, the labs' studies) is compiled for a short
 wait: a lab's first cell is mostly compile time. Programs compiled with the fast options may give other bits in
