@@ -584,15 +584,16 @@ def _groups_per_chunk(agent: agents_base.JaxAgent, capacity: int, input_dim: int
     return 1 << (max(1, limit).bit_length() - 1)
 
 
-_PROGRAMS: dict[tuple, tuple] = {}  # (agent, problem settings, capacity) -> the branches of its widest program yet
+_PROGRAMS: dict[tuple, tuple] = {}  # (agent, problem settings, capacity, size) -> the branches of its widest program
 _PROGRAMS_LOCK = threading.Lock()
 
 
 def _programs_for(agent, family: tuple, wanted: set) -> tuple:
     """The branches of the training program for ``wanted`` specialisations of ``agent`` (:attr:`Chunk.programs`).
 
-    The program that served an earlier grid of this process serves every grid whose minibatch sizes it has: after
-    the paper grid, a grid of new num_train values ≥ 100 compiles nothing. A grid with a new minibatch size compiles
+    ``family`` is (problem settings, capacity, chunk size): what fixes the program's shapes. The program that served
+    an earlier grid of this process serves every grid of those shapes whose minibatch sizes it has: after the paper
+    grid, a grid of new num_train values ≥ 100 compiles nothing. A grid with a new minibatch size compiles
     one program with the sizes of both. Which program trains a chunk does not change its scores: each branch is the
     program it replaces, bit for bit (tests/test_testbed.py).
     """
@@ -626,14 +627,16 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     largest: dict[tuple, int] = {}  # (capacity, input_dim) -> most groups of one minibatch size
     for (key, capacity, *_), gs in by_shape.items():
         largest[capacity, key.input_dim] = max(largest.get((capacity, key.input_dim), 0), len(gs))
-    needed: dict[tuple, set] = {}  # (problem settings, capacity) -> the agent specialised to each minibatch size
+    sizes = {shape: min(_groups_per_chunk(agent, shape[0], shape[1]), padded_count(most))
+             for shape, most in largest.items()}
+    needed: dict[tuple, set] = {}  # (problem settings, capacity, size) -> the agent specialised to each minibatch size
     for (key, capacity, *_, specialised) in by_shape:
-        needed.setdefault((key, capacity), set()).add(specialised)
+        needed.setdefault((key, capacity, sizes[capacity, key.input_dim]), set()).add(specialised)
     programs = {family: _programs_for(agent, family, wanted) for family, wanted in needed.items()}
     costed = []  # (padded groups × minibatch, chunk)
     for (key, capacity, batch, *_), gs in by_shape.items():
-        size = min(_groups_per_chunk(agent, capacity, key.input_dim), padded_count(largest[capacity, key.input_dim]))
-        branches = programs[key, capacity]
+        size = sizes[capacity, key.input_dim]
+        branches = programs[key, capacity, size]
         costed += [(size * batch, Chunk(gs[i:i + size], size, branches)) for i in range(0, len(gs), size)]
     return [c for _, c in sorted(costed, key=lambda pair: -pair[0])]
 

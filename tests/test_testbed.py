@@ -398,3 +398,14 @@ def test_a_later_grid_reuses_the_program_that_has_its_minibatch_sizes(monkeypatc
     assert testbed._finish_states._cache_size() == before
     chunks = testbed._chunks(grid(2, 300), agent)
     assert [a.batch_size for a in chunks[0].programs] == [1, 2, 16, 100]
+
+
+def test_programs_are_shared_only_between_grids_of_one_chunk_size(monkeypatch):
+    """A program's shapes include the chunk size: the quick grid's chunks of 4 do not take the paper grid's five
+    branches (compiled for chunks of 32), which would compile three branches it never runs."""
+    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    agent = jtk.agents.make("dropout")
+    paper = testbed._chunks(testbed.problems("paper"), agent)
+    quick = testbed._chunks(testbed.problems("quick"), agent)
+    assert {c.size for c in paper} == {32} and {c.size for c in quick} == {4}
+    assert len(paper[0].programs) == 5 and [a.batch_size for a in quick[0].programs] == [16, 100]
