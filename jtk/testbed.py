@@ -550,7 +550,7 @@ class Chunk(list):
         All chunks of one agent on one grid share a size, so each compiled program has a single shape.
       programs: the agent specialised to every minibatch size among the chunks of its grid that share this chunk's
         data shapes, smallest first (None: the chunk's own only). The training program has one branch for each, so
-        all those chunks run one compiled program (:func:`_train_chunk`).
+        all those chunks run one compiled program (``jtk.testbed._train_chunk``).
     """
 
     def __init__(self, groups: Iterable[list[Problem]], size: int, programs: tuple | None = None):

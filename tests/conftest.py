@@ -38,3 +38,22 @@ def _release_compiled_programs():
         gc.collect()
     if os.environ.get("JTK_TEST_MAPS") == "1":
         print(f"\n[memory maps after module: {_memory_maps()}]", flush=True)
+
+
+@pytest.fixture
+def busy_cpus():
+    """2 × the cores of processes spinning beside the test (a busy laptop or shared server), killed afterwards.
+
+    For code with threads, time limits or caches: its results must not depend on how the machine schedules it.
+    """
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        yield len(procs)
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()

@@ -132,7 +132,8 @@ def test_a_new_run_goes_to_the_background_with_a_status_line(explorer):
     assert ("mlp", 2, 0.2) in explorer.results
 
 
-def test_run_all_runs_side_by_side_and_equals_runs_alone(explorer, monkeypatch):
+def test_run_all_runs_side_by_side_and_equals_runs_alone(explorer, monkeypatch, busy_cpus):
+    """Side by side beside 2 × the cores of busy processes: the runs alone's regret and actions, bit for bit."""
     monkeypatch.setenv("JTK_THREADS", "2")
     together = wb.BanditExplorer(num_problems=2, max_horizon=500)
     together.run_all(["mlp", "uniform", "mlp"], input_dim=2, progress=False)
