@@ -9,10 +9,10 @@ time goes on the CPU"):
   programs run as fast;
 * XLA's older per-fusion code generator instead of its newer "fusion emitters" (``xla_cpu_use_fusion_emitters``):
   XLA compiles every fusion of a program as its own small LLVM module, and the older generator's modules compile in
-  about half the time; their code runs up to 8 % slower.
+  about half the time, and their code runs a few per cent slower.
 
 The testbed's training and scoring programs run once per chunk of a grid, for up to seconds each, where the newer
-emitters' 5–8 % (ensemble+ K = 100, hypermodel) outweighs their compile time: they pass ``long_running=True`` and compile with
+emitters' faster code (ensemble+ K = 100, hypermodel) outweighs their compile time: they pass ``long_running=True`` and compile with
 level 1 only (:data:`LONG_RUNNING_CPU_OPTIONS`), so the testbed's scores are what they were. Everything else (the
 testbed's data and initialisation programs, ``agent.fit``, the bandit, the labs' studies) is compiled for a short
 wait: a lab's first cell is mostly compile time. Programs compiled with the fast options may give other bits in
@@ -51,7 +51,8 @@ def compiler_options(long_running: bool = False) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=None)
 def _known_options() -> frozenset[str]:
-    """The names in :data:`CPU_COMPILER_OPTIONS` this jaxlib's CPU compiler accepts.
+    """The names in :data:`CPU_COMPILER_OPTIONS` and :data:`LONG_RUNNING_CPU_OPTIONS` this jaxlib's CPU compiler
+    accepts.
 
     XLA refuses an option it does not know ("No such compile option") when a program is compiled, and options come
     and go between jaxlib releases (``xla_cpu_use_fusion_emitters`` is new in 2025). Each is tried once, on a

@@ -315,9 +315,9 @@ def _one_of(agents: tuple, index, run, *operands):
 
     ``agents`` are one agent specialised to each minibatch size of a grid (:meth:`~jtk.agents.base.JaxAgent.
     specialize`); ``index`` is a traced scalar, the same for every problem of a chunk, so ``lax.switch`` stays a real
-    branch under ``vmap`` (only the chosen minibatch size runs) and one program serves every minibatch size: its
-    compile costs about 60 % of compiling each branch on its own (docs/platforms.md, "Compile once per agent
-    configuration"). Each branch is the program it replaces: the scores are bit-identical.
+    branch under ``vmap`` (only the chosen minibatch size runs) and one program serves every minibatch size, compiled
+    for less than its branches would cost one by one (docs/platforms.md, "Compile once per agent configuration").
+    Each branch is the program it replaces: the scores are bit-identical.
     """
     if len(agents) == 1:
         return run(agents[0], *operands)
@@ -610,7 +610,7 @@ def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
 
     Every chunk of one data shape (capacity, input dimension) holds the same number of groups
     (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
-    and chunks of one problem setting and capacity share their training program (:attr:`Chunk.programs`).
+    and chunks of one problem setting, capacity and size share their training program (:attr:`Chunk.programs`).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
     groups: dict[Problem, list[Problem]] = {}
