@@ -101,6 +101,104 @@ def write_csv(df: pd.DataFrame, name: str) -> None:
     df.to_csv(OUT / name, index=False, float_format="%.6g")
 
 
+# --- docs/coverage.md: its tables, regenerated from the stored CSVs (``--docs``) -----------------------------------
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
+
+
+def _minus(value: float) -> str:
+    """A coordinate as the page writes it: ``−2.38`` with a true minus sign."""
+    return f"{value:g}".replace("-", "−")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table: the first column left-aligned, the numbers right-aligned."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _methods(df: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(df.method))  # the order the study ran them in
+
+
+def _summary_table(summary: pd.DataFrame, by: str, columns: list[tuple[str, str, str, float]]) -> str:
+    """One row per method; each column (header, region, value column, value of ``by``) is a summary entry."""
+    at = summary.set_index([by, "method", "region"])
+    rows = [[m] + [f"{at.loc[(v, m, region), col]:.2f}" for _, region, col, v in columns] for m in _methods(summary)]
+    return _table(["method"] + [h for h, *_ in columns], rows)
+
+
+def _e1_literal(summary: pd.DataFrame) -> dict[str, str]:
+    fs = sorted(summary.f_main.unique())
+    label = lambda f: f"{f:g}"  # noqa: E731
+    coverage = _summary_table(summary, "f_main", [(f"f={label(f)} {r}", r, "coverage", f) for f in fs
+                                                  for r in ("out", "in")])
+    in_dist = _summary_table(summary, "f_main",
+                             [((f"RMSE f={label(f)}" if i == 0 else f"f={label(f)}"), "in", "rmse", f)
+                              for i, f in enumerate(fs)]
+                             + [((f"uncertainty f={label(f)}" if i == 0 else f"f={label(f)}"), "in", "uncertainty", f)
+                                for i, f in enumerate(fs)])
+    return {"coverage-e1-literal-coverage": coverage, "coverage-e1-literal-in": in_dist}
+
+
+def _e1_scale8(summary: pd.DataFrame, at: pd.DataFrame, lemma: pd.DataFrame) -> dict[str, str]:
+    fs = sorted(summary.f_main.unique())
+    label = lambda f: f"{f:g}"  # noqa: E731
+    out = {"coverage-e1-scale8-coverage": _summary_table(
+        summary, "f_main", [(f"f={label(f)} {r}", r, "coverage", f) for r in ("in", "out") for f in fs])}
+    for region in ("in", "out"):
+        out[f"coverage-e1-scale8-{region}"] = _summary_table(
+            summary, "f_main", [((f"RMSE f={label(f)}" if i == 0 else f"f={label(f)}"), region, "rmse", f)
+                                for i, f in enumerate(fs)]
+            + [((f"unc. f={label(f)}" if i == 0 else f"f={label(f)}"), region, "uncertainty", f)
+               for i, f in enumerate(fs)])
+    points = list(dict.fromkeys(at.requested))
+    cov = at.set_index(["requested", "f_main", "method"]).coverage
+    header = ["method"] + [(f"x={_minus(x)}: f={label(f)}" if i == 0 else label(f)) for x in points
+                           for i, f in enumerate(fs)]
+    out["coverage-e1-scale8-at-inputs"] = _table(
+        header, [[m] + [f"{cov[(x, f, m)]:.2f}" for x in points for f in fs] for m in _methods(at)])
+    lem = lemma.set_index(["f_main", "method"])
+    out["coverage-e1-scale8-lemma1"] = _table(
+        ["method"] + [f"f={label(f)}" for f in fs],
+        [[m] + [f"{lem.loc[(f, m), 'frac_unc_ge_blr']:.2f} / {lem.loc[(f, m), 'median_ratio']:.2f}" for f in fs]
+         for m in _methods(lemma)])
+    return out
+
+
+def _e2(summary: pd.DataFrame, at: pd.DataFrame) -> dict[str, str]:
+    dims = sorted(summary.dim.unique())
+    columns = ([((f"coverage d={d} {r}" if (d, r) == (dims[0], "in") else f"d={d} {r}"), r, "coverage", d)
+                for d in dims for r in ("in", "out")]
+               + [((f"RMSE d={d} in" if i == 0 else f"d={d} in"), "in", "rmse", d) for i, d in enumerate(dims)]
+               + [((f"unc. d={d} in" if i == 0 else f"d={d} in"), "in", "uncertainty", d) for i, d in enumerate(dims)])
+    size = lambda v: f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"  # noqa: E731
+    points = list(dict.fromkeys(at.requested))
+    rows = at.set_index(["requested", "dim", "method"])
+    cells = lambda r: f"{r.coverage:.2f} / {size(r.rmse)} / {size(r.uncertainty)}"  # noqa: E731
+    return {"coverage-e2-summary": _summary_table(summary, "dim", columns),
+            "coverage-e2-at-inputs": _table(["method"] + [f"λ={lam:g}, d={d}" for lam in points for d in dims],
+                                            [[m] + [cells(rows.loc[(lam, d, m)]) for lam in points for d in dims]
+                                             for m in _methods(at)])}
+
+
+def doc_tables(results: Path = OUT) -> dict[str, str]:
+    """The tables of docs/coverage.md made from the CSVs in ``results``: section name → Markdown table."""
+    read = lambda name: pd.read_csv(results / name)  # noqa: E731
+    return {**_e1_literal(read("coverage_e1_lab_summary.csv")),
+            **_e1_scale8(read("coverage_e1_lab_scale8_summary.csv"), read("coverage_e1_lab_scale8_at_inputs.csv"),
+                         read("coverage_e1_lab_scale8_lemma1.csv")),
+            **_e2(read("coverage_e2_lab_summary.csv"), read("coverage_e2_lab_at_inputs.csv"))}
+
+
+def write_docs() -> None:
+    """Rewrites every table of docs/coverage.md that is made from the stored CSVs (each in its marked section)."""
+    from _docs import write_section  # benchmarks/ is this script's directory
+
+    for name, text in doc_tables().items():
+        write_section(name, text, DOC)
+
+
 def write_sweep(results, by: str, prefix: str, coordinates, with_rmse: bool = False, **columns) -> None:
     """Writes and prints a sweep's per-input table (plus ``columns``), summary, Lemma 1 check and the rows at
     ``coordinates``: ``{prefix}_per_input.csv``, ``_summary.csv``, ``_lemma1.csv``, ``_at_inputs.csv``."""
@@ -132,7 +230,12 @@ def main(argv=None):
     ap.add_argument("--cold-only", action="store_true",
                     help="time each study once (cold, with compilation) instead of cold and warm")
     ap.add_argument("--skip", nargs="*", default=[], choices=["timing", "sweep", "e2", "e3", "paper"])
+    ap.add_argument("--docs", action="store_true",
+                    help="no run: rewrite docs/coverage.md's tables from the stored CSVs (each in its marked section)")
     args = ap.parse_args(argv)
+    if args.docs:
+        write_docs()
+        return
     k = args.k
     scale = args.input_scale
     if not (np.isfinite(scale) and scale > 0):

@@ -1,0 +1,62 @@
+"""docs/coverage.md's tables: made by ``benchmarks/coverage_study.py --docs`` from the stored CSVs, never by hand."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import coverage_study as cs  # noqa: E402
+from _docs import markers  # noqa: E402
+
+
+def test_every_table_of_the_page_is_what_the_stored_csvs_give():
+    page = (ROOT / "docs" / "coverage.md").read_text()
+    tables = cs.doc_tables()
+    assert len(tables) == 9
+    for name, text in tables.items():
+        begin, end = markers(name)
+        assert page.count(begin) == 1 and page.count(end) == 1, name
+        stored = page.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+        assert stored == text, f"docs/coverage.md's {name!r} table is stale: run python benchmarks/coverage_study.py --docs"
+
+
+def _summary(by, values, methods=("BLR", "BD")):
+    rows = []
+    for v in values:
+        for i, m in enumerate(methods):
+            for region, shift in (("in", 0.0), ("out", 0.5)):
+                rows.append({by: v, "method": m, "region": region, "coverage": 0.1 * (i + 1) + shift / 10,
+                             "rmse": v + i + shift, "uncertainty": 12.345 * i + shift})
+    return pd.DataFrame(rows)
+
+
+def test_summary_columns_are_picked_by_value_region_and_rounded_to_two_decimals():
+    tables = cs._e1_literal(_summary("f_main", [1.0, 2.0]))
+    coverage = tables["coverage-e1-literal-coverage"].splitlines()
+    assert coverage[0] == "| method | f=1 out | f=1 in | f=2 out | f=2 in |"
+    assert coverage[1] == "|---|---:|---:|---:|---:|"
+    assert coverage[2:] == ["| BLR | 0.15 | 0.10 | 0.15 | 0.10 |", "| BD | 0.25 | 0.20 | 0.25 | 0.20 |"]
+    rmse = tables["coverage-e1-literal-in"].splitlines()
+    assert rmse[0] == "| method | RMSE f=1 | f=2 | uncertainty f=1 | f=2 |"
+    assert rmse[3] == "| BD | 2.00 | 3.00 | 12.35 | 12.35 |"  # in distribution only
+
+
+def test_e2_cells_keep_three_significant_digits_and_coordinates_get_a_minus_sign():
+    at = pd.DataFrame([{"requested": lam, "dim": d, "method": "BD", "coverage": 0.5, "rmse": 51.23, "uncertainty": 7.123}
+                       for lam in (0.6, 0.07) for d in (1, 2)])
+    tables = cs._e2(_summary("dim", [1, 2], methods=("BD",)), at)
+    lines = tables["coverage-e2-at-inputs"].splitlines()
+    assert lines[0] == "| method | λ=0.6, d=1 | λ=0.6, d=2 | λ=0.07, d=1 | λ=0.07, d=2 |"
+    assert lines[2] == "| BD | " + " | ".join(["0.50 / 51.2 / 7.12"] * 4) + " |"
+    assert tables["coverage-e2-summary"].splitlines()[0] == (
+        "| method | coverage d=1 in | d=1 out | d=2 in | d=2 out | RMSE d=1 in | d=2 in | unc. d=1 in | d=2 in |")
+    assert cs._minus(-2.38) == "−2.38" and cs._minus(1.2) == "1.2"
+
+
+def test_a_missing_row_is_an_error_not_a_blank_cell():
+    summary = _summary("f_main", [1.0, 2.0])
+    with pytest.raises(KeyError):
+        cs._e1_literal(summary[~((summary.method == "BD") & (summary.f_main == 2.0) & (summary.region == "in"))])
