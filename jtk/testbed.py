@@ -1037,9 +1037,10 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
         compile_s = max(first - run, 0.0)
         threads = executors.local_threads(len(shapes) + num_groups, [agent])
         total = len(shapes) * compile_s + num_groups * run / threads
-        how = (f"{len(shapes)} compiled shapes × {compile_s:.1f} s + {num_groups} training groups × {run:.2f} s "
-               f"/ {threads} thread{'s' if threads > 1 else ''} (one group at n = 100, timed after compilation; "
-               f"vectorised chunks are usually faster per group)")
+        how = (f"{len(shapes)} minibatch sizes × {compile_s:.1f} s of compilation (at most: the sizes compile as "
+               f"branches of one program, for less) + {num_groups} training groups × {run:.2f} s / {threads} "
+               f"thread{'s' if threads > 1 else ''} (one group at n = 100, timed after compilation; vectorised chunks "
+               f"are usually faster per group)")
     else:
         total = num_groups * run
         how = f"{num_groups} training groups × {run:.2f} s (one group at n = 100; the fit time depends on n)"
@@ -1086,8 +1087,9 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
     * ``paper grid time`` (``estimate_time``): times ``evaluate`` on one
       training group (τ = 1 and 10, n = 100, 1000 test τ-samples) twice —
       compile + run, then run — and extrapolates to the 210 training groups of
-      the paper grid, adding one compilation per distinct chunk shape. An
-      estimate, not a measurement: n changes the cost of non-JAX agents.
+      the paper grid, adding one compilation per minibatch size (an upper
+      bound: the sizes compile as branches of one program). An estimate, not
+      a measurement: n changes the cost of non-JAX agents.
 
     Args:
       agent: an agent name or any object with ``fit`` (see :func:`evaluate`).
