@@ -7,10 +7,12 @@ For each agent it runs the grid twice, each time in a fresh subprocess (so peak
 memory and compile counts are its own): first with an empty persistent
 compilation cache ("cold"), then with the cache the first run filled ("warm").
 It prints: wall time of the grid, seconds per problem split into
-train and eval, total XLA compile time and number of compilations, peak
-resident memory, the leaderboard row, and whether a new num_train or a new
-temperature recompiles (it evaluates one extra problem with unseen values and
-counts compilations). Per-problem rows go to benchmarks/results/.
+train and eval, total XLA compile time and number of compilations, the seconds
+JAX spends tracing and lowering the programs (Python work the persistent cache
+does not save: most of what a warm run adds to the running), peak resident
+memory, the leaderboard row, and whether a new num_train or a new temperature
+recompiles (it evaluates one extra problem with unseen values and counts
+compilations). Per-problem rows go to benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ REFERENCE_MLP_GRID_S = 2047.0
 # The label of each stored table (testbed_speed_GRID[_TAG].csv) in docs/results.md.
 MACHINES = {
     "": "2 CPU cores, Intel Xeon with AVX-512 (the project's machine), after #31",
+    "intel-evening": "the same machine and code, a slower evening (2026-11-26; e88fd6d, which measured the mlp "
+                     "rows above, re-run beside it: 8.4 s cold, 5.6 s warm)",
     "intel-before": "the same Intel machine before #31 (commit 1c5c62e)",
     "amd-before": "2 CPU cores, AMD EPYC (the project's machine until 2026-11-25), before #31",
     "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda), before #31",
@@ -51,11 +55,16 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
     from jtk import testbed
 
     compile_s = [0.0, 0]
+    python_s = {"trace": 0.0, "lower": 0.0}  # JAX's own Python work before XLA: the persistent cache cannot skip it
 
     def listener(event, duration, **kw):
         if event == "/jax/core/compile/backend_compile_duration":
             compile_s[0] += duration
             compile_s[1] += 1
+        elif event == "/jax/core/compile/jaxpr_trace_duration":
+            python_s["trace"] += duration
+        elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            python_s["lower"] += duration
 
     monitoring.register_event_duration_secs_listener(listener)
     name, kw = AGENTS[label]
@@ -65,6 +74,7 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
     df = testbed.evaluate(agent, problems, name=label, progress=True)
     wall = time.perf_counter() - start
     grid_compiles = compile_s[1]
+    grid_python_s, grid_compile_s = dict(python_s), compile_s[0]
     RESULTS.mkdir(exist_ok=True)
     df.to_csv(RESULTS / f"testbed_{label}_{grid}.csv", index=False)
 
@@ -84,7 +94,8 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
         "agent": label, "grid": grid, "problems": len(df), "wall_s": round(wall, 1),
         "train_s_per_problem": round(df.train_seconds.sum() / len(df), 3),
         "eval_s_per_problem": round(df.eval_seconds.sum() / len(df), 3),
-        "compile_s": round(compile_s[0], 1), "compilations": grid_compiles,
+        "compile_s": round(grid_compile_s, 1), "compilations": grid_compiles,
+        "trace_s": round(grid_python_s["trace"], 2), "lower_s": round(grid_python_s["lower"], 2),
         "recompiles_for_new_num_train_and_temperature": new_compiles,
         "new_grid_problems": len(extra) if new_grid else 0, "new_grid_wall_s": extra_s and round(extra_s, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -113,21 +124,30 @@ def write_docs(grid: str) -> None:
              "the Intel one, so its rows' ratio mixes two machines), and the *FLOP floor* is the "
              "grid's training FLOPs (`benchmarks/training_flops.py`'s count, padding included) at the machine's "
              "float32 2048 × 2048 matrix-product rate, measured before the runs: no run can train faster.", "",
+             "*Trace + lower* is JAX's own Python work before XLA sees a program: tracing the functions into a jaxpr "
+             "and lowering it to a StableHLO module, in every fresh process, warm or cold: the persistent compilation "
+             "cache is keyed by that module, so it saves XLA's compile only. It holds the Python interpreter lock, "
+             "so the two threads do it one at a time; it is not measured in the older rows.", "",
              "| machine | agent | cache | wall | × reference mlp grid | FLOP floor (wall ÷ floor) | XLA compile | "
-             "train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "trace + lower | train s / problem | eval s / problem | d_KL^1 | d_KL^10 | JAX |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     tags = [path.stem[len(f"testbed_speed_{grid}"):].lstrip("_") for path in RESULTS.glob(f"testbed_speed_{grid}*.csv")]
     order = list(MACHINES)  # the machines in MACHINES' order, then any others by name
     for tag in sorted(tags, key=lambda t: (order.index(t) if t in order else len(order), t)):
         path = RESULTS / (f"testbed_speed_{grid}_{tag}.csv" if tag else f"testbed_speed_{grid}.csv")
         machine = MACHINES.get(tag, tag)
         table = pd.read_csv(path, index_col=0)
-        for _, r in table[table.get("compilation_cache").notna()].iterrows():
+        table = table[table.get("compilation_cache").notna()]
+        rank = [(list(AGENTS).index(a) if a in AGENTS else len(AGENTS), c) for a, c in
+                zip(table.agent, table.compilation_cache)]
+        for _, r in table.iloc[sorted(range(len(table)), key=rank.__getitem__)].iterrows():  # agents in AGENTS' order
             ratio = f"{REFERENCE_MLP_GRID_S / r.wall_s:.0f}×"
             floor = (f"{r.flop_floor_s:.2f} s ({r.wall_s / r.flop_floor_s:.0f}×)"
                      if pd.notna(r.get("flop_floor_s", float("nan"))) else "not measured")
+            python = (f"{r.trace_s:.2f} + {r.lower_s:.2f} s" if pd.notna(r.get("trace_s", float("nan")))
+                      else "not measured")
             lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {ratio} | {floor} | {r.compile_s:.1f} s "
-                         f"({int(r.compilations)} programs) | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
+                         f"({int(r.compilations)} programs) | {python} | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
                          f"{r.kl_1:.4f} ± {r.kl_1_se:.4f} | {r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.jax} |")
     write_section(f"testbed-speed-{grid}", "\n".join(lines))
 
