@@ -128,39 +128,40 @@ def _summary_table(summary: pd.DataFrame, by: str, columns: list[tuple[str, str,
     return _table(["method"] + [h for h, *_ in columns], rows)
 
 
+def _named(name: str, columns: list[tuple]) -> list[tuple]:
+    """A group of columns whose first header carries the group's name: ``RMSE f=1 | f=2 | f=3``."""
+    return [((f"{name} {h}" if i == 0 else h), *rest) for i, (h, *rest) in enumerate(columns)]
+
+
+def _per_f(fs, region: str, col: str) -> list[tuple]:
+    return [(f"f={f:g}", region, col, f) for f in fs]
+
+
 def _e1_literal(summary: pd.DataFrame) -> dict[str, str]:
     fs = sorted(summary.f_main.unique())
-    label = lambda f: f"{f:g}"  # noqa: E731
-    coverage = _summary_table(summary, "f_main", [(f"f={label(f)} {r}", r, "coverage", f) for f in fs
-                                                  for r in ("out", "in")])
-    in_dist = _summary_table(summary, "f_main",
-                             [((f"RMSE f={label(f)}" if i == 0 else f"f={label(f)}"), "in", "rmse", f)
-                              for i, f in enumerate(fs)]
-                             + [((f"uncertainty f={label(f)}" if i == 0 else f"f={label(f)}"), "in", "uncertainty", f)
-                                for i, f in enumerate(fs)])
-    return {"coverage-e1-literal-coverage": coverage, "coverage-e1-literal-in": in_dist}
+    coverage = [(f"f={f:g} {r}", r, "coverage", f) for f in fs for r in ("out", "in")]
+    in_dist = _named("RMSE", _per_f(fs, "in", "rmse")) + _named("uncertainty", _per_f(fs, "in", "uncertainty"))
+    return {"coverage-e1-literal-coverage": _summary_table(summary, "f_main", coverage),
+            "coverage-e1-literal-in": _summary_table(summary, "f_main", in_dist)}
 
 
 def _e1_scale8(summary: pd.DataFrame, at: pd.DataFrame, lemma: pd.DataFrame) -> dict[str, str]:
     fs = sorted(summary.f_main.unique())
-    label = lambda f: f"{f:g}"  # noqa: E731
     out = {"coverage-e1-scale8-coverage": _summary_table(
-        summary, "f_main", [(f"f={label(f)} {r}", r, "coverage", f) for r in ("in", "out") for f in fs])}
+        summary, "f_main", [(f"f={f:g} {r}", r, "coverage", f) for r in ("in", "out") for f in fs])}
     for region in ("in", "out"):
         out[f"coverage-e1-scale8-{region}"] = _summary_table(
-            summary, "f_main", [((f"RMSE f={label(f)}" if i == 0 else f"f={label(f)}"), region, "rmse", f)
-                                for i, f in enumerate(fs)]
-            + [((f"unc. f={label(f)}" if i == 0 else f"f={label(f)}"), region, "uncertainty", f)
-               for i, f in enumerate(fs)])
+            summary, "f_main", _named("RMSE", _per_f(fs, region, "rmse")) + _named("unc.", _per_f(fs, region,
+                                                                                                  "uncertainty")))
     points = list(dict.fromkeys(at.requested))
     cov = at.set_index(["requested", "f_main", "method"]).coverage
-    header = ["method"] + [(f"x={_minus(x)}: f={label(f)}" if i == 0 else label(f)) for x in points
-                           for i, f in enumerate(fs)]
+    header = ["method"] + [(f"x={_minus(x)}: f={f:g}" if i == 0 else f"{f:g}") for x in points
+                           for i, f in enumerate(fs)]  # "x=−2.38: f=1 | 2 | 3"
     out["coverage-e1-scale8-at-inputs"] = _table(
         header, [[m] + [f"{cov[(x, f, m)]:.2f}" for x in points for f in fs] for m in _methods(at)])
     lem = lemma.set_index(["f_main", "method"])
     out["coverage-e1-scale8-lemma1"] = _table(
-        ["method"] + [f"f={label(f)}" for f in fs],
+        ["method"] + [f"f={f:g}" for f in fs],
         [[m] + [f"{lem.loc[(f, m), 'frac_unc_ge_blr']:.2f} / {lem.loc[(f, m), 'median_ratio']:.2f}" for f in fs]
          for m in _methods(lemma)])
     return out
@@ -168,11 +169,10 @@ def _e1_scale8(summary: pd.DataFrame, at: pd.DataFrame, lemma: pd.DataFrame) -> 
 
 def _e2(summary: pd.DataFrame, at: pd.DataFrame) -> dict[str, str]:
     dims = sorted(summary.dim.unique())
-    columns = ([((f"coverage d={d} {r}" if (d, r) == (dims[0], "in") else f"d={d} {r}"), r, "coverage", d)
-                for d in dims for r in ("in", "out")]
-               + [((f"RMSE d={d} in" if i == 0 else f"d={d} in"), "in", "rmse", d) for i, d in enumerate(dims)]
-               + [((f"unc. d={d} in" if i == 0 else f"d={d} in"), "in", "uncertainty", d) for i, d in enumerate(dims)])
-    size = lambda v: f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"  # noqa: E731
+    per_d = lambda col: [(f"d={d} in", "in", col, d) for d in dims]  # noqa: E731
+    columns = (_named("coverage", [(f"d={d} {r}", r, "coverage", d) for d in dims for r in ("in", "out")])
+               + _named("RMSE", per_d("rmse")) + _named("unc.", per_d("uncertainty")))
+    size = lambda v: f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"  # noqa: E731  three significant digits
     points = list(dict.fromkeys(at.requested))
     rows = at.set_index(["requested", "dim", "method"])
     cells = lambda r: f"{r.coverage:.2f} / {size(r.rmse)} / {size(r.uncertainty)}"  # noqa: E731
