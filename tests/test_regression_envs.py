@@ -142,3 +142,26 @@ def test_sinusoid_mean_is_bounded_linear_in_features(f_main, x):
     g = env.features(np.array([[x]]))
     assert np.all(np.abs(g) <= 1.0)
     assert abs(env.mean(np.array([[x]]))[0]) <= env.gamma.sum() + 1e-12
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_each_draw_is_one_program_with_the_same_numbers_as_op_by_op(seed):
+    """γ, the training inputs and the noise come from one compiled program each, bit for bit the draws JAX makes
+    one operation at a time (the documented streams: split for γ and x, fold_in(key, i) for set i)."""
+    key = jax.random.key(seed)
+    k_gamma, k_x = jax.random.split(key)
+    sin = SinusoidRegression(1.0, seed=seed)
+    np.testing.assert_array_equal(sin.gamma, np.asarray(jax.random.uniform(k_gamma, (4,)), np.float64))
+    np.testing.assert_array_equal(sin.x_train, np.asarray(jax.random.uniform(k_x, (50, 1), minval=-4.0, maxval=4.0),
+                                                          np.float64))
+    poly = PolynomialRegression(seed=seed)
+    np.testing.assert_array_equal(poly.gamma, np.asarray(jax.random.uniform(k_gamma, (6,)), np.float64))
+    np.testing.assert_array_equal(poly.x_train, np.asarray(jax.random.uniform(k_x, (450, 2), minval=1.0, maxval=4.0),
+                                                           np.float64))
+    st2 = StyblinskiTangRegression(2, seed=seed)
+    np.testing.assert_array_equal(st2.x_train, np.asarray(jax.random.uniform(key, (900, 2), minval=-4.0, maxval=4.0),
+                                                          np.float64))
+    noise_key = jax.random.key(seed + 5)
+    eps = np.stack([np.asarray(jax.random.normal(jax.random.fold_in(noise_key, i), (50,)), np.float64)
+                    for i in range(3)])
+    np.testing.assert_array_equal(sin.sample_targets(noise_key, 3), sin.mean(sin.x_train)[None, :] + 0.75 * eps)

@@ -30,12 +30,37 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jtk import _checks
+from jtk import _checks, _compile
+
+
+# Every draw of a problem is one compiled program (with jtk's fast-compiling options): drawn op by op, its three or
+# four random operations were each compiled on their own, the largest share of lab 4's compile time.
+@functools.partial(_compile.jit, static_argnums=(1, 2))
+def _noise(key: jax.Array, num_sets: int, num_train: int) -> jax.Array:
+    """Standard normal noise of ``num_sets`` training sets, set i from ``fold_in(key, i)``: [num_sets, num_train]."""
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(num_sets))
+    return jax.vmap(lambda kk: jax.random.normal(kk, (num_train,)))(keys)
+
+
+@functools.partial(_compile.jit, static_argnums=(1, 2, 3))
+def _inputs(key: jax.Array, shape: tuple[int, int], low: float, high: float) -> jax.Array:
+    """Training inputs uniform in [low, high]^d: [n, d] for shape (n, d)."""
+    return jax.random.uniform(key, shape, minval=low, maxval=high)
+
+
+@functools.partial(_compile.jit, static_argnums=(1, 2, 3, 4))
+def _gamma_and_inputs(key: jax.Array, num_gamma: int, shape: tuple[int, int], low: float, high: float
+                      ) -> tuple[jax.Array, jax.Array]:
+    """γ ~ U[0, 1]^num_gamma and training inputs uniform in [low, high]^d, from the two halves of ``key``."""
+    k_gamma, k_x = jax.random.split(key)
+    return jax.random.uniform(k_gamma, (num_gamma,)), _inputs(k_x, shape, low, high)
 
 
 def _bounds_mask(x: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -120,8 +145,7 @@ class LinearFeatureRegression:
         """
         key = _checks.as_key(seeds, "seeds")
         k = 1 if num_sets is None else _checks.integer("num_sets", num_sets, minimum=1)
-        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(np.arange(k))
-        eps = np.asarray(jax.vmap(lambda kk: jax.random.normal(kk, (self.num_train,)))(keys), np.float64)
+        eps = np.asarray(_noise(key, k, self.num_train), np.float64)
         y = self.mean(self.x_train)[None, :] + self.noise_std * eps  # [k, n]
         return y[0] if num_sets is None else y
 
@@ -211,9 +235,7 @@ class SinusoidRegression(LinearFeatureRegression):
         object.__setattr__(self, "seed", seed)
         object.__setattr__(self, "freqs", np.linspace(0.9, 1.1, 4) * f_main)
         object.__setattr__(self, "phases", np.linspace(0.0, 2.0 * np.pi, 4))
-        k_gamma, k_x = jax.random.split(key)
-        gamma = np.asarray(jax.random.uniform(k_gamma, (4,)), np.float64)
-        x_train = np.asarray(jax.random.uniform(k_x, (num_train, 1), minval=lo, maxval=hi), np.float64)
+        gamma, x_train = (np.asarray(a, np.float64) for a in _gamma_and_inputs(key, 4, (num_train, 1), lo, hi))
         x_test = np.linspace(tlo, thi, num_test)[:, None]
         self._init_common(gamma, noise_std, x_train, x_test, (lo, hi))
 
@@ -259,7 +281,7 @@ class StyblinskiTangRegression(LinearFeatureRegression):
         object.__setattr__(self, "test_range", (tlo, thi))
         object.__setattr__(self, "seed", seed)
         gamma = np.tile([2.5, -8.0, 0.5], dim)
-        x_train = np.asarray(jax.random.uniform(key, (num_train, dim), minval=lo, maxval=hi), np.float64)
+        x_train = np.asarray(_inputs(key, (num_train, dim), lo, hi), np.float64)
         lam = np.linspace(0.0, 1.0, num_test)
         object.__setattr__(self, "lam", lam)
         x_test = ((1.0 - lam) * tlo + lam * thi)[:, None] * np.ones((1, dim))
@@ -306,9 +328,7 @@ class PolynomialRegression(LinearFeatureRegression):
         object.__setattr__(self, "grid_size", grid_size)
         object.__setattr__(self, "test_range", (tlo, thi))
         object.__setattr__(self, "seed", seed)
-        k_gamma, k_x = jax.random.split(key)
-        gamma = np.asarray(jax.random.uniform(k_gamma, (6,)), np.float64)
-        x_train = np.asarray(jax.random.uniform(k_x, (num_train, 2), minval=lo, maxval=hi), np.float64)
+        gamma, x_train = (np.asarray(a, np.float64) for a in _gamma_and_inputs(key, 6, (num_train, 2), lo, hi))
         g = np.linspace(tlo, thi, grid_size)
         x1, x2 = np.meshgrid(g, g, indexing="xy")
         x_test = np.stack([x1.ravel(), x2.ravel()], axis=1)  # row-major: x2 slow, x1 fast
