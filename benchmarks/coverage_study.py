@@ -182,13 +182,37 @@ def _e2(summary: pd.DataFrame, at: pd.DataFrame) -> dict[str, str]:
                                              for m in _methods(at)])}
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _timings(tim: pd.DataFrame) -> dict[str, str]:
+    """Seconds of one E.1 study per method and preset: warm and cold (lab), warm or extrapolated to k = 50 (paper)."""
+    methods = list(dict.fromkeys(tim.method))
+    at = tim.set_index(["preset", "method"])
+    rows = []
+    for preset in dict.fromkeys(tim.preset):
+        have = [m for m in methods if (preset, m) in at.index]
+        if preset == "paper":
+            ks = sorted({int(at.loc[(preset, m), "k"]) for m in have} - {50})
+            label = "paper, warm (s" + (f", ensembles extrapolated from k = {ks[0]})" if ks else ")")
+            rows.append([label] + [_seconds(at.loc[(preset, m), "warm_seconds_k50"]) if m in have else "—"
+                                   for m in methods])
+            continue
+        for col, what in (("warm_seconds", "warm"), ("cold_seconds", "cold")):
+            rows.append([f"{preset}, {what} (s)"] + [_seconds(at.loc[(preset, m), col]) if m in have else "—"
+                                                      for m in methods])
+    return {"coverage-timings": _table(["preset"] + methods, rows)}
+
+
 def doc_tables(results: Path = OUT) -> dict[str, str]:
     """The tables of docs/coverage.md made from the CSVs in ``results``: section name → Markdown table."""
     read = lambda name: pd.read_csv(results / name)  # noqa: E731
     return {**_e1_literal(read("coverage_e1_lab_summary.csv")),
             **_e1_scale8(read("coverage_e1_lab_scale8_summary.csv"), read("coverage_e1_lab_scale8_at_inputs.csv"),
                          read("coverage_e1_lab_scale8_lemma1.csv")),
-            **_e2(read("coverage_e2_lab_summary.csv"), read("coverage_e2_lab_at_inputs.csv"))}
+            **_e2(read("coverage_e2_lab_summary.csv"), read("coverage_e2_lab_at_inputs.csv")),
+            **_timings(read("coverage_timings.csv"))}
 
 
 def write_docs() -> None:
@@ -296,8 +320,19 @@ def main(argv=None):
         tim = pd.DataFrame(timings)
         if scale != 1.0:
             tim = tim.assign(input_scale=scale)
+        tim = merge_timings(OUT / f"coverage_timings{tag}.csv", tim)
         tim.to_csv(OUT / f"coverage_timings{tag}.csv", index=False, float_format="%.4g")
         print(tim.round(2).to_string(index=False))
+
+
+def merge_timings(path: Path, new: pd.DataFrame) -> pd.DataFrame:
+    """The stored timings at ``path`` with the (preset, method) rows of ``new`` replaced in place or added at the end:
+    a run of some presets (``--skip paper``) keeps the others' rows."""
+    if not path.exists():
+        return new
+    rows = {(r["preset"], r["method"]): r for r in pd.read_csv(path).to_dict("records")}
+    rows.update({(r["preset"], r["method"]): r for r in new.to_dict("records")})  # a known key keeps its place
+    return pd.DataFrame(list(rows.values()))
 
 
 if __name__ == "__main__":

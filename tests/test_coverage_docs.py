@@ -15,7 +15,7 @@ from _docs import markers  # noqa: E402
 def test_every_table_of_the_page_is_what_the_stored_csvs_give():
     page = (ROOT / "docs" / "coverage.md").read_text()
     tables = cs.doc_tables()
-    assert len(tables) == 9
+    assert len(tables) == 10
     for name, text in tables.items():
         begin, end = markers(name)
         assert page.count(begin) == 1 and page.count(end) == 1, name
@@ -60,3 +60,15 @@ def test_a_missing_row_is_an_error_not_a_blank_cell():
     summary = _summary("f_main", [1.0, 2.0])
     with pytest.raises(KeyError):
         cs._e1_literal(summary[~((summary.method == "BD") & (summary.f_main == 2.0) & (summary.region == "in"))])
+
+
+def test_a_timing_run_of_one_preset_keeps_the_other_presets_rows(tmp_path):
+    path = tmp_path / "coverage_timings.csv"
+    row = lambda preset, method, s: {"preset": preset, "method": method, "k": 50, "cold_seconds": s,  # noqa: E731
+                                     "warm_seconds": s, "warm_seconds_k50": s, "note": "measured"}
+    pd.DataFrame([row("lab", "BD", 9.0), row("paper", "BD", 50.0), row("paper", "Ens", 1432.0)]).to_csv(path,
+                                                                                                       index=False)
+    merged = cs.merge_timings(path, pd.DataFrame([row("lab", "BD", 3.0), row("lab", "CD", 1.0)]))
+    got = [(r.preset, r.method, r.cold_seconds) for r in merged.itertuples()]
+    assert got == [("lab", "BD", 3.0), ("paper", "BD", 50.0), ("paper", "Ens", 1432.0), ("lab", "CD", 1.0)]
+    assert cs.merge_timings(tmp_path / "none.csv", merged).equals(merged)  # nothing stored yet: the new rows
