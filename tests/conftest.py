@@ -1,5 +1,6 @@
 import gc
 import os
+from pathlib import Path
 
 import pytest
 
@@ -44,16 +45,13 @@ def _release_compiled_programs():
 def busy_cpus():
     """2 × the cores of processes spinning beside the test (a busy laptop or shared server), killed afterwards.
 
-    For code with threads, time limits or caches: its results must not depend on how the machine schedules it.
+    For code with threads, time limits or caches: its results must not depend on how the machine schedules it. The
+    processes are benchmarks/busy_machine.py's, which stop by themselves even if the test run is killed.
     """
-    import subprocess
     import sys
 
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
-    try:
-        yield len(procs)
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from busy_machine import Busy
+
+    with Busy(2 * (os.cpu_count() or 1), seconds=900) as busy:
+        yield busy.n
