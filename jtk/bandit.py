@@ -131,6 +131,12 @@ class Policy:
     def update(self, state, actions, action, reward, t, hyper, key) -> Any:
         return state
 
+    @property
+    def relative_cost(self) -> float:
+        """A rough measure of the work per bandit step, for scheduling only: runs side by side start the costliest
+        first (:meth:`jtk.widgets.bandit.BanditExplorer.run_all`). 0: no training."""
+        return 0.0
+
 
 def _random_argmax(values: jax.Array, key: jax.Array) -> jax.Array:
     """argmax with ties broken uniformly at random (noise of 1e-7, as the reference)."""
@@ -191,6 +197,11 @@ class ThompsonSampling(Policy):
         trainable, fixed = self.agent.init(key, rows, hyper)
         return ThompsonState(trainable, fixed, self.agent.optimizer().init(trainable),
                              jnp.zeros(self.replay_capacity, jnp.int32), jnp.zeros(self.replay_capacity, jnp.int32))
+
+    @property
+    def relative_cost(self) -> float:
+        """Minibatch rows trained per observation, over all the agent's networks."""
+        return float(self.steps_per_obs * self.batch_size * self.agent.num_networks)
 
     def act(self, state: ThompsonState, actions, probs, hyper, key):
         k_sample, k_tie = jax.random.split(key)

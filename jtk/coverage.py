@@ -249,7 +249,8 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
     """Coverage studies over a problem parameter; one compiled training program per data shape.
 
     The studies run side by side on a multi-core CPU (:func:`jtk.executors.map_local`; ``JTK_THREADS=1`` for one
-    at a time), each with its own seeds, so every result is the same as a study run alone.
+    at a time), costliest first (full-batch epochs × training rows), each with its own seeds, so every result is the
+    same as a study run alone.
 
     Args:
       make_env: value → problem, e.g. ``lambda f: SinusoidRegression(f)``.
@@ -265,13 +266,17 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
         raise ValueError(f"values must list at least one {param}, got an empty list")
     envs = [make_env(v) for v in values]
     methods = list(methods)
-    built = [_as_model(m, e, preset, None)[1] for e in envs for m in methods]
-    epochs = [model.num_epochs for model in built if isinstance(model, DeepRegression)]
+    built = {id(e): [_as_model(m, e, preset, None)[1] for m in methods] for e in envs}
+    epochs = [model.num_epochs for models in built.values() for model in models if isinstance(model, DeepRegression)]
     max_epochs = max(epochs) if epochs else None
+
+    def cost(env) -> float:  # full-batch epochs × training rows of its deep models: the costliest study starts first
+        return sum(m.num_epochs * len(env.x_train) for m in built[id(env)] if isinstance(m, DeepRegression))
+
     studies = executors.map_local(
         lambda env: coverage_study(env, methods, k=k, seed=seed, preset=preset, networks_per_call=networks_per_call,
                                    max_epochs=max_epochs, progress=False),
-        envs, desc=f"sweep over {param}", unit=param, progress=progress)
+        envs, desc=f"sweep over {param}", unit=param, progress=progress, cost=cost)
     return {(value, name): dataclasses.replace(r, info={**r.info, param: value})
             for value, res in zip(values, studies) for name, r in res.items()}
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import os
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 SCHEDULERS = ("local", "dask")
 MAX_LOCAL_THREADS = 4  # each running chunk holds its own training and scoring memory
@@ -60,7 +60,8 @@ def local_threads(num_tasks: int, agents=()) -> int:
     return max(1, min(wanted, int(num_tasks)))
 
 
-def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True) -> list:
+def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True,
+              cost: Callable[[Any], float] | None = None) -> list:
     """``[fn(item) for item in items]``, run side by side in :func:`local_threads` worker threads.
 
     For the labs' studies of jtk's own programs (a bandit agent, a coverage study per f_main): XLA compiles and
@@ -69,12 +70,19 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
     tasks fail, the first failing item's error is raised once every task has ended; an interrupt drops the tasks
     not yet started and waits for the running ones. A tqdm bar advances as each task finishes.
 
+    With ``cost``, the tasks start costliest first (ties in the order of ``items``), so that the threads finish
+    together instead of one running the longest task alone at the end: lab 4's sweep over f_main = 0.5, 1, 2,
+    whose costs are 1 : 2 : 4, ran f_main = 2 after 0.5 on one thread while the other had finished 1
+    (docs/platforms.md, "Both cores: one chunk per thread").
+
     Args:
       fn: the task, called once per item.
       items: the items (a list or any iterable).
       desc: the progress bar's label.
       unit: the progress bar's unit.
       progress: show the progress bar.
+      cost: optional ``cost(item) -> number``, an estimate of the task's run time (any unit); only the order in
+        which the tasks start depends on it.
 
     Returns:
       The results, in the order of ``items``.
@@ -86,10 +94,13 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
     items = list(items)
     if not items:
         return []
+    order = range(len(items)) if cost is None else sorted(range(len(items)), key=lambda i: -cost(items[i]))
     pool = ThreadPoolExecutor(local_threads(len(items)), thread_name_prefix="jtk-local")
     try:
         with tqdm(total=len(items), desc=desc, unit=unit, disable=not progress) as bar:
-            futures = [pool.submit(fn, item) for item in items]
+            futures = [None] * len(items)
+            for i in order:  # the pool starts tasks in the order they are submitted
+                futures[i] = pool.submit(fn, items[i])
             for done in as_completed(futures):
                 if done.exception() is None:
                     bar.update()

@@ -51,6 +51,22 @@ def test_map_local_keeps_the_order_uses_threads_and_raises_the_first_error(monke
     assert sorted(done) == [0, 3]  # the others ran to the end before the error was raised
 
 
+def test_map_local_starts_the_costliest_task_first_and_keeps_the_order(monkeypatch):
+    monkeypatch.setenv("JTK_THREADS", "1")
+    started = []
+
+    def task(i):
+        started.append(i)
+        return 10 * i
+
+    costs = {0: 1.0, 1: 4.0, 2: 2.0, 3: 4.0}
+    assert executors.map_local(task, range(4), desc="t", progress=False, cost=costs.get) == [0, 10, 20, 30]
+    assert started == [1, 3, 2, 0]  # descending cost, ties in the items' order
+    started.clear()
+    executors.map_local(task, range(4), desc="t", progress=False)
+    assert started == [0, 1, 2, 3]  # no cost: the items' order
+
+
 def test_map_local_stops_starting_tasks_after_an_interrupt(monkeypatch):
     import signal
     import threading

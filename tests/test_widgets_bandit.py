@@ -136,8 +136,18 @@ def test_run_all_runs_side_by_side_and_equals_runs_alone(explorer, monkeypatch, 
     """Side by side beside 2 × the cores of busy processes: the runs alone's regret and actions, bit for bit."""
     monkeypatch.setenv("JTK_THREADS", "2")
     together = wb.BanditExplorer(num_problems=2, max_horizon=500)
-    together.run_all(["mlp", "uniform", "mlp"], input_dim=2, progress=False)
-    assert [a for a, _, _ in together.results] == ["mlp", "uniform"]  # the order asked for, each once
+    seen = {}
+    map_local = wb.executors.map_local
+
+    def spy(fn, items, **kw):
+        seen.update(items=list(items), cost=kw["cost"])
+        return map_local(fn, items, **kw)
+
+    monkeypatch.setattr(wb.executors, "map_local", spy)
+    together.run_all(["uniform", "mlp", "uniform"], input_dim=2, progress=False)
+    # map_local starts the costliest first (tests/test_executors.py): mlp trains, uniform does not
+    assert sorted(seen["items"], key=lambda a: -seen["cost"](a)) == ["mlp", "uniform"]
+    assert [a for a, _, _ in together.results] == ["uniform", "mlp"]  # the order asked for, each once
     for agent in ("mlp", "uniform"):
         alone = explorer.result(agent, 2, 0.1)
         np.testing.assert_array_equal(together.result(agent, 2, 0.1).regret, alone.regret)

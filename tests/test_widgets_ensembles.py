@@ -135,3 +135,24 @@ def test_member_label_logprobs_match_a_numpy_log_softmax_for_shared_and_per_prob
     np.testing.assert_allclose(per_problem, expected, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="xs"):
         es.member_label_logprobs(state, np.stack([tx] * 2), np.stack([ty] * 2), TINY)
+
+
+def test_chunks_side_by_side_give_the_fits_and_scores_of_one_chunk_at_a_time(monkeypatch, request):
+    """Three chunks (25 problems) in two threads beside 2 × the cores of busy processes, whatever order the threads
+    finish in: bit for bit the states, probabilities and log-probabilities of one chunk at a time."""
+    rng = np.random.default_rng(1)
+    p = 2 * es.CHUNK + 5
+    xs = [rng.normal(size=(int(n), 2)).astype(np.float32) for n in rng.integers(1, 17, size=p)]
+    ys = [rng.integers(0, 2, size=len(x)) for x in xs]
+    tx = rng.normal(size=(30, 2)).astype(np.float32)
+    ty = rng.integers(0, 2, size=30)
+    runs = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("JTK_THREADS", threads)
+        if threads == "2":
+            request.getfixturevalue("busy_cpus")
+        state = es.fit_ensembles(xs, ys, [0.1] * p, [3.0] * p, list(range(p)), TINY)
+        runs[threads] = (state, es.member_probs(state, tx, TINY), es.member_label_logprobs(state, tx, ty, TINY))
+    for a, b in zip(jax.tree_util.tree_leaves(runs["1"]), jax.tree_util.tree_leaves(runs["2"])):
+        assert a.shape[0] == p
+        np.testing.assert_array_equal(a, b)

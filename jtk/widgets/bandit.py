@@ -77,8 +77,10 @@ class BanditExplorer:
 
         The new runs go to :func:`jtk.executors.map_local`'s worker threads (one per core, ``JTK_THREADS`` to
         change): XLA compiles and runs with the GIL released, so on two cores two agents' programs compile at
-        once, and most of a first run is compilation. Each result is bit-identical to the agent's run alone, and
-        the results are kept in the order of ``agents``; a run's ``seconds`` is its wall time beside the others.
+        once, and most of a first run is compilation. The costliest runs start first
+        (:attr:`jtk.bandit.Policy.relative_cost`), so that the threads finish together. Each result is
+        bit-identical to the agent's run alone, and the results are kept in the order of ``agents``; a run's
+        ``seconds`` is its wall time beside the others.
 
         Args:
           agents: agent names (:func:`jtk.bandit.make_policy`); every name is checked before anything runs.
@@ -89,12 +91,13 @@ class BanditExplorer:
         if isinstance(agents, str):
             raise TypeError(f"agents must be a list of agent names, got the string {agents!r}")
         agents = list(dict.fromkeys(agents))
-        for a in agents:  # a bad name or keyword fails here, not in a thread after other runs have started
-            bandit.make_policy(a, **dict(self.agent_kwargs.get(a) or {}))
+        # a bad name or keyword fails here, not in a thread after other runs have started
+        cost = {a: bandit.make_policy(a, **dict(self.agent_kwargs.get(a) or {})).relative_cost for a in agents}
         self.problems(input_dim, temperature)  # drawn once, before the threads share them
         todo = [a for a in agents if self._key(a, input_dim, temperature) not in self.results]
         runs = executors.map_local(lambda a: self._run(a, input_dim, temperature), todo,
-                                   desc=f"bandit agents d={int(input_dim)}", unit="agent", progress=progress)
+                                   desc=f"bandit agents d={int(input_dim)}", unit="agent", progress=progress,
+                                   cost=cost.get)
         for a, res in zip(todo, runs):
             self.results[self._key(a, input_dim, temperature)] = res
 
