@@ -83,7 +83,7 @@ class FitSettings:
 
 
 def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], prior_scales: Sequence[float],
-                  seeds: Sequence[int], settings: FitSettings = FitSettings()):
+                  seeds: Sequence[int], settings: FitSettings = FitSettings(), progress: bool = False):
     """Trains one ensemble(+) per problem, all with one compiled function.
 
     Args:
@@ -94,6 +94,8 @@ def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], pri
         by λ_prior / sqrt(ρ); 0 gives the plain ensemble.
       seeds: [P] ints: member initialisation, prior networks and minibatches.
       settings: :class:`FitSettings`.
+      progress: show a progress bar over the chunks of ``CHUNK`` problems (they run side by side on a multi-core
+        CPU).
 
     Returns:
       ``EnsembleState`` of numpy arrays whose leaves have a leading axis P
@@ -131,18 +133,19 @@ def fit_ensembles(xs: Sequence, ys: Sequence, temperatures: Sequence[float], pri
         h = {k: jnp.asarray(v[sl]) for k, v in hyper.items()}
         return jax.device_get(train_many(agent, _keys(jnp.asarray(keys[sl])), data, h))
 
-    states = _each_chunk(fit, x_all.shape[0])
+    states = _each_chunk(fit, x_all.shape[0], f"fitting {p} ensembles" if progress else None)
     return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:p], *states)
 
 
-def _each_chunk(fn, num_problems: int) -> list:
+def _each_chunk(fn, num_problems: int, progress: str | None = None) -> list:
     """``[fn(start) for start in range(0, num_problems, CHUNK)]``, the chunks side by side on a multi-core CPU.
 
     Every chunk runs the same compiled program on its own problems (:func:`jtk.executors.map_local`), so the results
-    are bit for bit those of one chunk at a time; lab 3's 40 fits of ``kl_vs_num_train`` took 3.0 s one chunk at a
-    time and 1.6 s two at a time on 2 cores (docs/platforms.md, "Both cores: one chunk per thread").
+    are bit for bit those of one chunk at a time (measured: docs/platforms.md, "Both cores: one chunk per thread").
+    ``progress``: the label of a progress bar over the chunks (None: no bar).
     """
-    return executors.map_local(fn, range(0, num_problems, CHUNK), desc="chunks", unit="chunk", progress=False)
+    return executors.map_local(fn, range(0, num_problems, CHUNK), desc=progress or "", unit="chunk",
+                               progress=progress is not None)
 
 
 @_compile.jit
@@ -273,7 +276,7 @@ class EnsembleComparison:
 def make_ensemble_comparison(temperature: float = 0.1, seed: int = 0,
                              num_train_values: Sequence[int] = (1, 3, 10, 30, 100),
                              prior_scales: Sequence[float] = (0.0, 1.0, 3.0, 10.0), resolution: int = 50,
-                             settings: FitSettings = FitSettings()) -> EnsembleComparison:
+                             settings: FitSettings = FitSettings(), progress: bool = True) -> EnsembleComparison:
     """Fits ensemble(+) for every (prior scale, num_train) slider position in one compiled call.
 
     Args:
@@ -283,6 +286,7 @@ def make_ensemble_comparison(temperature: float = 0.1, seed: int = 0,
       prior_scales: slider positions of λ_prior (prior networks scaled by λ/sqrt(ρ)); must include 0.
       resolution: grid points per axis of the probability maps.
       settings: :class:`FitSettings`.
+      progress: show a progress bar over the fits (:func:`fit_ensembles`).
     """
     temperature = _checks.temperature("temperature", temperature)
     seed = _checks.integer("seed", seed, minimum=0, maximum=(2 ** 32 - 1000) // 1000)  # fit seeds seed·1000 + j
@@ -297,7 +301,7 @@ def make_ensemble_comparison(temperature: float = 0.1, seed: int = 0,
     problems = [(s, n) for s in scales for n in ns]
     state = fit_ensembles([x[:n] for _, n in problems], [y[:n] for _, n in problems],
                           [temperature] * len(problems), [s for s, _ in problems],
-                          [seed * 1000 + j for j in range(len(ns))] * len(scales), settings)
+                          [seed * 1000 + j for j in range(len(ns))] * len(scales), settings, progress)
     probs = member_probs(state, grid, settings).reshape(len(scales), len(ns), settings.num_members,
                                                         resolution, resolution)
     true = true.reshape(resolution, resolution)
@@ -309,8 +313,8 @@ def make_ensemble_comparison(temperature: float = 0.1, seed: int = 0,
 # ------------------------------------------------------------------ Fig. 5 analogue
 def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = (1, 3, 10, 30, 100),
                     seeds: int = 4, prior_scale: float = 3.0, taus: Sequence[int] = (1, 10), num_test: int = 1000,
-                    settings: FitSettings = FitSettings(), comparison: EnsembleComparison | None = None
-                    ) -> pd.DataFrame:
+                    settings: FitSettings = FitSettings(), comparison: EnsembleComparison | None = None,
+                    progress: bool = True) -> pd.DataFrame:
     """d_KL^τ of ensemble and ensemble+ across num_train (Fig. 5 analogue), exact over the K members.
 
     Per seed: the lab environment of that seed (:func:`jtk.envs.classification.sample_lab_data`), nested
@@ -329,6 +333,7 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
       comparison: an :class:`EnsembleComparison` from :func:`make_ensemble_comparison`
         with the same temperature, num_train_values and settings; its fits of seed
         ``comparison.seed`` (identical problems) are reused instead of retrained.
+      progress: show a progress bar over the fits (:func:`fit_ensembles`).
 
     Returns:
       DataFrame with columns agent, num_train, seed, tau, kl (one row per problem).
@@ -368,7 +373,7 @@ def kl_vs_num_train(temperature: float = 0.1, num_train_values: Sequence[int] = 
         parts.append(fit_ensembles([train[problems[i][1]][0][:ns[problems[i][2]]] for i in todo],
                                    [train[problems[i][1]][1][:ns[problems[i][2]]] for i in todo],
                                    [temperature] * len(todo), [scale_of[problems[i][0]] for i in todo],
-                                   [problems[i][1] * 1000 + problems[i][2] for i in todo], settings))
+                                   [problems[i][1] * 1000 + problems[i][2] for i in todo], settings, progress))
         order += todo
     if reuse:
         idx = np.asarray(list(reuse.values()))
