@@ -498,18 +498,21 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
 
 
 def tal_comparison(splits: Sequence, selection_model, prediction_model,
-                   criteria: Sequence[str] = CRITERIA, **tal_kwargs) -> pd.DataFrame:
+                   criteria: Sequence[str] = CRITERIA, progress: bool = True, **tal_kwargs) -> pd.DataFrame:
     """Runs :func:`run_tal` for every split and criterion → long DataFrame.
 
-    Columns: split, criterion, round, num_train, test_log_likelihood, test_rmse.
+    Columns: split, criterion, round, num_train, test_log_likelihood, test_rmse. ``progress``: a tqdm bar over the
+    (split, criterion) runs; ``tal_kwargs`` go to :func:`run_tal`.
     """
+    from tqdm.auto import tqdm
+
     rows = []
-    for i, split in enumerate(splits):
-        for criterion in criteria:
-            res = run_tal(split, selection_model, prediction_model, criterion, seed=i, **tal_kwargs)
-            for r in range(len(res.num_train)):
-                rows.append({"split": i, "criterion": criterion, "round": r, "num_train": int(res.num_train[r]),
-                             "test_log_likelihood": res.test_log_likelihood[r], "test_rmse": res.test_rmse[r]})
+    runs = [(i, split, criterion) for i, split in enumerate(splits) for criterion in criteria]
+    for i, split, criterion in tqdm(runs, desc="TAL runs", unit="run", disable=not progress):
+        res = run_tal(split, selection_model, prediction_model, criterion, seed=i, **tal_kwargs)
+        for r in range(len(res.num_train)):
+            rows.append({"split": i, "criterion": criterion, "round": r, "num_train": int(res.num_train[r]),
+                         "test_log_likelihood": res.test_log_likelihood[r], "test_rmse": res.test_rmse[r]})
     return pd.DataFrame(rows)
 
 

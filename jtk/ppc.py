@@ -258,7 +258,8 @@ def xll_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ the synthetic PPC study (§5.2, §5.3)
 def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, noise_var: float = 0.01,
-              batch_size: int | None = None, xll_batch_size: int = 5, verbose: bool = False) -> dict:
+              batch_size: int | None = None, xll_batch_size: int = 5, verbose: bool = False,
+              progress: bool = True) -> dict:
     """Metacorrelations, one-round BatchMIG / TIG performance and XLL for many selection models.
 
     For each split, every model is fitted on the training points; its noise-free
@@ -273,6 +274,7 @@ def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, nois
       oracle_model: the oracle agent (true kernel), used for metacorrelations and predictions.
       noise_var: σ²; batch_size: default the reference size; xll_batch_size: b (5).
       verbose: print one line a split.
+      progress: a tqdm bar over the model fits (splits × models).
 
     Returns:
       {"models": DataFrame (split, model, pearson, spearman, variance_pearson,
@@ -281,35 +283,40 @@ def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, nois
     """
     import time
 
+    from tqdm.auto import tqdm
+
     if not models:
         raise ValueError("models must name at least one model, got none")
+    splits = list(splits)
     model_rows, xll_tables = [], []
-    for s, split in enumerate(splits):
-        _check_split(split)
-        n_pool, n_test = len(split.x_pool), len(split.x_test)
-        q = reference_batch_size(len(split.x_train), n_pool, n_test) if batch_size is None else batch_size
-        pool, test = np.arange(n_pool), n_pool + np.arange(n_test)
-        x_all = np.concatenate([split.x_pool, split.x_test])
-        cov_oracle = oracle_model.fit(split.x_train, split.y_train, seed=s).covariance(x_all)
-        means, covs = {}, {}
-        for name, model in models.items():
-            t0 = time.perf_counter()
-            post = model.fit(split.x_train, split.y_train, seed=s)
-            cov = np.asarray(post.covariance(x_all), np.float64)
-            cov = 0.5 * (cov + cov.T)
-            mean = np.asarray(post.predict(split.x_test)[0], np.float64)
-            fit_s = time.perf_counter() - t0
-            meta = metacorrelation(cov, cov_oracle, pool, test)
-            ll_b, _ = evaluate_prediction(split, batch_mig(cov, pool, test, noise_var, q), oracle_model)
-            ll_t, _ = evaluate_prediction(split, tig(cov, pool, test, noise_var, q), oracle_model)
-            means[name], covs[name] = mean, cov[np.ix_(test, test)]
-            model_rows.append({"split": s, "model": name, **meta._asdict(), "batchmig_log_likelihood": ll_b,
-                               "tig_log_likelihood": ll_t, "fit_seconds": fit_s})
-        table = xll_table(split.y_test, means, covs, noise_var, batch_size=xll_batch_size)
-        table.insert(0, "split", s)
-        xll_tables.append(table)
-        if verbose:
-            print(f"split {s + 1}/{len(splits)} done", flush=True)
+    with tqdm(total=len(splits) * len(models), desc="PPC study fits", unit="fit", disable=not progress) as bar:
+        for s, split in enumerate(splits):
+            _check_split(split)
+            n_pool, n_test = len(split.x_pool), len(split.x_test)
+            q = reference_batch_size(len(split.x_train), n_pool, n_test) if batch_size is None else batch_size
+            pool, test = np.arange(n_pool), n_pool + np.arange(n_test)
+            x_all = np.concatenate([split.x_pool, split.x_test])
+            cov_oracle = oracle_model.fit(split.x_train, split.y_train, seed=s).covariance(x_all)
+            means, covs = {}, {}
+            for name, model in models.items():
+                t0 = time.perf_counter()
+                post = model.fit(split.x_train, split.y_train, seed=s)
+                cov = np.asarray(post.covariance(x_all), np.float64)
+                cov = 0.5 * (cov + cov.T)
+                mean = np.asarray(post.predict(split.x_test)[0], np.float64)
+                fit_s = time.perf_counter() - t0
+                meta = metacorrelation(cov, cov_oracle, pool, test)
+                ll_b, _ = evaluate_prediction(split, batch_mig(cov, pool, test, noise_var, q), oracle_model)
+                ll_t, _ = evaluate_prediction(split, tig(cov, pool, test, noise_var, q), oracle_model)
+                means[name], covs[name] = mean, cov[np.ix_(test, test)]
+                model_rows.append({"split": s, "model": name, **meta._asdict(), "batchmig_log_likelihood": ll_b,
+                                   "tig_log_likelihood": ll_t, "fit_seconds": fit_s})
+                bar.update()
+            table = xll_table(split.y_test, means, covs, noise_var, batch_size=xll_batch_size)
+            table.insert(0, "split", s)
+            xll_tables.append(table)
+            if verbose:
+                print(f"split {s + 1}/{len(splits)} done", flush=True)
     return {"models": pd.DataFrame(model_rows), "xll": pd.concat(xll_tables, ignore_index=True)}
 
 
