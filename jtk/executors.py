@@ -71,9 +71,9 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
     not yet started and waits for the running ones. A tqdm bar advances as each task finishes.
 
     With ``cost``, the tasks start costliest first (ties in the order of ``items``), so that the threads finish
-    together instead of one running the longest task alone at the end: lab 4's sweep over f_main = 0.5, 1, 2,
-    whose costs are 1 : 2 : 4, ran f_main = 2 after 0.5 on one thread while the other had finished 1
-    (docs/platforms.md, "Both cores: one chunk per thread").
+    together instead of one running the longest task alone at the end (without it, lab 4's sweep over f_main = 0.5,
+    1, 2, whose costs are 1 : 2 : 4, ran f_main = 2 alone after 0.5 and 1; docs/platforms.md, "Both cores: one
+    chunk per thread").
 
     Args:
       fn: the task, called once per item.
