@@ -61,6 +61,7 @@ def test_a_per_input_member_agent_is_caught_by_the_coherence_probe():
     assert probes["shapes"].ok and probes["finite"].ok and probes["seed"].ok
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")  # the -inf it reports
 def test_the_readme_scikit_learn_agent_is_coherent_but_gives_infinite_logits_far_out():
     """Justified report: predict_log_proba returns log(0) = -inf where a logistic regression saturates."""
     pytest.importorskip("sklearn")
@@ -77,6 +78,7 @@ def test_the_readme_scikit_learn_agent_is_coherent_but_gives_infinite_logits_far
         assert testbed.check_agent(Clipped(), estimate_time=False).ok
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")  # BootstrapLogistic
 def test_broken_agents_fail_the_matching_probe():
     class NaNs(BootstrapLogistic):
         def sample_logits(self, x, num_samples, seed=0):
