@@ -7,6 +7,10 @@ Each notebook runs top to bottom in a fresh kernel (nbclient, as ``jupyter nbcon
 program compiles, as on a student's first run. ``--warm`` runs each notebook once to fill that directory and times
 a second run. The time includes starting the kernel and ``import jtk``. Target: every lab ≤ 15 s cold on a 2-core
 laptop CPU (issue #31; it was 30 s in issue #15). ``--cells`` prints the cells that took 0.3 s or more.
+
+``--readme`` (cold runs of all six labs only) writes the medians into the README's labs table, the "headless run"
+column, and the date, number of runs and load average into the line under it: the README's figures come from this
+script, never by hand.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import datetime
 import os
 import pathlib
+import re
 import statistics
 import sys
 import tempfile
@@ -53,6 +58,54 @@ def run_once(path: pathlib.Path, cache_dir: str, timeout: int = 600, cells: bool
     return seconds
 
 
+README_START = "<!-- labs-table: start"
+README_END = "<!-- labs-table: end -->"
+README_MEASURED = re.compile(r"^Measured on \d{4}-\d{2}-\d{2}: .*?\(`benchmarks/notebook_times\.py --readme`\)\.$", re.M)
+
+
+def write_readme(rows: list[dict], readme: pathlib.Path = ROOT / "README.md", today: datetime.date | None = None
+                 ) -> None:
+    """Writes cold medians into the README's labs table (last column) and what was measured into its "Measured on" line.
+
+    Args:
+      rows: this script's rows (notebook, cache, median_s, runs, load_1min), one per lab, all cold.
+      readme: the README to rewrite in place.
+      today: the measurement date (default: today).
+
+    Raises:
+      ValueError: warm rows, a lab of the table without a row, or a README without the table's markers, before
+        anything is written.
+    """
+    if any(r["cache"] != "cold" for r in rows):
+        raise ValueError("--readme needs cold runs (the table gives cold-cache times); drop --warm")
+    medians = {r["notebook"]: r["median_s"] for r in rows}
+    text = readme.read_text()
+    if README_START not in text or README_END not in text or not README_MEASURED.search(text):
+        raise ValueError(f"{readme} has no labs table between {README_START!r} and {README_END!r} with a "
+                         f"'Measured on YYYY-MM-DD: ... (`benchmarks/notebook_times.py --readme`).' line")
+    head, rest = text.split(README_START, 1)
+    table, tail = rest.split(README_END, 1)
+    lines = table.split("\n")
+    seen = set()
+    for i, line in enumerate(lines):
+        match = re.match(r"^\| \d+ \| `(\d\d_[^`]+\.ipynb)`", line)
+        if match:
+            name = match.group(1)
+            if name not in medians:
+                raise ValueError(f"--readme needs every lab of the table; {name} was not run")
+            cells = line.rstrip().rstrip("|").rsplit("|", 1)
+            lines[i] = f"{cells[0]}| {medians[name]:.1f} s |"
+            seen.add(name)
+    if not seen:
+        raise ValueError(f"{readme}'s labs table has no lab rows")
+    runs = min(r["runs"] for r in rows)
+    load = max(r["load_1min"] for r in rows)
+    measured = (f"Measured on {(today or datetime.date.today()).isoformat()}: the median of {runs} cold run(s) per lab, "
+                f"load average at most {load:.1f} (`benchmarks/notebook_times.py --readme`).")
+    table = README_MEASURED.sub(lambda _: measured, "\n".join(lines))
+    readme.write_text(head + README_START + table + README_END + tail)
+
+
 class _environ:
     """Temporarily replaces os.environ (the kernel inherits it)."""
 
@@ -76,7 +129,13 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per notebook (each with a new cold cache)")
     parser.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     parser.add_argument("--cells", action="store_true", help="also print each cell that took 0.3 s or more")
+    parser.add_argument("--readme", action="store_true",
+                        help="write the cold medians into README.md's labs table (all six labs, no --warm)")
     args = parser.parse_args(argv)
+    if args.readme and (args.warm or sorted(args.notebooks) != LABS):
+        print("notebook_times: --readme needs cold runs of all six labs (no --warm, no notebook names)",
+              file=sys.stderr)
+        return 2
     rows = []
     for name in args.notebooks:
         path = ROOT / "notebooks" / name
@@ -97,6 +156,9 @@ def main(argv=None) -> int:
     if args.csv:
         import pandas as pd
         pd.DataFrame(rows).to_csv(args.csv, index=False)
+    if args.readme:
+        write_readme(rows)
+        print(f"notebook_times: wrote the medians into {ROOT / 'README.md'}")
     return 0
 
 
