@@ -18,9 +18,14 @@ testbed's data and initialisation programs, ``agent.fit``, the bandit, the labs'
 wait: a lab's first cell is mostly compile time. Programs compiled with the fast options may give other bits in
 the last digits (floating-point operations fused and ordered differently), far inside any standard error.
 
+On a GPU (:data:`GPU_COMPILER_OPTIONS`) the compile time of a cold testbed run is mostly XLA's autotuning: it
+compiles and times candidate kernels for every matrix product of every program (docs/platforms.md, "The paper grid
+on a GPU", measures what each option saves and costs).
+
 The options are passed per program (``jax.jit(..., compiler_options=...)``), so jtk sets no global ``XLA_FLAGS``
-and other JAX code in the process is unaffected; on a GPU the programs compile with XLA's defaults.
-``JTK_FAST_COMPILE=0`` restores XLA's defaults on the CPU too.
+and other JAX code in the process is unaffected. ``JTK_FAST_COMPILE=0`` restores XLA's defaults;
+``JTK_COMPILER_OPTIONS`` (a JSON object, e.g. ``'{"xla_gpu_autotune_level": 4}'``) adds options of your own on top,
+for every jtk program, checked against this jaxlib before the first program compiles.
 """
 
 from __future__ import annotations
@@ -35,37 +40,89 @@ import numpy as np
 
 CPU_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False}
 LONG_RUNNING_CPU_OPTIONS = {"xla_backend_optimization_level": 1}
+# Every program on a GPU: no autotuning (XLA would compile and time candidate kernels for each matrix product; the
+# chosen kernels then depend on those timings, so two runs could round differently), and cuBLAS rather than generated
+# Triton kernels for the matrix products.
+GPU_COMPILER_OPTIONS: dict[str, Any] = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
+ENV_OPTIONS = "JTK_COMPILER_OPTIONS"
+
+
+def _defaults(backend: str, long_running: bool) -> dict[str, Any]:
+    if backend == "cpu":
+        return LONG_RUNNING_CPU_OPTIONS if long_running else CPU_COMPILER_OPTIONS
+    if backend in ("gpu", "cuda", "rocm"):
+        return GPU_COMPILER_OPTIONS
+    return {}
 
 
 def compiler_options(long_running: bool = False) -> dict[str, Any] | None:
     """The options jtk's programs compile with on the current default backend (None: XLA's defaults).
 
-    On the CPU: :data:`CPU_COMPILER_OPTIONS` (``long_running``: :data:`LONG_RUNNING_CPU_OPTIONS`), less any this
-    jaxlib does not know (:func:`_known_options`).
+    On the CPU: :data:`CPU_COMPILER_OPTIONS` (``long_running``: :data:`LONG_RUNNING_CPU_OPTIONS`); on a GPU:
+    :data:`GPU_COMPILER_OPTIONS`; less any this jaxlib does not know (:func:`_known_options`). ``JTK_FAST_COMPILE=0``
+    drops these; the options of ``JTK_COMPILER_OPTIONS`` (:func:`user_options`) are added on top.
     """
-    if jax.default_backend() != "cpu" or os.environ.get("JTK_FAST_COMPILE", "1") == "0":
-        return None
-    options = LONG_RUNNING_CPU_OPTIONS if long_running else CPU_COMPILER_OPTIONS
-    return {k: v for k, v in options.items() if k in _known_options()}
+    backend = jax.default_backend()
+    options = {} if os.environ.get("JTK_FAST_COMPILE", "1") == "0" else dict(_defaults(backend, long_running))
+    known = _known_options(backend)
+    options = {k: v for k, v in options.items() if k in known}
+    options.update(user_options())
+    return options or None
+
+
+def _accepted(name: str, value: Any) -> bool:
+    """Whether this jaxlib's compiler for the default backend compiles a one-operation program with the option."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(np.float32(0)).compile()
+    except Exception:  # noqa: BLE001 - XLA reports an unknown option as a generic runtime error
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)
-def _known_options() -> frozenset[str]:
-    """The names in :data:`CPU_COMPILER_OPTIONS` and :data:`LONG_RUNNING_CPU_OPTIONS` this jaxlib's CPU compiler
-    accepts.
+def _known_options(backend: str | None = None) -> frozenset[str]:
+    """The names among jtk's default options for ``backend`` (default: the default backend) that this jaxlib's
+    compiler accepts.
 
     XLA refuses an option it does not know ("No such compile option") when a program is compiled, and options come
     and go between jaxlib releases (``xla_cpu_use_fusion_emitters`` is new in 2025). Each is tried once, on a
     one-operation program (a few milliseconds), so an older or newer jaxlib compiles without it instead of failing.
     """
-    known = set()
-    for name, value in {**LONG_RUNNING_CPU_OPTIONS, **CPU_COMPILER_OPTIONS}.items():
-        try:
-            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(np.float32(0)).compile()
-        except Exception:  # noqa: BLE001 - XLA reports an unknown option as a generic runtime error
-            continue
-        known.add(name)
-    return frozenset(known)
+    backend = backend or jax.default_backend()
+    candidates = {**_defaults(backend, True), **_defaults(backend, False)}
+    return frozenset(name for name, value in candidates.items() if _accepted(name, value))
+
+
+def user_options() -> dict[str, Any]:
+    """The options of the environment variable ``JTK_COMPILER_OPTIONS``: a JSON object of XLA option names and
+    values (``'{"xla_gpu_autotune_level": 4}'``), added to jtk's own for every program; {} when unset.
+
+    Raises:
+      ValueError: the variable is not a JSON object of names to booleans, numbers or strings, or this jaxlib's
+        compiler refuses one of its options (named, with the backend), before any jtk program compiles.
+    """
+    text = os.environ.get(ENV_OPTIONS, "").strip()
+    return dict(_parse_user_options(text, jax.default_backend())) if text else {}
+
+
+@functools.lru_cache(maxsize=None)
+def _parse_user_options(text: str, backend: str) -> tuple[tuple[str, Any], ...]:
+    import json
+
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{ENV_OPTIONS} must be a JSON object of XLA option names and values, e.g. "
+                         f"'{{\"xla_gpu_autotune_level\": 4}}', got {text!r} ({err.msg})") from None
+    if not isinstance(options, dict) or not all(
+            isinstance(k, str) and isinstance(v, (bool, int, float, str)) for k, v in options.items()):
+        raise ValueError(f"{ENV_OPTIONS} must be a JSON object of XLA option names and values (booleans, numbers or "
+                         f"strings), got {text!r}")
+    for name, value in options.items():
+        if not _accepted(name, value):
+            raise ValueError(f"{ENV_OPTIONS}: XLA's compiler for the {backend!r} backend of this jaxlib "
+                             f"({jax.__version__}) refuses the option {name}={value!r} (unknown name or value)")
+    return tuple(options.items())
 
 
 try:  # JAX's own test of "no transformation is running" (private; read once, not on every call)

@@ -15,12 +15,42 @@ from jtk import _compile, testbed
 
 def test_options_on_the_cpu_and_the_opt_out(monkeypatch):
     monkeypatch.delenv("JTK_FAST_COMPILE", raising=False)
+    monkeypatch.delenv("JTK_COMPILER_OPTIONS", raising=False)
     cpu = jax.default_backend() == "cpu"
-    expected = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False} if cpu else None
+    gpu = {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
+    expected = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False} if cpu else gpu
     assert _compile.compiler_options() == expected
-    assert _compile.compiler_options(long_running=True) == ({"xla_backend_optimization_level": 1} if cpu else None)
+    assert _compile.compiler_options(long_running=True) == ({"xla_backend_optimization_level": 1} if cpu else gpu)
     monkeypatch.setenv("JTK_FAST_COMPILE", "0")
     assert _compile.compiler_options() is None and _compile.compiler_options(long_running=True) is None
+
+
+def test_the_gpu_options_are_chosen_by_the_backend(monkeypatch):
+    """On a GPU every program gets GPU_COMPILER_OPTIONS (no autotuning, cuBLAS matrix products), whatever it runs."""
+    monkeypatch.delenv("JTK_FAST_COMPILE", raising=False)
+    monkeypatch.delenv("JTK_COMPILER_OPTIONS", raising=False)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert _compile._defaults("gpu", True) == _compile._defaults("gpu", False) == _compile.GPU_COMPILER_OPTIONS
+    assert _compile._defaults("tpu", False) == {}
+    # this CPU jaxlib knows the names (one option list for every backend), so the GPU set is what a GPU run gets
+    assert _compile.compiler_options() == _compile.GPU_COMPILER_OPTIONS
+
+
+def test_user_options_are_added_and_checked_before_any_program_compiles(monkeypatch):
+    monkeypatch.delenv("JTK_FAST_COMPILE", raising=False)
+    monkeypatch.setenv("JTK_COMPILER_OPTIONS", '{"xla_backend_optimization_level": 2, "xla_gpu_autotune_level": 4}')
+    options = _compile.compiler_options()
+    assert options["xla_backend_optimization_level"] == 2 and options["xla_gpu_autotune_level"] == 4
+    monkeypatch.setenv("JTK_FAST_COMPILE", "0")  # jtk's own dropped, the user's kept
+    assert _compile.compiler_options() == {"xla_backend_optimization_level": 2, "xla_gpu_autotune_level": 4}
+    np.testing.assert_allclose(_compile.jit(lambda x: x * 2.0, long_running=True)(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    for text, match in (("[1", "must be a JSON object .* got '\\[1' \\(Expecting"),
+                        ('["xla_backend_optimization_level"]', "must be a JSON object of XLA option names and values"),
+                        ('{"xla_backend_optimization_level": [1]}', "booleans, numbers or strings"),
+                        ('{"xla_no_such_option": 1}', "refuses the option xla_no_such_option=1")):
+        monkeypatch.setenv("JTK_COMPILER_OPTIONS", text)
+        with pytest.raises(ValueError, match=f"JTK_COMPILER_OPTIONS.*{match}"):
+            _compile.compiler_options()
 
 
 def test_an_option_this_jaxlib_does_not_know_is_left_out(monkeypatch):
