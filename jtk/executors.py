@@ -26,6 +26,11 @@ SCHEDULERS = ("local", "dask")
 MAX_LOCAL_THREADS = 4  # each running chunk holds its own training and scoring memory
 
 
+def host_cores() -> int:
+    """The CPU cores this process may run on (``os.sched_getaffinity``, else ``os.cpu_count()``)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def local_threads(num_tasks: int, agents=()) -> int:
     """How many chunks run at once in this process when no executor is given.
 
@@ -55,8 +60,7 @@ def local_threads(num_tasks: int, agents=()) -> int:
     elif jax.default_backend() != "cpu" or not all(isinstance(a, JaxAgent) for a in agents):
         return 1
     else:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        wanted = min(cores, MAX_LOCAL_THREADS)
+        wanted = min(host_cores(), MAX_LOCAL_THREADS)
     return max(1, min(wanted, int(num_tasks)))
 
 

@@ -1027,6 +1027,7 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
                                kept, len(problems), parts)
 
         threads = executors.local_threads(len(todo), [agent]) if executor is None else 1
+        testbed.prepare_local_run([(agent, chunks[i], name, estimator or "auto") for i in todo], executor, bar)
         run_chunks(todo, lambda i: (testbed.evaluate_chunk, (agent, chunks[i], name, estimator or "auto"), {}), save,
                    executor=executor, threads=threads, interrupt=interrupt, stop=stop)
         bar.close()

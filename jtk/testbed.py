@@ -47,6 +47,7 @@ because it counts the spread of d_KL across num_train and temperature as noise.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import itertools
@@ -344,7 +345,13 @@ def _finish_states(agents: tuple, index, started, data: train_lib.Dataset, hyper
     return _one_of(agents, index, lambda a, s, d, h: jax.vmap(a.finish_training)(s, d, h), started, data, hyper)
 
 
-def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds, programs: tuple | None = None):
+def _run(program, *args):
+    """Calls a compiled program: how a chunk's programs run (the other way is :func:`_lower_chunk`'s)."""
+    return program(*args)
+
+
+def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_seeds, programs: tuple | None = None,
+                 call=_run):
     """Generates the data of P training groups and trains the agent on all of them.
 
     Separate compiled programs, each compiled once for all the chunks it can serve (docs/platforms.md, "Where the
@@ -352,15 +359,17 @@ def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_see
     depends only on the data shapes; an agent trained by the shared loop (``init`` / ``loss``) initialises in a
     program that does not depend on the minibatch size; the training program has a branch for each minibatch size in
     ``programs`` (the specialised agents of a grid, :attr:`Chunk.programs`; default: ``agent``'s own), of which
-    ``agent`` is one, so it is compiled once for the paper grid's num_train 1, 3, 10, 30 and ≥ 100.
+    ``agent`` is one, so it is compiled once for the paper grid's num_train 1, 3, 10, 30 and ≥ 100. Each program
+    runs as ``call(program, *args)`` (:func:`_lower_chunk` lowers them instead).
     """
     programs = (agent,) if programs is None else tuple(programs)
     index = jnp.int32(programs.index(agent))
-    env_params, data = _make_training_batch(cfg, seeds, temps, ns)
+    env_params, data = call(_make_training_batch, cfg, seeds, temps, ns)
     if not agent.incremental:
-        return env_params, _train_states(programs, index, data, hyper, agent_seeds)
+        return env_params, call(_train_states, programs, index, data, hyper, agent_seeds)
     starter = dataclasses.replace(agent, batch_size=1)  # initialisation ignores the minibatch size: one program
-    return env_params, _finish_states(programs, index, _start_states(starter, data, hyper, agent_seeds), data, hyper)
+    started = call(_start_states, starter, data, hyper, agent_seeds)
+    return env_params, call(_finish_states, programs, index, started, data, hyper)
 
 
 @functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5), long_running=True)
@@ -450,23 +459,103 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     t0 = time.perf_counter()
     env_params, states = jax.block_until_ready(_train_chunk(*train_args, getattr(groups, "programs", None)))
     train_time = time.perf_counter() - t0
-    scorer = dataclasses.replace(agent, num_classes=heads[0].num_classes)  # eval does not depend on batch size
-    modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
     num_rows = sum(len(g) for g in groups)
     rows = []
-    for mode, tau in itertools.product(modes, sorted(p.tau for p in groups[0])):  # a chunk's groups share their τ
-        exact = _use_exact(mode, agent.is_mixture, name)
-        kind = "exact" if exact else f"mc{heads[0].num_samples}"
+    for kind, tau, scoring in _scorings(agent, groups, padded, cfg, name, likelihood_):
         t0 = time.perf_counter()
-        kl, probs, y = jax.block_until_ready(_eval_chunk(
-            scorer, cfg, heads[0].num_test, tau, heads[0].num_samples, exact, env_params, states, seeds, temps, ns,
-            jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)))
+        kl, probs, y = jax.block_until_ready(_eval_chunk(*scoring, env_params, states, seeds, temps, ns,
+                                                         _eval_seeds(padded, tau)))
         eval_time = time.perf_counter() - t0
         problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
         n = len(groups)
         rows += _rows(problems_tau, np.asarray(kl)[:n], np.asarray(probs)[:n], np.asarray(y)[:n], kind,
                       train_time / num_rows, eval_time / n, name)
     return rows
+
+
+def _eval_seeds(padded: Sequence[Problem], tau: int) -> jax.Array:
+    return jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)
+
+
+def _scorings(agent, groups, padded, cfg: ProblemSettings, name: str, likelihood_):
+    """Each scoring program of a chunk: (estimator column value, τ, the static arguments of :func:`_eval_chunk`)."""
+    head = groups[0][0]
+    scorer = dataclasses.replace(agent, num_classes=head.num_classes)  # eval does not depend on batch size
+    modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
+    for mode, tau in itertools.product(modes, sorted(p.tau for p in groups[0])):  # a chunk's groups share their τ
+        exact = _use_exact(mode, agent.is_mixture, name)
+        yield ("exact" if exact else f"mc{head.num_samples}", tau,
+               (scorer, cfg, head.num_test, tau, head.num_samples, exact))
+
+
+def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, seen: dict) -> list:
+    """Lowers the programs :func:`_evaluate_jax_chunk` would run for ``groups``, running none: their
+    ``jax.stages.Lowered`` forms, less those whose program and argument shapes are in ``seen`` (updated)."""
+    heads = [g[0] for g in groups]
+    padded, train_args = _train_inputs(agent, heads, getattr(groups, "size", None))
+    _, cfg, seeds, temps, ns, _, _ = train_args
+    found = []
+
+    def lower(program, *args):
+        leaves, tree = jax.tree_util.tree_flatten(args)  # arrays by shape and dtype, static arguments by value
+        key = (program, tree, tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else a for a in leaves))
+        if key not in seen:
+            low = program.lower(*args)
+            seen[key] = low.out_info
+            found.append(low)
+        return seen[key]
+
+    env_params, states = _train_chunk(*train_args, getattr(groups, "programs", None), call=lower)
+    for _, tau, scoring in _scorings(agent, groups, padded, cfg, name, likelihood_):
+        lower(_eval_chunk, *scoring, env_params, states, seeds, temps, ns, _eval_seeds(padded, tau))
+    return found
+
+
+def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
+    """Compiles every program that the :func:`evaluate_chunk` calls ``tasks`` will run, side by side in ``threads``
+    threads; returns how many programs it compiled.
+
+    JAX traces and lowers the programs one after another (Python work), then XLA compiles them at once, one per
+    thread (XLA releases the interpreter lock): the calls that follow find them compiled and compile nothing, and
+    their scores are those of a run without it. A cold run then waits for the costliest program instead of the sum of
+    them all. This pays where XLA compiles a program on one host core while the others idle: on a GPU
+    (docs/platforms.md, "The paper grid on a GPU"). On the CPU XLA's compiles already share the cores, and jtk does
+    not call it there (:func:`compiles_ahead`).
+
+    Args:
+      tasks: ``(agent, chunk, name, likelihood)``, the arguments of :func:`evaluate_chunk`; chunks of an agent that
+        is not one of jtk's (:class:`jtk.agents.JaxAgent`) compile nothing here.
+      threads: compile threads (default: one per host core, at most one per program).
+    """
+    seen: dict = {}
+    lowered = [low for agent, chunk, name, likelihood_ in tasks if isinstance(agent, agents_base.JaxAgent)
+               for low in _lower_chunk(agent, chunk, name, likelihood_, seen)]
+    if lowered:
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(lowered), threads or executors.host_cores())),
+                                                   thread_name_prefix="jtk-compile") as pool:
+            for future in [pool.submit(low.compile) for low in lowered]:
+                future.result()
+    return len(lowered)
+
+
+def compiles_ahead(executor=None) -> bool:
+    """Whether a grid run in this process compiles its programs first, side by side (:func:`compile_ahead`): with no
+    executor, when JAX's default backend is not the CPU."""
+    return executor is None and jax.default_backend() != "cpu"
+
+
+def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
+    """Before a grid's :func:`evaluate_chunk` calls ``tasks`` run: :func:`compile_ahead` where
+    :func:`compiles_ahead` says so, saying on the progress bar what it waits for."""
+    if not tasks or not compiles_ahead(executor):
+        return
+    shown = bar is not None and not bar.disable
+    if shown:
+        desc = bar.desc
+        bar.set_description(f"{desc} (compiling)")
+    compile_ahead(tasks)
+    if shown:
+        bar.set_description(desc)
 
 
 def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likelihood_: str = "auto") -> list[dict]:
@@ -727,6 +816,7 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         return Interrupted(f"interrupted after {done} of {len(problems)} problems", done, len(problems), None)
 
     threads = executors.local_threads(len(chunks), [agent]) if executor is None else 1
+    prepare_local_run([(agent, chunk, name, likelihood) for chunk in chunks], executor, bar)
     run_chunks(range(len(chunks)), lambda i: (evaluate_chunk, (agent, chunks[i], name, likelihood), {}), save,
                executor=executor, threads=threads, interrupt=interrupt, stop=stop)
     bar.close()

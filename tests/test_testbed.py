@@ -1,4 +1,5 @@
 import dataclasses
+import threading
 
 import jax
 import numpy as np
@@ -369,8 +370,9 @@ def test_padded_count_is_a_power_of_two_then_a_multiple_of_32():
 def test_the_gpu_path_in_its_cpu_form_scores_as_the_cpu_path(monkeypatch):
     """With the backend reported as a GPU, the testbed takes its GPU path on this CPU: chunks as wide as
     MEMBERS_PER_CHUNK (one per minibatch size here), every member of an ensemble trained at once (no member blocks),
-    components scored without input blocks, one thread, XLA's default compiler options. Only float rounding may
-    differ from the CPU path, so the scores agree within the cross-machine tolerance (docs/reference.md)."""
+    components scored without input blocks, one thread, the grid's programs compiled ahead side by side
+    (testbed.compile_ahead). Only float rounding may differ from the CPU path, so the scores agree within the
+    cross-machine tolerance (docs/reference.md)."""
     from jtk import results
 
     agent = jtk.agents.make("ensemble+", num_members=20, num_steps=200)  # K = 20: blocks of 10 on the CPU
@@ -409,3 +411,51 @@ def test_programs_are_shared_only_between_grids_of_one_chunk_size(monkeypatch):
     quick = testbed._chunks(testbed.problems("quick"), agent)
     assert {c.size for c in paper} == {32} and {c.size for c in quick} == {4}
     assert len(paper[0].programs) == 5 and [a.batch_size for a in quick[0].programs] == [16, 100]
+
+
+AHEAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(3, 100), seeds=1)  # two minibatch sizes, τ = 1 and 10
+GRID_PROGRAMS = {"_make_training", "_start_states", "_finish_states", "_train_states", "_eval_chunk"}
+
+
+@pytest.mark.parametrize("name, kwargs", [("mlp", {"num_steps": 37}), ("ensemble+", {"num_members": 3, "num_steps": 37}),
+                                          ("dropout", {"num_steps": 37}),  # sampled functions (mc)
+                                          ("sgld", {"num_steps": 37, "burn_in": 7, "thin": 10})])  # its own train
+def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(name, kwargs, monkeypatch):
+    """The GPU path compiles a grid's programs side by side before it runs any (testbed.compile_ahead): here in its
+    CPU form. Every compile of a grid program happens in a compile thread, none while the chunks run, and the rows
+    are bitwise those of a run that compiles on first call."""
+    from jax import monitoring
+
+    agent = jtk.agents.make(name, **kwargs)
+    plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
+    jax.clear_caches()
+    compiled = []
+
+    def listener(event, duration, **kw):
+        if event.endswith("backend_compile_duration"):
+            compiled.append((kw.get("fun_name", ""), threading.current_thread().name))
+
+    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        ahead = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+    grid_compiles = [(fun, thread) for fun, thread in compiled if fun.strip("jit()") in GRID_PROGRAMS]
+    assert {fun.strip("jit()") for fun, _ in grid_compiles} >= {"_make_training", "_eval_chunk"}
+    assert all(thread.startswith("jtk-compile") for _, thread in grid_compiles), grid_compiles
+    pd.testing.assert_frame_equal(ahead, plain, check_exact=True)
+
+
+def test_compile_ahead_lowers_each_program_once_and_skips_other_agents():
+    agent = jtk.agents.make("mlp", num_steps=41)
+    chunks = testbed._chunks(testbed.problems("paper"), agent)  # five minibatch sizes, one training program
+    tasks = [(agent, c, "mlp", "auto") for c in chunks]
+    seen: dict = {}
+    lowered = [low for t in tasks for low in testbed._lower_chunk(*t, seen)]
+    names = sorted(low._lowering.stablehlo().operation.attributes["sym_name"].value for low in lowered)
+    assert len(chunks) > 5 and names == ["jit__eval_chunk"] * 2 + ["jit__finish_states", "jit__make_training",
+                                                                   "jit__start_states"]  # scoring at τ = 1 and 10
+    assert testbed.compile_ahead([(jtk.agents.make("knn"), [[AHEAD_GRID[0]]], "knn", "auto")]) == 0
+    assert not testbed.compiles_ahead() if jax.default_backend() == "cpu" else testbed.compiles_ahead()
+    assert not testbed.compiles_ahead(executor=object())
