@@ -39,7 +39,17 @@ MACHINES = {
     "intel-before": "the same Intel machine before #31 (commit 1c5c62e)",
     "amd-before": "2 CPU cores, AMD EPYC (the project's machine until 2026-11-25), before #31",
     "h100": "NVIDIA H100 (JAX_PLATFORMS=cuda), before #31",
+    "h200": "NVIDIA H200 machine 2 (JAX_PLATFORMS=cuda), jtk's GPU path: no autotuning, cuBLAS products, the "
+            "grid's programs compiled side by side before the run (2026-11-27)",
+    "h200-base": "NVIDIA H200 machine 1 (2026-11-27), XLA's default options, each program compiled on its first call",
+    "h200-at0": "NVIDIA H200 machine 1, autotuning off (`xla_gpu_autotune_level` 0), compiled on first call",
+    "h200-at0nt": "NVIDIA H200 machine 1, autotuning off and cuBLAS products (`xla_gpu_enable_triton_gemm` false), "
+                  "compiled on first call",
+    "h200-at0nt-t2": "NVIDIA H200 machine 1, autotuning off and cuBLAS products, two testbed threads (`JTK_THREADS=2`)",
+    "h200-at0nt-wide": "NVIDIA H200 machine 1, autotuning off and cuBLAS products, chunks of up to 16 384 member "
+                       "trainings (`--patch jtk.testbed.MEMBERS_PER_CHUNK=16384`, 8 × the default)",
 }
+GPU_TAGS = ("h200", "h200-base", "h200-at0", "h200-at0nt", "h200-at0nt-t2", "h200-at0nt-wide")  # docs/platforms.md
 AGENTS = {
     "mlp": ("mlp", {}),
     "ensemble+_K10": ("ensemble+", {"num_members": 10}),
@@ -47,26 +57,45 @@ AGENTS = {
 }
 
 
-def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
+def _patch(settings: list[str]) -> None:
+    """``--patch MODULE.NAME=VALUE``: sets a module constant of jtk in the child before the run (a trial of another
+    chunk bound, say, without editing the library); VALUE is a Python literal."""
+    import ast
+    import importlib
+
+    for setting in settings:
+        target, _, value = setting.partition("=")
+        module, _, name = target.rpartition(".")
+        mod = importlib.import_module(module)
+        if not hasattr(mod, name):
+            raise SystemExit(f"--patch {setting!r}: {module} has no {name}")
+        setattr(mod, name, ast.literal_eval(value))
+
+
+def _run_one(label: str, grid: str, new_grid: bool = True, tag: str = "", patch: tuple = ()) -> dict:
     import jax
     from jax import monitoring
 
     import jtk
-    from jtk import testbed
+    from jtk import _compile, executors, testbed
 
     compile_s = [0.0, 0]
     python_s = {"trace": 0.0, "lower": 0.0}  # JAX's own Python work before XLA: the persistent cache cannot skip it
+    by_program: dict[str, float] = {}  # XLA compile seconds per program name (the costliest are printed)
 
     def listener(event, duration, **kw):
         if event == "/jax/core/compile/backend_compile_duration":
             compile_s[0] += duration
             compile_s[1] += 1
+            name = str(kw.get("fun_name", "?"))
+            by_program[name] = by_program.get(name, 0.0) + duration
         elif event == "/jax/core/compile/jaxpr_trace_duration":
             python_s["trace"] += duration
         elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
             python_s["lower"] += duration
 
     monitoring.register_event_duration_secs_listener(listener)
+    _patch(list(patch))
     name, kw = AGENTS[label]
     agent = jtk.agents.make(name, **kw)
     problems = testbed.problems(grid)
@@ -75,8 +104,9 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
     wall = time.perf_counter() - start
     grid_compiles = compile_s[1]
     grid_python_s, grid_compile_s = dict(python_s), compile_s[0]
+    costliest = sorted(by_program.items(), key=lambda kv: -kv[1])[:6]
     RESULTS.mkdir(exist_ok=True)
-    df.to_csv(RESULTS / f"testbed_{label}_{grid}.csv", index=False)
+    df.to_csv(RESULTS / f"testbed_{label}_{grid}{'_' + tag if tag else ''}.csv", index=False)
 
     # Recompilation check: a new grid of unseen temperatures and num_train values (in the
     # largest minibatch bucket, as num_train ∈ {100, 300, 1000} of the paper grid) and new seeds.
@@ -103,6 +133,12 @@ def _run_one(label: str, grid: str, new_grid: bool = True) -> dict:
         "kl_10": round(summary.kl_10, 4), "kl_10_se": round(summary.kl_10_se, 4),
         "accuracy": round(summary.accuracy, 3), "ece": round(summary.ece, 3),
         "jax": jax.__version__, "cpus": os.cpu_count(),
+        "device": f"{jax.default_backend()}: {jax.devices()[0].device_kind}",
+        "threads": executors.local_threads(len(testbed._chunks(problems, agent)), [agent]),
+        "compiler_options": json.dumps(_compile.compiler_options(True) or {}, sort_keys=True),
+        "costliest_compiles": "; ".join(f"{k} {v:.2f} s" for k, v in costliest),
+        "patch": " ".join(patch),
+        "compiles_ahead": testbed.compiles_ahead(),
     }
 
 
@@ -142,14 +178,36 @@ def write_docs(grid: str) -> None:
                 zip(table.agent, table.compilation_cache)]
         for _, r in table.iloc[sorted(range(len(table)), key=rank.__getitem__)].iterrows():  # agents in AGENTS' order
             ratio = f"{REFERENCE_MLP_GRID_S / r.wall_s:.0f}×"
-            floor = (f"{r.flop_floor_s:.2f} s ({r.wall_s / r.flop_floor_s:.0f}×)"
-                     if pd.notna(r.get("flop_floor_s", float("nan"))) else "not measured")
+            floor_s = r.get("training_gflop", float("nan")) / r.get("matrix_gflops_per_s", float("nan"))
+            floor = f"{floor_s:.3g} s ({r.wall_s / floor_s:.0f}×)" if pd.notna(floor_s) else "not measured"
             python = (f"{r.trace_s:.2f} + {r.lower_s:.2f} s" if pd.notna(r.get("trace_s", float("nan")))
                       else "not measured")
             lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {ratio} | {floor} | {r.compile_s:.1f} s "
                          f"({int(r.compilations)} programs) | {python} | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
                          f"{r.kl_1:.4f} ± {r.kl_1_se:.4f} | {r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.jax} |")
     write_section(f"testbed-speed-{grid}", "\n".join(lines))
+    if grid == "paper":
+        write_gpu_docs()
+
+
+def write_gpu_docs() -> None:
+    """The GPU rows (:data:`GPU_TAGS`) as a shorter table in docs/platforms.md, "The paper grid on a GPU"."""
+    import pandas as pd
+
+    from _docs import DOCS, write_section
+
+    lines = ["| setting | agent | cache | wall | XLA compile (summed over threads) | trace + lower | train s / problem | "
+             "eval s / problem | d_KL^1 | d_KL^10 | peak RSS |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for tag in GPU_TAGS:
+        path = RESULTS / f"testbed_speed_paper_{tag}.csv"
+        if not path.exists():
+            continue
+        for _, r in pd.read_csv(path, index_col=0).iterrows():
+            lines.append(f"| {MACHINES[tag]} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {r.compile_s:.1f} s "
+                         f"({int(r.compilations)} programs) | {r.trace_s:.2f} + {r.lower_s:.2f} s | "
+                         f"{r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | {r.kl_1:.4f} ± {r.kl_1_se:.4f} | "
+                         f"{r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.peak_rss_mb / 1024:.1f} GB |")
+    write_section("gpu-paper-grid", "\n".join(lines), DOCS / "platforms.md")
 
 
 def main() -> None:
@@ -162,14 +220,21 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="suffix of the results CSV, e.g. h100 (testbed_speed_GRID_TAG.csv)")
     parser.add_argument("--docs", action="store_true",
                         help="no run: write the table of the stored CSVs into docs/results.md (its own section)")
+    parser.add_argument("--patch", nargs="*", default=[], metavar="MODULE.NAME=VALUE",
+                        help="set a jtk module constant in each run, e.g. jtk.testbed.MEMBERS_PER_CHUNK=8192")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.docs:
         write_docs(args.grid)
         return
     if args.child:
-        print("RESULT " + json.dumps(_run_one(args.child, args.grid, not args.no_new_grid)), flush=True)
+        print("RESULT " + json.dumps(_run_one(args.child, args.grid, not args.no_new_grid, args.tag, args.patch)),
+              flush=True)
         return
+    # This process measures the matrix rate on the device and then only waits: on a GPU it must not take the
+    # three quarters of the device's memory that JAX allocates up front by default, which the runs need.
+    own_preallocation = "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     from training_flops import gemm_gflops
 
     matrix_rate = gemm_gflops()  # GFLOP/s of a float32 2048 × 2048 product here, before the runs
@@ -178,8 +243,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache:  # cold: empty compilation cache; warm: filled by cold
             for cache_state in ("cold",) if args.cold_only else ("cold", "warm"):
                 env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "JTK_CACHE_DIR": cache}
-                proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid,
-                                       *(["--no-new-grid"] if args.no_new_grid else [])],
+                if own_preallocation:
+                    env.pop("XLA_PYTHON_CLIENT_PREALLOCATE")  # the runs allocate as a user's would
+                proc = subprocess.run([sys.executable, __file__, "--child", label, "--grid", args.grid, "--tag", args.tag,
+                                       *(["--no-new-grid"] if args.no_new_grid else []),
+                                       *(["--patch", *args.patch] if args.patch else [])],
                                       capture_output=True, text=True, env=env)
                 line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
                 if proc.returncode or not line:
@@ -188,7 +256,7 @@ def main() -> None:
                 row = json.loads(line[0][7:])
                 floor = row["training_gflop"] / matrix_rate  # all training FLOPs at the matrix-product rate
                 rows.append({**row, "compilation_cache": cache_state, "load_avg_1min_end": round(os.getloadavg()[0], 2),
-                             "matrix_gflops_per_s": round(matrix_rate, 1), "flop_floor_s": round(floor, 2),
+                             "matrix_gflops_per_s": round(matrix_rate, 1), "flop_floor_s": float(f"{floor:.3g}"),
                              "wall_over_flop_floor": round(row["wall_s"] / floor, 1),
                              "reference_mlp_grid_over_wall": round(REFERENCE_MLP_GRID_S / row["wall_s"], 1)})
                 print(json.dumps(rows[-1]), flush=True)
