@@ -143,17 +143,35 @@ def _run_one(label: str, grid: str, new_grid: bool = True, tag: str = "", patch:
 
 
 def write_docs(grid: str) -> None:
-    """The cold / warm rows of every stored ``testbed_speed_GRID*.csv`` as one table in docs/results.md."""
-    import pandas as pd
-
+    """Writes :func:`doc_tables` into their sections of docs/."""
     from _docs import write_section
+
+    for name, (text, path) in doc_tables(grid).items():
+        write_section(name, text, path)
+
+
+def doc_tables(grid: str) -> dict:
+    """Section name → (text, document) of the tables made from the stored ``testbed_speed_GRID*.csv``: every cold /
+    warm row in docs/results.md, and for the paper grid the GPU rows (:data:`GPU_TAGS`) in docs/platforms.md."""
+    from _docs import DOCS
+
+    tables = {f"testbed-speed-{grid}": (_speed_table(grid), DOCS / "results.md")}
+    if grid == "paper":
+        tables["gpu-paper-grid"] = (_gpu_table(), DOCS / "platforms.md")
+    return tables
+
+
+def _speed_table(grid: str) -> str:
+    import pandas as pd
 
     lines = [f"## Testbed speed: grid `{grid}`", "",
              f"`python benchmarks/testbed_speed.py --grid {grid}` (one fresh process per row; cold = empty compilation "
              "cache, warm = the cache the cold run filled). d_KL ± the standard error each run printed: the seed-mean one "
              "(`summarize`'s default) on the CPU; the H100 rows predate that default and show the per-environment one. "
              "On the CPU the chunks run one per core in threads (`jtk.executors.local_threads`), so train and eval "
-             "seconds per problem are each thread's own time and add up to more than the wall time. "
+             "seconds per problem are each thread's own time and add up to more than the wall time; on a GPU one chunk "
+             "runs at a time, and in the `h200` rows after the grid's programs compiled side by side, so their train "
+             "and eval seconds hold no compile time. "
              "Regenerate this table with `python benchmarks/testbed_speed.py --grid " + grid + " --docs`.", "",
              "Two ratios put each wall time in context: the reference implementation's mlp on the same grid took "
              f"{REFERENCE_MLP_GRID_S:.0f} s on the project's 2-core AMD EPYC machine (docs/researchers.md; not re-run on "
@@ -185,16 +203,12 @@ def write_docs(grid: str) -> None:
             lines.append(f"| {machine} | {r.agent} | {r.compilation_cache} | {r.wall_s:.1f} s | {ratio} | {floor} | {r.compile_s:.1f} s "
                          f"({int(r.compilations)} programs) | {python} | {r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | "
                          f"{r.kl_1:.4f} ± {r.kl_1_se:.4f} | {r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.jax} |")
-    write_section(f"testbed-speed-{grid}", "\n".join(lines))
-    if grid == "paper":
-        write_gpu_docs()
+    return "\n".join(lines)
 
 
-def write_gpu_docs() -> None:
-    """The GPU rows (:data:`GPU_TAGS`) as a shorter table in docs/platforms.md, "The paper grid on a GPU"."""
+def _gpu_table() -> str:
+    """The GPU rows (:data:`GPU_TAGS`), shorter, for docs/platforms.md, "The paper grid on a GPU"."""
     import pandas as pd
-
-    from _docs import DOCS, write_section
 
     lines = ["| setting | agent | cache | wall | XLA compile (summed over threads) | trace + lower | train s / problem | "
              "eval s / problem | d_KL^1 | d_KL^10 | peak RSS |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -207,7 +221,7 @@ def write_gpu_docs() -> None:
                          f"({int(r.compilations)} programs) | {r.trace_s:.2f} + {r.lower_s:.2f} s | "
                          f"{r.train_s_per_problem:.3f} | {r.eval_s_per_problem:.3f} | {r.kl_1:.4f} ± {r.kl_1_se:.4f} | "
                          f"{r.kl_10:.4f} ± {r.kl_10_se:.4f} | {r.peak_rss_mb / 1024:.1f} GB |")
-    write_section("gpu-paper-grid", "\n".join(lines), DOCS / "platforms.md")
+    return "\n".join(lines)
 
 
 def main() -> None:
