@@ -39,7 +39,8 @@ PORTABLE_XLA_FLAG = "--xla_cpu_max_isa=AVX2"
 """The XLA flag jtk's tests run under: XLA's generated code targets AVX2 at most, so CPUs whose widest vector ISA is
 the same give the same bits (docs/reference.md, "Reproducibility across machines"). The cap does not reach XLA's
 library kernels (the YNN dot fusions) or its platform-dependent math, which follow the host's own instructions, so an
-AVX-512 host capped at AVX2 is its own numerics key (``x86_64/AVX2-on-AVX512``). jtk itself never sets the flag."""
+AVX-512 host capped at AVX2 is its own numerics key (``x86_64/AVX2-on-AVX512/Intel`` on an Intel host). jtk itself
+never sets the flag."""
 
 
 @functools.lru_cache(None)
@@ -74,13 +75,15 @@ def numerics() -> dict:
     does, and OpenBLAS picks its kernels by the CPU.
 
     Returns:
-      ``machine`` (e.g. x86_64), ``cpu`` (model name), ``cpu_isa`` (the host's widest ISA of :data:`ISA_LEVELS`),
-      ``xla_cpu_max_isa`` (the cap in XLA_FLAGS, or None), ``xla_cpu_isa`` (what XLA targets: the lower of the two),
-      ``numerics_key`` (``machine/xla_cpu_isa``, with ``-on-<cpu_isa>`` when a cap lowers XLA's ISA below the
-      host's: results with equal keys and versions are bit-identical) and
-      ``blas`` (each loaded BLAS: library, version and kernel set, via threadpoolctl).
+      ``machine`` (e.g. x86_64), ``cpu`` (model name), ``cpu_vendor`` (Intel, AMD or None, from the model name),
+      ``cpu_isa`` (the host's widest ISA of :data:`ISA_LEVELS`), ``xla_cpu_max_isa`` (the cap in XLA_FLAGS, or
+      None), ``xla_cpu_isa`` (what XLA targets: the lower of the two), ``numerics_key`` (``machine/xla_cpu_isa``,
+      with ``-on-<cpu_isa>`` when a cap lowers XLA's ISA below the host's and ``/<cpu_vendor>`` when known: results
+      with equal keys and versions are bit-identical) and ``blas`` (each loaded BLAS: library, version and kernel
+      set, via threadpoolctl).
     """
     model, flags = _cpu()
+    vendor = _vendor(model)
     machine = platform.machine()
     host = None
     if machine in ("x86_64", "AMD64"):
@@ -93,8 +96,18 @@ def numerics() -> dict:
     key = f"{machine}/{effective or 'native'}"
     if host and effective and effective != host:  # capped: XLA's library kernels still follow the host's ISA
         key += f"-on-{host}"
-    return {"machine": machine, "cpu": model, "cpu_isa": host, "xla_cpu_max_isa": cap, "xla_cpu_isa": effective,
-            "numerics_key": key, "blas": _blas()}
+    if vendor:  # the same ISAs on an Intel and an AMD host gave other bits (docs/reference.md)
+        key += f"/{vendor}"
+    return {"machine": machine, "cpu": model, "cpu_vendor": vendor, "cpu_isa": host, "xla_cpu_max_isa": cap,
+            "xla_cpu_isa": effective, "numerics_key": key, "blas": _blas()}
+
+
+def _vendor(model: str | None) -> str | None:
+    """"Intel" or "AMD" when the CPU's model name says so (x86 model names begin with the vendor), else None."""
+    for vendor in ("Intel", "AMD"):
+        if model and re.match(rf"\s*{vendor}\b", model):
+            return vendor
+    return None
 
 
 def _blas() -> str | None:

@@ -297,3 +297,19 @@ def test_numerics_key_follows_the_xla_isa_cap(monkeypatch):
     monkeypatch.setattr(_info, "_cpu", lambda: ("Old CPU", frozenset({"sse4_2", "avx"})))
     monkeypatch.setenv("XLA_FLAGS", _info.PORTABLE_XLA_FLAG)
     assert _info.numerics()["numerics_key"] == "x86_64/AVX"
+
+
+def test_numerics_key_names_the_cpu_vendor(monkeypatch):
+    """The same ISAs and cap on an Intel Xeon and an AMD EPYC gave other bits for one agent (hypermodel,
+    docs/reference.md): the vendor is part of the key when the model name gives it."""
+    from jtk import _info
+
+    avx512 = frozenset({"sse4_2", "avx", "avx2", "avx512f"})
+    monkeypatch.setattr(_info.platform, "machine", lambda: "x86_64")
+    monkeypatch.setenv("XLA_FLAGS", _info.PORTABLE_XLA_FLAG)
+    for model, vendor in (("Intel(R) Xeon(R) Processor", "Intel"), ("AMD EPYC", "AMD"),
+                          ("AMD Ryzen 9 7950X 16-Core Processor", "AMD"), ("Some CPU", None)):
+        monkeypatch.setattr(_info, "_cpu", lambda model=model: (model, avx512))
+        numerics = _info.numerics()
+        assert numerics["cpu_vendor"] == vendor
+        assert numerics["numerics_key"] == "x86_64/AVX2-on-AVX512" + (f"/{vendor}" if vendor else "")

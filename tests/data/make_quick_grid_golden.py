@@ -45,7 +45,7 @@ DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 
 
 def path_for(key: str) -> str:
-    """The golden CSV of numerics key ``key`` (``x86_64/AVX2-on-AVX512`` → golden/x86_64_AVX2-on-AVX512.csv)."""
+    """The golden CSV of numerics key ``key`` (``x86_64/AVX2-on-AVX512/AMD`` → golden/x86_64_AVX2-on-AVX512_AMD.csv)."""
     return os.path.join(DIRECTORY, key.replace("/", "_") + ".csv")
 
 
