@@ -18,9 +18,10 @@ testbed's data and initialisation programs, ``agent.fit``, the bandit, the labs'
 wait: a lab's first cell is mostly compile time. Programs compiled with the fast options may give other bits in
 the last digits (floating-point operations fused and ordered differently), far inside any standard error.
 
-On a GPU (:data:`GPU_COMPILER_OPTIONS`) the compile time of a cold testbed run is mostly XLA's autotuning: it
-compiles and times candidate kernels for every matrix product of every program (docs/platforms.md, "The paper grid
-on a GPU", measures what each option saves and costs).
+On a GPU (:data:`GPU_COMPILER_OPTIONS`) a third of a cold testbed run's compile time went to XLA's generated
+(Triton) matrix-product kernels and the autotuning that compiles and times candidates for each product; cuBLAS
+without autotuning compiles in a fraction of that (docs/platforms.md, "The paper grid on a GPU", measures what each
+option saves and costs).
 
 The options are passed per program (``jax.jit(..., compiler_options=...)``), so jtk sets no global ``XLA_FLAGS``
 and other JAX code in the process is unaffected. ``JTK_FAST_COMPILE=0`` restores XLA's defaults;

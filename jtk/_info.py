@@ -103,7 +103,7 @@ def numerics() -> dict:
 
 
 def _vendor(model: str | None) -> str | None:
-    """"Intel" or "AMD" when the CPU's model name says so (x86 model names begin with the vendor), else None."""
+    """The vendor, Intel or AMD, when the CPU's model name begins with it (as x86 model names do), else None."""
     for vendor in ("Intel", "AMD"):
         if model and re.match(rf"\s*{vendor}\b", model):
             return vendor
