@@ -453,18 +453,15 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     every chunk of a grid reuses one compilation. ``likelihood_`` may be a
     tuple of estimators: rows for each, from one training (benchmarks compare them).
     """
-    heads = [g[0] for g in groups]
-    padded, train_args = _train_inputs(agent, heads, getattr(groups, "size", None))
-    _, cfg, seeds, temps, ns, _, _ = train_args
+    padded, train_args = _train_inputs(agent, [g[0] for g in groups], getattr(groups, "size", None))
     t0 = time.perf_counter()
     env_params, states = jax.block_until_ready(_train_chunk(*train_args, getattr(groups, "programs", None)))
     train_time = time.perf_counter() - t0
     num_rows = sum(len(g) for g in groups)
     rows = []
-    for kind, tau, scoring in _scorings(agent, groups, padded, cfg, name, likelihood_):
+    for kind, tau, static, data in _scorings(agent, groups, padded, train_args, name, likelihood_):
         t0 = time.perf_counter()
-        kl, probs, y = jax.block_until_ready(_eval_chunk(*scoring, env_params, states, seeds, temps, ns,
-                                                         _eval_seeds(padded, tau)))
+        kl, probs, y = jax.block_until_ready(_eval_chunk(*static, env_params, states, *data))
         eval_time = time.perf_counter() - t0
         problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
         n = len(groups)
@@ -473,27 +470,24 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
     return rows
 
 
-def _eval_seeds(padded: Sequence[Problem], tau: int) -> jax.Array:
-    return jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)
-
-
-def _scorings(agent, groups, padded, cfg: ProblemSettings, name: str, likelihood_):
-    """Each scoring program of a chunk: (estimator column value, τ, the static arguments of :func:`_eval_chunk`)."""
+def _scorings(agent, groups, padded, train_args: tuple, name: str, likelihood_):
+    """Each scoring program of a chunk: (estimator column value, τ, the arguments of :func:`_eval_chunk` before the
+    trained states, those after them); ``padded`` and ``train_args`` as :func:`_train_inputs` gives them."""
     head = groups[0][0]
+    _, cfg, seeds, temps, ns, _, _ = train_args
     scorer = dataclasses.replace(agent, num_classes=head.num_classes)  # eval does not depend on batch size
     modes = (likelihood_,) if isinstance(likelihood_, str) else tuple(likelihood_)
     for mode, tau in itertools.product(modes, sorted(p.tau for p in groups[0])):  # a chunk's groups share their τ
         exact = _use_exact(mode, agent.is_mixture, name)
+        eval_seeds = jnp.asarray([agent_seed(p, tau) for p in padded], jnp.uint32)
         yield ("exact" if exact else f"mc{head.num_samples}", tau,
-               (scorer, cfg, head.num_test, tau, head.num_samples, exact))
+               (scorer, cfg, head.num_test, tau, head.num_samples, exact), (seeds, temps, ns, eval_seeds))
 
 
 def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, seen: dict) -> list:
     """Lowers the programs :func:`_evaluate_jax_chunk` would run for ``groups``, running none: their
     ``jax.stages.Lowered`` forms, less those whose program and argument shapes are in ``seen`` (updated)."""
-    heads = [g[0] for g in groups]
-    padded, train_args = _train_inputs(agent, heads, getattr(groups, "size", None))
-    _, cfg, seeds, temps, ns, _, _ = train_args
+    padded, train_args = _train_inputs(agent, [g[0] for g in groups], getattr(groups, "size", None))
     found = []
 
     def lower(program, *args):
@@ -506,8 +500,8 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
         return seen[key]
 
     env_params, states = _train_chunk(*train_args, getattr(groups, "programs", None), call=lower)
-    for _, tau, scoring in _scorings(agent, groups, padded, cfg, name, likelihood_):
-        lower(_eval_chunk, *scoring, env_params, states, seeds, temps, ns, _eval_seeds(padded, tau))
+    for _, _, static, data in _scorings(agent, groups, padded, train_args, name, likelihood_):
+        lower(_eval_chunk, *static, env_params, states, *data)
     return found
 
 
