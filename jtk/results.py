@@ -1026,10 +1026,8 @@ def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = 
             return Interrupted(f"interrupted: {kept} of {len(problems)} problems are saved in {str(parts)!r}",
                                kept, len(problems), parts)
 
-        threads = executors.local_threads(len(todo), [agent]) if executor is None else 1
-        testbed.prepare_local_run([(agent, chunks[i], name, estimator or "auto") for i in todo], executor, bar)
-        run_chunks(todo, lambda i: (testbed.evaluate_chunk, (agent, chunks[i], name, estimator or "auto"), {}), save,
-                   executor=executor, threads=threads, interrupt=interrupt, stop=stop)
+        testbed.run_grid(todo, lambda i: (agent, chunks[i], name, estimator or "auto"), save, executor=executor,
+                         interrupt=interrupt, stop=stop, bar=bar)
         bar.close()
         if interrupt is not None and interrupt.requested and kept < len(problems):  # pragma: no cover
             raise stop()

@@ -179,10 +179,8 @@ def run(sweep_configs: Sequence[Config], problems: Sequence[testbed.Problem], re
             return results_lib.Interrupted(f"interrupted: {done} of {total} chunks are saved in {str(root)!r}",
                                            done, total, root)
 
-        threads = executors.local_threads(len(todo), [t[1] for t in todo]) if executor is None else 1
-        testbed.prepare_local_run([(t[1], t[2], t[0].id, "auto") for t in todo], executor, bar)
-        results_lib.run_chunks(todo, lambda task: (testbed.evaluate_chunk, (task[1], task[2], task[0].id), {}), save,
-                               executor=executor, threads=threads, interrupt=interrupt, stop=stop)
+        testbed.run_grid(todo, lambda task: (task[1], task[2], task[0].id, "auto"), save, executor=executor,
+                         interrupt=interrupt, stop=stop, bar=bar)
         bar.close()
         rows = load(root, sweep_configs)
         results_lib.save_results(rows, root / RESULTS_CSV, agents=records, agent_column="config", problems=problems,

@@ -552,6 +552,28 @@ def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
         bar.set_description(desc)
 
 
+def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt=None, stop, bar=None) -> None:
+    """Scores the chunks of a grid run as :func:`evaluate`, ``jtk testbed --out`` and ``jtk sweep`` run them.
+
+    Without ``executor``: one chunk per :func:`jtk.executors.local_threads` thread, after :func:`prepare_local_run`
+    (compile-ahead off the CPU). Then :func:`jtk.results.run_chunks` with ``evaluate_chunk(*chunk_args(task))`` as
+    each task's job.
+
+    Args:
+      tasks: the caller's work items, handed back to ``save``.
+      chunk_args: ``chunk_args(task) -> (agent, chunk, name, likelihood)``, the arguments of :func:`evaluate_chunk`.
+      save, interrupt, stop: as :func:`jtk.results.run_chunks` takes them.
+      executor: optional ``submit`` object (Dask); None runs in this process.
+      bar: the run's tqdm progress bar, which says when it waits for compilation.
+    """
+    tasks = list(tasks)
+    calls = [tuple(chunk_args(task)) for task in tasks]
+    threads = executors.local_threads(len(tasks), [call[0] for call in calls]) if executor is None else 1
+    prepare_local_run(calls, executor, bar)
+    run_chunks(range(len(tasks)), lambda i: (evaluate_chunk, calls[i], {}), lambda i, frame: save(tasks[i], frame),
+               executor=executor, threads=threads, interrupt=interrupt, stop=stop)
+
+
 def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likelihood_: str = "auto") -> list[dict]:
     """Scores any object with ``fit`` (a researcher's own agent) problem by problem."""
     rows = []
@@ -809,10 +831,8 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
         done = sum(len(f) for f in frames.values())
         return Interrupted(f"interrupted after {done} of {len(problems)} problems", done, len(problems), None)
 
-    threads = executors.local_threads(len(chunks), [agent]) if executor is None else 1
-    prepare_local_run([(agent, chunk, name, likelihood) for chunk in chunks], executor, bar)
-    run_chunks(range(len(chunks)), lambda i: (evaluate_chunk, (agent, chunks[i], name, likelihood), {}), save,
-               executor=executor, threads=threads, interrupt=interrupt, stop=stop)
+    run_grid(range(len(chunks)), lambda i: (agent, chunks[i], name, likelihood), save, executor=executor,
+             interrupt=interrupt, stop=stop, bar=bar)
     bar.close()
     return sort_rows(pd.concat([frames[i] for i in sorted(frames)], ignore_index=True))
 

@@ -1,3 +1,4 @@
+import concurrent.futures
 import dataclasses
 import re
 import threading
@@ -448,6 +449,35 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
     assert {fun for fun, _ in grid_compiles} == {"_make_training", "_eval_chunk"} | trained_by
     assert all(thread.startswith("jtk-compile") for _, thread in grid_compiles), grid_compiles
     pd.testing.assert_frame_equal(ahead, plain, check_exact=True)
+
+
+@pytest.mark.parametrize("runner", ["evaluate", "evaluate_to_file", "sweep"])
+def test_every_grid_runner_compiles_ahead_the_chunks_it_then_runs(runner, tmp_path, monkeypatch):
+    """evaluate, jtk testbed --out (evaluate_to_file) and jtk sweep all run a grid through testbed.run_grid: off the
+    CPU (forced here) compile_ahead gets exactly the evaluate_chunk calls that then run, and with an executor none."""
+    from jtk import results, sweep
+
+    agent_kwargs = (("num_steps", 23),)
+    agent = jtk.agents.make("mlp", **dict(agent_kwargs))
+    ahead, ran = [], []
+    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
+    monkeypatch.setattr(testbed, "compile_ahead", lambda tasks, threads=None: ahead.extend(tasks) or len(tasks))
+    real_chunk = testbed.evaluate_chunk
+    monkeypatch.setattr(testbed, "evaluate_chunk", lambda *args: ran.append(args) or real_chunk(*args))
+    if runner == "evaluate":
+        rows = testbed.evaluate(agent, AHEAD_GRID, progress=False)
+    elif runner == "evaluate_to_file":
+        rows = results.evaluate_to_file(agent, AHEAD_GRID, tmp_path / "mlp.csv", progress=False)
+    else:
+        rows = sweep.run([sweep.Config("mlp", agent_kwargs)], AHEAD_GRID, tmp_path / "sweep", progress=False)
+    assert len(rows) == len(AHEAD_GRID) and len(ran) == 2  # two minibatch sizes: two chunks
+    assert sorted(map(repr, ahead)) == sorted(map(repr, ran))
+    ahead.clear()
+    saved = []
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        testbed.run_grid(["one"], lambda task: ran[0], lambda task, frame: saved.append((task, len(frame))),
+                         executor=pool, stop=RuntimeError)
+    assert ahead == [] and saved == [("one", 2)]  # τ = 1 and 10 of the chunk's one group
 
 
 def test_compile_ahead_lowers_each_program_once_and_skips_other_agents():
