@@ -552,6 +552,15 @@ def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
         bar.set_description(desc)
 
 
+# Where the grid's programs compile side by side before the run (compile_ahead: off the CPU), the training program's
+# branches, one per minibatch size (Chunk.programs), could instead be one program each, compiled in parallel threads:
+# the run would wait for the costliest size's compile rather than for one program of all five (the mlp's: 4.4 s on an
+# H200; on the CPU 0.83 s for the minibatch-100 program alone, 1.80 s for all five in one). Each branch is the program it replaces, so the scores stay bitwise
+# the same. Not measured on a GPU yet, so off: `bash benchmarks/gpu_session.sh split` measures it (docs/platforms.md,
+# "The paper grid on a GPU").
+SPLIT_BRANCHES_AHEAD = False
+
+
 def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt=None, stop, bar=None) -> None:
     """Scores the chunks of a grid run as :func:`evaluate`, ``jtk testbed --out`` and ``jtk sweep`` run them.
 
@@ -568,6 +577,8 @@ def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt
     """
     tasks = list(tasks)
     calls = [tuple(chunk_args(task)) for task in tasks]
+    if SPLIT_BRANCHES_AHEAD and compiles_ahead(executor):  # one training program per minibatch size (same scores)
+        calls = [(a, Chunk(c, c.size) if isinstance(c, Chunk) else c, *rest) for a, c, *rest in calls]
     threads = executors.local_threads(len(tasks), [call[0] for call in calls]) if executor is None else 1
     prepare_local_run(calls, executor, bar)
     run_chunks(range(len(tasks)), lambda i: (evaluate_chunk, calls[i], {}), lambda i, frame: save(tasks[i], frame),

@@ -451,6 +451,32 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
     pd.testing.assert_frame_equal(ahead, plain, check_exact=True)
 
 
+def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(monkeypatch):
+    """testbed.SPLIT_BRANCHES_AHEAD (a GPU trial): where the grid compiles ahead, each minibatch size gets its own
+    training program, all compiled in compile threads, and the rows stay bitwise those of one program."""
+    from jax import monitoring
+
+    agent = jtk.agents.make("mlp", num_steps=29)
+    plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
+    jax.clear_caches()
+    compiled = []
+
+    def listener(event, duration, **kw):
+        if event.endswith("backend_compile_duration"):
+            compiled.append((kw.get("fun_name", ""), threading.current_thread().name))
+
+    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
+    monkeypatch.setattr(testbed, "SPLIT_BRANCHES_AHEAD", True)
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        split = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+    training = [thread for fun, thread in compiled if fun == "jit(_finish_states)"]
+    assert len(training) == 2 and all(t.startswith("jtk-compile") for t in training), compiled  # minibatch 4 and 100
+    pd.testing.assert_frame_equal(split, plain, check_exact=True)
+
+
 @pytest.mark.parametrize("runner", ["evaluate", "evaluate_to_file", "sweep"])
 def test_every_grid_runner_compiles_ahead_the_chunks_it_then_runs(runner, tmp_path, monkeypatch):
     """evaluate, jtk testbed --out (evaluate_to_file) and jtk sweep all run a grid through testbed.run_grid: off the
