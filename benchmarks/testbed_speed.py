@@ -33,7 +33,8 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 REFERENCE_MLP_GRID_S = 2047.0
 # The label of each stored table (testbed_speed_GRID[_TAG].csv) in docs/results.md.
 MACHINES = {
-    "": "2 CPU cores, Intel Xeon with AVX-512 (the project's machine), after #31",
+    "amd": "2 CPU cores, AMD EPYC with AVX-512 (the project's machine since 2026-11-27), after #31",
+    "": "2 CPU cores, Intel Xeon with AVX-512 (the project's machine on 2026-11-26), after #31",
     "intel-evening": "the same machine and code, a slower evening (2026-11-26; e88fd6d, which measured the mlp "
                      "rows above, re-run beside it: 8.4 s cold, 5.6 s warm)",
     "intel-before": "the same Intel machine before #31 (commit 1c5c62e)",
