@@ -419,16 +419,11 @@ AHEAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(3, 100), seeds=1)  # t
 GRID_PROGRAMS = {"_make_training", "_start_states", "_finish_states", "_train_states", "_eval_chunk"}
 
 
-@pytest.mark.parametrize("name, kwargs", [("mlp", {"num_steps": 37}), ("ensemble+", {"num_members": 3, "num_steps": 37}),
-                                          ("dropout", {"num_steps": 37}),  # sampled functions (mc)
-                                          ("sgld", {"num_steps": 37, "burn_in": 7, "thin": 10})])  # its own train
-def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(name, kwargs, monkeypatch):
-    """The GPU path compiles a grid's programs side by side before it runs any (testbed.compile_ahead): here in its
-    CPU form. Every compile of a grid program happens in a compile thread, none while the chunks run, and the rows
-    are bitwise those of a run that compiles on first call."""
+def _evaluate_compiling_ahead(agent, monkeypatch):
+    """AHEAD_GRID's rows compiled on first call, its rows on the compile-ahead path (forced here, on the CPU), and
+    the (program, thread) of every compile of the latter."""
     from jax import monitoring
 
-    agent = jtk.agents.make(name, **kwargs)
     plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
     jax.clear_caches()
     compiled = []
@@ -443,6 +438,18 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
         ahead = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
     finally:
         monitoring.unregister_event_duration_listener(listener)
+    return plain, ahead, compiled
+
+
+@pytest.mark.parametrize("name, kwargs", [("mlp", {"num_steps": 37}), ("ensemble+", {"num_members": 3, "num_steps": 37}),
+                                          ("dropout", {"num_steps": 37}),  # sampled functions (mc)
+                                          ("sgld", {"num_steps": 37, "burn_in": 7, "thin": 10})])  # its own train
+def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(name, kwargs, monkeypatch):
+    """The GPU path compiles a grid's programs side by side before it runs any (testbed.compile_ahead): here in its
+    CPU form. Every compile of a grid program happens in a compile thread, none while the chunks run, and the rows
+    are bitwise those of a run that compiles on first call."""
+    agent = jtk.agents.make(name, **kwargs)
+    plain, ahead, compiled = _evaluate_compiling_ahead(agent, monkeypatch)
     programs = [(re.fullmatch(r"jit\((\w+)\)", fun), thread) for fun, thread in compiled]
     grid_compiles = [(m.group(1), thread) for m, thread in programs if m and m.group(1) in GRID_PROGRAMS]
     trained_by = {"_start_states", "_finish_states"} if agent.incremental else {"_train_states"}
@@ -454,24 +461,8 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
 def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(monkeypatch):
     """testbed.SPLIT_BRANCHES_AHEAD (a GPU trial): where the grid compiles ahead, each minibatch size gets its own
     training program, all compiled in compile threads, and the rows stay bitwise those of one program."""
-    from jax import monitoring
-
-    agent = jtk.agents.make("mlp", num_steps=29)
-    plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
-    jax.clear_caches()
-    compiled = []
-
-    def listener(event, duration, **kw):
-        if event.endswith("backend_compile_duration"):
-            compiled.append((kw.get("fun_name", ""), threading.current_thread().name))
-
-    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
-    monkeypatch.setattr(testbed, "SPLIT_BRANCHES_AHEAD", True)
-    monitoring.register_event_duration_secs_listener(listener)
-    try:
-        split = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
-    finally:
-        monitoring.unregister_event_duration_listener(listener)
+    monkeypatch.setattr(testbed, "SPLIT_BRANCHES_AHEAD", True)  # the plain run does not compile ahead: one program
+    plain, split, compiled = _evaluate_compiling_ahead(jtk.agents.make("mlp", num_steps=29), monkeypatch)
     training = [thread for fun, thread in compiled if fun == "jit(_finish_states)"]
     assert len(training) == 2 and all(t.startswith("jtk-compile") for t in training), compiled  # minibatch 4 and 100
     pd.testing.assert_frame_equal(split, plain, check_exact=True)
