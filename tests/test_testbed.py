@@ -419,13 +419,16 @@ AHEAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(3, 100), seeds=1)  # t
 GRID_PROGRAMS = {"_make_training", "_start_states", "_finish_states", "_train_states", "_eval_chunk"}
 
 
-def _evaluate_compiling_ahead(agent, monkeypatch):
+def _evaluate_compiling_ahead(agent, monkeypatch, request=None):
     """AHEAD_GRID's rows compiled on first call, its rows on the compile-ahead path (forced here, on the CPU), and
-    the (program, thread) of every compile of the latter."""
+    the (program, thread) of every compile of the latter; with pytest's ``request``, the latter run beside 2 × the
+    cores of busy processes (``busy_cpus``)."""
     from jax import monitoring
 
     plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
     jax.clear_caches()
+    if request is not None:
+        request.getfixturevalue("busy_cpus")
     compiled = []
 
     def listener(event, duration, **kw):
@@ -458,11 +461,12 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
     pd.testing.assert_frame_equal(ahead, plain, check_exact=True)
 
 
-def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(monkeypatch):
+def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(monkeypatch, request):
     """testbed.SPLIT_BRANCHES_AHEAD (a GPU trial): where the grid compiles ahead, each minibatch size gets its own
-    training program, all compiled in compile threads, and the rows stay bitwise those of one program."""
+    training program, all compiled in compile threads, and the rows stay bitwise those of one program, also with
+    the compile threads and the chunk threads beside 2 × the cores of busy processes."""
     monkeypatch.setattr(testbed, "SPLIT_BRANCHES_AHEAD", True)  # the plain run does not compile ahead: one program
-    plain, split, compiled = _evaluate_compiling_ahead(jtk.agents.make("mlp", num_steps=29), monkeypatch)
+    plain, split, compiled = _evaluate_compiling_ahead(jtk.agents.make("mlp", num_steps=29), monkeypatch, request)
     training = [thread for fun, thread in compiled if fun == "jit(_finish_states)"]
     assert len(training) == 2 and all(t.startswith("jtk-compile") for t in training), compiled  # minibatch 4 and 100
     pd.testing.assert_frame_equal(split, plain, check_exact=True)
