@@ -554,10 +554,10 @@ def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
 
 # Where the grid's programs compile side by side before the run (compile_ahead: off the CPU), the training program's
 # branches, one per minibatch size (Chunk.programs), could instead be one program each, compiled in parallel threads:
-# the run would wait for the costliest size's compile rather than for one program of all five (the mlp's: 4.4 s on an
-# H200; on the CPU 0.83 s for the minibatch-100 program alone, 1.80 s for all five in one). Each branch is the
-# program it replaces, so the scores stay bitwise the same. Not measured on a GPU yet, so off: `bash
-# benchmarks/gpu_session.sh split` measures it (docs/platforms.md, "The paper grid on a GPU").
+# the run would wait for the costliest size's compile rather than for one program of all five (docs/platforms.md,
+# "The paper grid on a GPU" and "Compile once per agent configuration"). Each branch is the program it replaces, so
+# the scores stay bitwise the same. Not measured on a GPU yet, so off: `bash benchmarks/gpu_session.sh split`
+# measures it.
 SPLIT_BRANCHES_AHEAD = False
 
 
