@@ -237,3 +237,36 @@ def test_chunk_keys_are_the_keys_fit_uses_for_each_repetition():
         np.testing.assert_array_equal(jax.random.key_data(keys[3 * row:3 * row + 3]),
                                       jax.random.key_data(dr._member_keys(k_train, 3)))
         np.testing.assert_array_equal(jax.random.key_data(k_pred[row]), jax.random.key_data(k_p))
+
+
+def _primitives(jaxpr) -> set:
+    """Names of the primitives of a jaxpr, not looking into sub-jaxprs (the branches of a switch)."""
+    return {eqn.primitive.name for eqn in jaxpr.eqns}
+
+
+@pytest.mark.parametrize("per_example", [True, False])
+def test_noise_layer_is_each_method_s_noise_and_ensembles_draw_none(per_example):
+    """Each kind against a numpy re-derivation from the same uniforms; kind 0 (the ensembles) returns h itself and
+    the random draw lives only inside the dropout branches of the switch."""
+    rng = np.random.default_rng(0)
+    h = jnp.asarray(rng.normal(size=(7, 5)), jnp.float32)
+    p, temp, key = jnp.float32(0.2), 0.1, jax.random.key(3)
+    shape = h.shape if per_example else (1, 5)
+    u, v = np.asarray(jax.random.uniform(key, (2, *shape), minval=1e-6, maxval=1.0 - 1e-6), np.float64)
+    hn, pn = np.asarray(h, np.float64), 0.2
+    expected = {
+        0: hn,
+        1: hn * (u < 1.0 - pn) / (1.0 - pn),
+        2: hn * (1.0 - 1.0 / (1.0 + np.exp(-(np.log(pn / (1 - pn)) + np.log(u / (1 - u))) / temp))) / (1.0 - pn),
+        3: hn * (1.0 + np.sqrt(pn / (1 - pn)) * np.sqrt(-2.0 * np.log(u)) * np.cos(2.0 * np.pi * v)),
+    }
+    for kind, want in expected.items():
+        hyper = {"kind": jnp.int32(kind), "temperature": jnp.float32(temp)}
+        got = np.asarray(dr._noise_layer(h, p, key, hyper, per_example))
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=f"kind {kind}")
+    h_out = dr._noise_layer(h, p, key, {"kind": jnp.int32(0), "temperature": jnp.float32(temp)}, per_example)
+    assert np.array_equal(np.asarray(h_out), np.asarray(h))
+    traced = jax.make_jaxpr(lambda kind: dr._noise_layer(h, p, key, {"kind": kind, "temperature": temp},
+                                                         per_example))(jnp.int32(0))
+    assert "cond" in _primitives(traced.jaxpr)
+    assert not {"random_bits", "threefry2x32", "random_wrap"} & _primitives(traced.jaxpr), traced

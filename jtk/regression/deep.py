@@ -339,8 +339,9 @@ def _noise_layer(h: jax.Array, p: jax.Array, key: jax.Array, hyper, per_example:
     draw shares one mask [1, H] across all n inputs, so each draw is one
     function and joint predictions are coherent.
 
-    All kinds are computed from one uniform draw (u, v) (cheap elementwise work,
-    one random-number call to compile) and the kind selects one:
+    The kind is shared by all networks of a call (not vmapped), so it is a real branch (``lax.switch``): the
+    ensembles draw no random numbers, and each dropout kind computes only its own factor, from the uniforms (u, v)
+    that every dropout kind draws from ``key`` (measured in docs/coverage.md, "Timings"):
 
     * BD (Gal 2016): inverted dropout, keep = [u < 1 − p], h · keep / (1 − p);
     * CD (Gal et al. 2017): relaxed Bernoulli drop mask
@@ -350,15 +351,25 @@ def _noise_layer(h: jax.Array, p: jax.Array, key: jax.Array, hyper, per_example:
     """
     eps = 1e-6
     shape = h.shape if per_example else (1, h.shape[-1])
-    u, v = jax.random.uniform(key, (2, *shape), minval=eps, maxval=1.0 - eps)
-    kind = hyper["kind"]
-    bernoulli = (u < 1.0 - p) / (1.0 - p)
-    drop = jax.nn.sigmoid((jnp.log(p) - jnp.log1p(-p) + jnp.log(u) - jnp.log1p(-u)) / hyper["temperature"])
-    concrete = (1.0 - drop) / (1.0 - p)
-    alpha = jnp.minimum(p / (1.0 - p), 1.0)
-    gaussian = 1.0 + jnp.sqrt(alpha) * jnp.sqrt(-2.0 * jnp.log(u)) * jnp.cos(2.0 * jnp.pi * v)  # Box–Muller
-    factor = jnp.select([kind == 1, kind == 2, kind == 3], [bernoulli, concrete, gaussian], 1.0)
-    return h * factor
+
+    def uniforms():
+        return jax.random.uniform(key, (2, *shape), minval=eps, maxval=1.0 - eps)
+
+    def bernoulli():
+        u, _ = uniforms()
+        return h * ((u < 1.0 - p) / (1.0 - p))
+
+    def concrete():
+        u, _ = uniforms()
+        drop = jax.nn.sigmoid((jnp.log(p) - jnp.log1p(-p) + jnp.log(u) - jnp.log1p(-u)) / hyper["temperature"])
+        return h * ((1.0 - drop) / (1.0 - p))
+
+    def gaussian():
+        u, v = uniforms()
+        alpha = jnp.minimum(p / (1.0 - p), 1.0)
+        return h * (1.0 + jnp.sqrt(alpha) * jnp.sqrt(-2.0 * jnp.log(u)) * jnp.cos(2.0 * jnp.pi * v))  # Box–Muller
+
+    return jax.lax.switch(hyper["kind"], (lambda: h, bernoulli, concrete, gaussian))
 
 
 def _forward(member: Member, x: jax.Array, key: jax.Array, hyper, per_example: bool = True) -> jax.Array:
