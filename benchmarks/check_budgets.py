@@ -4,7 +4,7 @@
     python benchmarks/check_budgets.py --docs-only    # rewrite the docs section from the last run's CSV
 
 Under ``jtk grade --timeout 30`` a check cell with a visible and a hidden call gives each call 10 CPU seconds
-(``jtk.checks._Budget``): the student's function may run for 3 of them (``RUN_SHARE``), and JAX's tracing and
+(``jtk._answers._Budget``): the student's function may run for 3 of them (``RUN_SHARE``), and JAX's tracing and
 compilation are not counted, up to 30 s (the ``--timeout``) of them per call. The budget must let every correct
 answer finish, however it is written, and stop an answer that loops as soon as it safely can: a looping notebook
 costs its running share once per check cell. This script runs correct answers to every check under that budget:
@@ -225,15 +225,15 @@ ONE = """
 import json, sys, time
 {preamble}
 {answer}
-from jtk import checks
-check = checks._check_by_name({name!r})
+from jtk import _answers, _judge
+check = _judge.check_by_name({name!r})
 calls = []
 for hidden in (False, True):
-    cases = check.cases(checks._rng({name!r}, 7, hidden), hidden)
-    with checks._Budget({seconds}, {compile_seconds}) as budget:
-        answers = [checks._capture(check, answer, args, budget) for args in cases]
+    cases = _judge.cases({name!r}, 7, hidden)
+    with _answers._Budget({seconds}, {compile_seconds}) as budget:
+        answers = [_answers.capture(answer, args, budget, check.forbidden, check.seeds) for args in cases]
         cpu, counted = time.process_time() - budget.start, budget.used()
-    result = checks._judge(check, cases, [checks.encode(a) for a in answers], hidden)
+    result = _judge.judge({name!r}, cases, [_answers.encode(a) for a in answers], hidden)
     calls.append({{"cpu_s": cpu, "compile_s": budget.compiled, "counted_s": counted, "passed": result.passed,
                   "total": result.total}})
 print(json.dumps(calls))
@@ -262,9 +262,9 @@ def measure(name: str, answer: str) -> dict:
 
 def write_docs(df: pd.DataFrame, busy: int) -> None:
     """Writes the section ``check-budgets`` of docs/grading.md from the measured rows."""
-    from jtk import checks
+    from jtk import _answers
 
-    run_share, load = checks.RUN_SHARE * CALL_SECONDS, df.busy_load.dropna().iloc[-1]
+    run_share, load = _answers.RUN_SHARE * CALL_SECONDS, df.busy_load.dropna().iloc[-1]
     head = (f"`python benchmarks/check_budgets.py` on {os.cpu_count()} cores "
             f"({platform.processor() or platform.machine()}), {time.strftime('%Y-%m-%d')}: each answer in a fresh "
             f"process with an empty compilation cache, under the budget of `jtk grade --timeout 30` "
@@ -318,9 +318,9 @@ def main(argv=None) -> pd.DataFrame:
         write_docs(pd.read_csv(OUT), args.busy)
         return pd.read_csv(OUT)
 
-    from jtk import checks
+    from jtk import _answers
 
-    run_share, rows = checks.RUN_SHARE * CALL_SECONDS, []
+    run_share, rows = _answers.RUN_SHARE * CALL_SECONDS, []
     for condition, busy in (("quiet", 0), ("busy", args.busy)):
         with Busy(busy):
             for name, ways in answers().items():

@@ -518,10 +518,17 @@ def _grade(args) -> int:
     if mode == "none":
         print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.sandbox)", file=sys.stderr)
     started = time.perf_counter()
+    if args.memory < exercises.MIN_MEMORY:
+        return fail(f"--memory: expected at least 2G (the grading worker needs that for Python, JAX, jtk and a "
+                    f"student's answer), got {args.memory} bytes")
+    for sub in subs:
+        for other in sub.skipped:
+            print(f"jtk grade: not graded: {other} ({sub.student}'s {sub.notebook} is graded from {sub.path}; "
+                  f"one notebook per exercise: {exercises.SAME_EXERCISE_RULE})", file=sys.stderr)
+        if sub.rejected:
+            print(f"jtk grade: rejected: {sub.path}: {sub.rejected}", file=sys.stderr)
     rows = exercises.grade_class(subs, sources, workers=args.workers, timeout=args.timeout, memory=args.memory,
-                                 sandbox=mode, seed=args.seed, salt=args.salt,
-                                 hide=_hidden_paths([args.source, *args.submissions]),
-                                 progress=not args.no_progress)
+                                 sandbox=mode, seed=args.seed, salt=args.salt, progress=not args.no_progress)
     out = sys.stderr if args.json else sys.stdout
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -547,6 +554,10 @@ def _grade(args) -> int:
     late = exercises.timeout_summary(rows)
     if late:
         print(f"jtk grade: {late}", file=out)
+    faults = exercises.fault_summary(rows)
+    if faults:
+        print(f"jtk grade: {faults}", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -629,21 +640,6 @@ def _gradebook(args) -> int:
         print(f"late policy: {num_late} late submission(s), {late.penalty.sum():.10g} points taken off; "
               f"per submission in {report}")
     return 0
-
-
-def _hidden_paths(paths) -> list[str]:
-    """Paths a bwrap kernel must not see: directories unless they hold the Python installation or jtk."""
-    from jtk import sandbox
-
-    keep = sandbox.runtime_paths()
-    out = []
-    for raw in paths:
-        path = os.path.realpath(raw)
-        if os.path.isdir(path) and any(k == path or k.startswith(path + os.sep) for k in keep):
-            out += [str(p) for p in pathlib.Path(path).rglob("*.ipynb")]
-        elif os.path.exists(path):
-            out.append(path)
-    return out
 
 
 def _export(args) -> int:

@@ -49,9 +49,10 @@ import html
 import json
 import os
 import pathlib
-import shutil
-import subprocess
+import stat
+import sys
 import tempfile
+import time
 from typing import Any, Callable, Iterable, Sequence
 
 import nbformat
@@ -63,6 +64,9 @@ HIDDEN_NOTE = "# More cases are checked when your notebook is graded."
 CHECK_STATUSES = ("passed", "failed", "error", "timeout", "not_run")
 DEFAULT_TIMEOUT = 30
 DEFAULT_MEMORY = 4 * 2 ** 30
+MIN_MEMORY = 2 * 2 ** 30
+"""The least ``memory`` grading accepts: below it the worker cannot start JAX and jtk, or a correct answer runs out
+of memory (docs/grading.md, "Grader faults")."""
 WALL_FACTOR = 4
 """A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
 busy processes per core (docs/grading.md, "Time limits under load")."""
@@ -172,6 +176,8 @@ class SourceCheck:
       student_code: what the student's copy of the cell holds.
       calls: the (check name, hidden) pairs the cell runs, in order.
       after: grade_id of the nearest cell before it that has one (its answer cell), or None.
+      functions: for each call, the expression that names the student's function (e.g. ``"coin_joint"``): the
+        grader evaluates it in the student's namespace and calls the result on each case.
     """
 
     grade_id: str
@@ -180,6 +186,7 @@ class SourceCheck:
     student_code: str
     calls: tuple[tuple[str, bool], ...]
     after: str | None
+    functions: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,12 +208,7 @@ def _nbgrader(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool], ...]:
-    """The checks a check cell calls: every ``checks.check_NAME(fn, ..., hidden=...)`` call, in order.
-
-    Raises:
-      ValueError: the cell does not parse, calls no known check, or passes ``hidden`` as a non-literal.
-    """
+def _parse_calls(code: str, where: str) -> list[tuple[str, bool, str]]:
     from jtk import checks
 
     try:
@@ -219,18 +221,32 @@ def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool
             continue
         func = node.func
         fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if not fname.startswith("check_") or fname[len("check_"):] not in checks.CHECKS:
+        if not fname.startswith("check_") or fname[len("check_"):] not in checks.NAMES:
             continue
-        hidden = False
+        hidden, fn = False, node.args[0] if node.args else None
         for kw in node.keywords:
             if kw.arg == "hidden":
                 if not isinstance(kw.value, ast.Constant):
                     raise ValueError(f"{where}: hidden= must be a literal True or False")
                 hidden = bool(kw.value.value)
-        calls.append((node.lineno, node.col_offset, fname[len("check_"):], hidden))
+            elif kw.arg == "fn":
+                fn = kw.value
+        if fn is None:
+            raise ValueError(f"{where}: {fname}(...) names no function to check (its first argument)")
+        calls.append((node.lineno, node.col_offset, fname[len("check_"):], hidden, ast.unparse(fn)))
     if not calls:
-        raise ValueError(f"{where} calls no check of jtk.checks ({', '.join(sorted(checks.CHECKS))})")
-    return tuple((name, hidden) for _, _, name, hidden in sorted(calls))
+        raise ValueError(f"{where} calls no check of jtk.checks ({', '.join(checks.NAMES)})")
+    return [(name, hidden, fn) for _, _, name, hidden, fn in sorted(calls)]
+
+
+def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool], ...]:
+    """The checks a check cell calls: every ``checks.check_NAME(fn, ..., hidden=...)`` call, in order.
+
+    Raises:
+      ValueError: the cell does not parse, calls no known check, names no function, or passes ``hidden`` as a
+        non-literal.
+    """
+    return tuple((name, hidden) for name, hidden, _ in _parse_calls(code, where))
 
 
 def load_source(path) -> Source:
@@ -257,8 +273,10 @@ def load_source(path) -> Source:
         if meta.get("grade"):
             if gid is None:
                 raise ValueError(f"{path.name}: check cell {i} has no nbgrader grade_id")
+            calls = _parse_calls(cell.source, f"{path.name} cell {gid!r}")
             checks.append(SourceCheck(gid, float(meta.get("points", 1)), cell.source, _student_source(cell.source),
-                                      check_calls(cell.source, f"{path.name} cell {gid!r}"), last_id))
+                                      tuple((name, hidden) for name, hidden, _ in calls), last_id,
+                                      tuple(fn for _, _, fn in calls)))
         elif meta.get("solution"):
             answers.add(gid)
             first_answer = True
@@ -292,21 +310,13 @@ def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = N
 
 
 # ------------------------------------------------------------------ preparing a submission
-def _harness(check: SourceCheck, seed: int, timeout: int) -> str:
-    # CPU seconds per call of the student's function (it may run for checks.RUN_SHARE of them; up to ``timeout``
-    # seconds of JAX compilation per call are not counted); the cell's wall-clock backstop is WALL_FACTOR × timeout
-    call_seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))
-    # A fresh copy of jtk.checks: whatever the student's cells did to the module is undone for this check. Both
-    # names a source's check cell may use (``checks``, and the deprecated ``grading``) are bound to that fresh copy,
-    # so a student's own ``grading`` / ``checks`` variable or patched alias never reaches the check.
-    return (f"import importlib as _importlib, jtk.checks as _jtk_checks\n"
-            f"checks = grading = _importlib.reload(_jtk_checks)\n"
-            f"checks._grading_context({seed}, {call_seconds}, {float(timeout)})\n{check.code}")
-
-
 @dataclasses.dataclass
 class Prepared:
-    """The notebook the grader runs, and what it learned from the submission on the way."""
+    """The notebook the grader runs, and what it learned from the submission on the way.
+
+    The check cells hold the source's code, for the record: the grader does not run it in the student's kernel.
+    It calls the student's function on its own cases instead (:func:`execute`).
+    """
 
     nb: Any
     run: list[int]  # indices of the cells to execute, in order
@@ -322,7 +332,7 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
       submission: the student's notebook (nbformat node); not modified.
       source: the matching source notebook.
       seed_of: grade_id -> seed of that check's cases.
-      timeout: the per-cell CPU-time budget; each check call gets a share of it for the student's function.
+      timeout: the per-cell CPU-time budget (kept for the callers; :func:`check_plan` uses it).
     """
     checks = {c.grade_id: c for c in source.checks}
     seeds = {gid: seed_of(gid) for gid in checks}
@@ -343,7 +353,7 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
             if (cell.source.strip() not in {text.strip() for text in released}
                     or meta.get("points", check.points) != check.points):
                 tampered[gid] = True
-            cell.source = _harness(check, seeds[gid], timeout)
+            cell.source = check.code
             cell.metadata = nbformat.from_dict({"nbgrader": {"grade": True, "grade_id": gid}, "jtk_role": "check"})
             placed[gid] = cell
         elif meta.get("grade"):  # a check cell the source does not know: the student's own code now
@@ -353,7 +363,7 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
         if check.grade_id in placed:
             continue
         tampered[check.grade_id] = True
-        new = nbformat.v4.new_code_cell(_harness(check, seeds[check.grade_id], timeout))
+        new = nbformat.v4.new_code_cell(check.code)
         new.metadata = nbformat.from_dict({"nbgrader": {"grade": True, "grade_id": check.grade_id},
                                            "jtk_role": "check"})
         at = len(cells)
@@ -378,180 +388,249 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
     return Prepared(nb, run, check_cell, tampered, seeds)
 
 
-# ------------------------------------------------------------------ running a notebook in a kernel
-def _client_class():
-    from nbclient import NotebookClient
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One check call as the grader makes it: the student's function, the cases and the CPU budget.
 
-    from jtk.checks import MIME
+    Attributes:
+      name: the check (a :data:`jtk.checks.NAMES` entry); hidden: its hidden case family.
+      function: the expression naming the student's function, evaluated in the student's namespace.
+      cases: the argument tuples, drawn by the grader (:func:`jtk._judge.cases`).
+      forbidden: the jtk functions that are the answer (the worker's guard, a second line behind the stubs).
+      seeds: 0, or the number of seeds each case calls the function with.
+      seconds, compile_seconds: the CPU budget of the call (:class:`jtk._answers._Budget`).
+    """
 
-    class _Client(NotebookClient):
-        """Caps each cell's output (a flood of prints must not fill the grader's memory); check records always pass.
+    name: str
+    hidden: bool
+    function: str
+    cases: tuple
+    forbidden: tuple[str, ...]
+    seeds: int
+    seconds: float
+    compile_seconds: float
 
-        The characters kept in each cell's output list are counted as messages arrive, so a message costs the size
-        of its own content, not a re-serialisation of everything the cell printed before it.
-        """
 
-        max_output_chars = 200_000
+def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) -> list[Call]:
+    """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process)."""
+    from jtk import _judge
 
-        def output(self, outs, msg, display_id, cell_index):
-            content = msg.get("content", {})
-            if msg["msg_type"] in ("stream", "display_data", "execute_result") and MIME not in content.get("data", {}):
-                sizes = self.__dict__.setdefault("_jtk_output_chars", {})  # id(outs) -> characters kept so far
-                if sizes.get(id(outs), 0) > self.max_output_chars:
-                    return None
-                sizes[id(outs)] = sizes.get(id(outs), 0) + len(json.dumps(content.get("data", content.get("text", ""))))
-            return super().output(outs, msg, display_id, cell_index)
+    # CPU seconds per call of the student's function: it may run for RUN_SHARE of them, and up to ``timeout``
+    # seconds of JAX compilation per call are not counted; the cell's wall-clock backstop is WALL_FACTOR × timeout
+    seconds = max(1.0, round(timeout / (len(check.calls) + 1), 1))
+    plan = []
+    for (name, hidden), function in zip(check.calls, check.functions):
+        spec = _judge.check_by_name(name)
+        plan.append(Call(name, hidden, function, tuple(_judge.cases(name, seed, hidden)), spec.forbidden, spec.seeds,
+                         seconds, float(timeout)))
+    return plan
 
-    return _Client
+
+# ------------------------------------------------------------------ running a notebook in a worker
+ANSWER_BYTES = 8 * 2 ** 20
+"""The largest frame one answer may take: a larger one ends the worker, and the case is not answered."""
+
+STARTUP_SECONDS = 120
+"""Wall-clock seconds a worker has to import jtk, before any student code runs."""
+
+WORKER = ("-I", "-B", "-m", "jtk._grading_worker")
+
+REPLAY_TRIES = 2
+"""Workers a restart may take to bring back the cells that ran: a re-run that fails once (a busy machine, a flaky
+import) is tried once more in a fresh worker before the notebook goes on without them."""
+
+
+class GraderFault(Exception):
+    """The grader could not run a notebook for a reason that is not the student's: the worker could not start
+    (a memory limit too small for jtk itself, a broken installation, a full disk)."""
+
+
+@dataclasses.dataclass
+class Execution:
+    """What running a prepared notebook gave.
+
+    Attributes:
+      fate: cell index -> ``ok``, ``error`` (it raised), ``timeout`` (past the wall clock), ``died`` or ``not_run``.
+      errors: cell index -> the error it raised (``Type: message``), or the note that a restart lost a cell.
+      answers: check cell index -> one list of answer records per call, in the order of its plan.
+    """
+
+    fate: dict[int, str]
+    errors: dict[int, str]
+    answers: dict[int, list[list[dict]]]
 
 
 class _Restart(Exception):
     pass
 
 
-def _ran(client, cell, index) -> str:
-    """Executes one cell; its fate: ``ok``, ``error``, ``timeout`` or ``died``."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+def _run_cell(worker, code: str, deadline: float) -> tuple[str, str | None]:
+    from jtk.sandbox import WorkerError
 
     try:
-        client.execute_cell(cell, index)
-    except CellTimeoutError:
-        return "timeout"
-    except DeadKernelError:
-        return "died"
-    return "error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok"
+        reply = worker.request({"op": "run", "code": code}, deadline)
+    except WorkerError as err:
+        return ("timeout" if err.kind == "timeout" else "died"), (None if err.kind != "invalid" else str(err))
+    error = reply.get("error")
+    return ("error" if error else "ok"), (str(error)[:500] if error else None)
 
 
-REPLAY_TRIES = 2
-"""Kernels a restart may take to bring back the cells that ran: a re-run that fails once (a busy machine, a flaky
-import) is tried once more in a fresh kernel before the notebook goes on without them."""
+_TIMED_OUT = {"raised": "timeout", "text": ""}
 
 
-def execute(nb, run: Sequence[int], *, workdir: str, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
-            memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, hidden: Sequence[str] = (),
-            startup_timeout: int = 120) -> dict[int, str]:
-    """Executes the cells ``run`` of ``nb`` in place in a contained kernel; returns each cell's fate.
+def _run_check(worker, plan: Sequence[Call], deadline: float, answers: list) -> tuple[str, str | None]:
+    """Makes each call of ``plan`` in the worker; appends one list of answer records per call to ``answers``."""
+    from jtk import _wire
+    from jtk.sandbox import WorkerError
 
-    A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
-    ``died`` (the kernel died in it) or ``not_run``. After a timeout or a dead kernel a new kernel re-runs the
-    earlier non-check cells and execution goes on with the next cell. A re-run cell that ran cleanly the first time
-    must run cleanly again: if it does not, a fresh kernel tries once more (``REPLAY_TRIES``), and if that fails
-    too the next cell is run anyway with a ``KernelError`` output in front of its own saying which cell could not be
-    brought back and why, so a later ``NameError`` is not the only trace of it.
-    """
-    from jupyter_core.utils import run_sync
+    late = False  # after a case runs out of CPU time, the cell's remaining cases are not tried
+    for call in plan:
+        got = []
+        answers.append(got)
+        try:
+            reply = worker.request({"op": "begin", "function": call.function, "seconds": call.seconds,
+                                    "compile_seconds": call.compile_seconds, "forbidden": list(call.forbidden),
+                                    "seeds": call.seeds}, deadline)
+            if reply.get("error"):
+                answers.pop()
+                worker.request({"op": "end"}, deadline)
+                return "error", str(reply["error"])[:500]
+            for args in call.cases:
+                if late:
+                    got.append(_TIMED_OUT)
+                    continue
+                record = worker.request({"op": "case", "args": _wire.pack(args)}, deadline, ANSWER_BYTES).get("answer")
+                got.append(record if isinstance(record, dict) else {"opaque": "invalid", "repr": "no answer"})
+                late = got[-1].get("raised") == "timeout"
+            worker.request({"op": "end"}, deadline)
+        except WorkerError as err:
+            return ("timeout" if err.kind == "timeout" else "died"), (None if err.kind != "invalid" else str(err))
+    return "ok", None
 
+
+def _start(options: dict):
+    """A worker that has imported jtk, or GraderFault."""
     from jtk import sandbox as sb
 
-    client_class = _client_class()
+    worker = sb.Worker([sys.executable, *WORKER], mode=options["sandbox"], memory=options["memory"],
+                       workdir=options["workdir"], package=options.get("package"), uid=options.get("uid"))
+    try:
+        ready = worker.recv(time.monotonic() + STARTUP_SECONDS)
+    except sb.WorkerError as err:
+        said = [line for line in worker.stderr_tail().splitlines() if "rror" in line or "failed" in line]
+        worker.close()
+        raise GraderFault(f"the grading worker {'died' if err.kind == 'died' else 'did not answer'} before any "
+                          f"student code ran, while starting Python, JAX and jtk under a memory limit of "
+                          f"{options['memory'] / 2 ** 30:.2g} GiB ({said[-1].strip()[:200] if said else 'no message'}): "
+                          f"give the grader more memory (--memory) or mend its installation") from None
+    if not ready.get("ready"):
+        worker.close()
+        raise GraderFault(f"the grading worker could not import jtk: {ready.get('fault')}")
+    return worker
+
+
+def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
+            memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, package: str | None = None,
+            plans: dict[int, Sequence[Call]] | None = None) -> Execution:
+    """Runs the cells ``run`` of ``nb`` in a contained worker, making the check calls of ``plans`` at their cells.
+
+    A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
+    ``died`` (the worker died in it, or broke the protocol) or ``not_run``. A check cell (a key of ``plans``) runs
+    no code of its own: the grader calls the student's function on each case over the worker's pipes. After a
+    timeout or a dead worker a new one re-runs the earlier non-check cells and execution goes on with the next
+    cell. A re-run cell that ran cleanly the first time must run cleanly again: if it does not, a fresh worker
+    tries once more (``REPLAY_TRIES``), and if that fails too the next cell's error is a ``KernelError`` note
+    saying which cell could not be brought back and why.
+
+    Raises:
+      GraderFault: a worker could not start (before any student code ran).
+    """
+    plans = plans or {}
+    options = dict(sandbox=sandbox, memory=memory, workdir=workdir, package=package, uid=uid)
     fate = {i: "not_run" for i in run}
+    errors: dict[int, str] = {}
+    answers: dict[int, list] = {}
     pending, done = list(run), []
     replay_tries = 0
     for _attempt in range(len(run) + REPLAY_TRIES):
         if not pending:
             break
-        km = sb.SandboxKernelManager(kernel_name="python3")
-        km.configure(mode=sandbox, workdir=workdir, memory=memory, uid=uid, hidden=hidden)
-        client = client_class(nb, km=km, timeout=timeout, allow_errors=True, interrupt_on_timeout=False,
-                              startup_timeout=startup_timeout, record_timing=False, kernel_name="python3")
+        worker = _start(options)
         try:
-            with client.setup_kernel(env=sb.kernel_env(workdir), cwd=workdir, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL):
-                lost = None  # (cell index, how its re-run ended, its error) of the first cell not brought back
-                for j in done:  # bring a new kernel to where the last one was
-                    if nb.cells[j].metadata.get("jtk_role") == "check":
-                        continue
-                    again = copy.deepcopy(nb.cells[j])
-                    how = _ran(client, again, j)
-                    if fate[j] == "ok" and how != "ok" and lost is None:
-                        lost = (j, how, _error_text(again))
+            lost = None  # (cell index, how its re-run ended, its error) of the first cell not brought back
+            for j in done:  # bring a new worker to where the last one was
+                if j in plans:
+                    continue
+                how, error = _run_cell(worker, nb.cells[j].source, time.monotonic() + timeout)
+                if fate[j] == "ok" and how != "ok" and lost is None:
+                    lost = (j, how, error)
+            if lost is not None:
+                replay_tries += 1
+                if replay_tries < REPLAY_TRIES:
+                    raise _Restart
+            while pending:
+                i = pending[0]
+                deadline = time.monotonic() + timeout
+                if i in plans:
+                    answers[i] = []
+                    fate[i], error = _run_check(worker, plans[i], deadline, answers[i])
+                else:
+                    fate[i], error = _run_cell(worker, nb.cells[i].source, deadline)
+                pending.pop(0)
                 if lost is not None:
-                    replay_tries += 1
-                    if replay_tries < REPLAY_TRIES:
-                        raise _Restart
-                while pending:
-                    i = pending[0]
-                    fate[i] = _ran(client, nb.cells[i], i)
-                    pending.pop(0)
-                    if lost is not None:
-                        j, how, error = lost
-                        note = (f"the kernel was restarted and re-running notebook cell {j + 1}, which had run "
-                                f"cleanly, {'raised ' + error if error else 'ended: ' + how}; this cell ran "
-                                f"without what that cell defines")
-                        nb.cells[i].outputs.insert(0, nbformat.v4.new_output(
-                            "error", ename="KernelError", evalue=note, traceback=[f"KernelError: {note}"]))
-                        lost = None
-                    if fate[i] in ("ok", "error"):
-                        done.append(i)
-                    else:
-                        raise _Restart
+                    j, how, lost_error = lost
+                    error = (f"KernelError: the kernel was restarted and re-running notebook cell {j + 1}, which had "
+                             f"run cleanly, {'raised ' + lost_error if lost_error else 'ended: ' + how}; this cell "
+                             f"ran without what that cell defines")
+                    lost = None
+                if error:
+                    errors[i] = error
+                if fate[i] in ("ok", "error"):
+                    done.append(i)
+                else:
+                    raise _Restart
         except _Restart:
             pass
-        except Exception as err:  # noqa: BLE001 - a kernel that cannot start: the rest is not run
-            if not pending:
-                break
-            note = f"the kernel could not run: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-            nb.cells[pending[0]].outputs.append(nbformat.v4.new_output("error", ename="KernelError", evalue=note,
-                                                                       traceback=[]))
-            fate[pending.pop(0)] = "died"
         finally:
-            try:
-                if km.has_kernel:
-                    run_sync(km.shutdown_kernel)(now=True)
-            except Exception:  # noqa: BLE001 - it is gone either way
-                pass
-            if uid is not None:
-                sb.kill_user_processes(uid)
-    return fate
+            worker.close()
+    return Execution(fate, errors, answers)
 
 
 # ------------------------------------------------------------------ scoring
-def _records(cell) -> list[dict]:
-    from jtk.checks import MIME
+def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list] | None, fate: str,
+                tampered: bool, error: str | None = None) -> dict:
+    """One check's row: points in proportion to the cases passed over every call of the cell, judged here.
 
-    out = []
-    for o in cell.get("outputs", []):
-        data = o.get("data", {}) if o.get("output_type") in ("display_data", "execute_result") else {}
-        record = data.get(MIME)
-        if isinstance(record, str):
-            try:
-                record = json.loads(record)
-            except ValueError:
-                record = None
-        if isinstance(record, dict):
-            out.append(record)
-    return out
+    Args:
+      plan: the cell's calls (:func:`check_plan`), with the grader's cases.
+      answers: one list of answer records per call (:attr:`Execution.answers`); missing calls or cases count as
+        unanswered.
+      fate: the cell's fate (:func:`execute`); error: what the cell raised, if anything.
+    """
+    from jtk import _judge
 
-
-def _error_text(cell) -> str | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return f"{out.get('ename')}: {out.get('evalue')}"[:500]
-    return None
-
-
-def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) -> dict:
-    """One check's row: points in proportion to the cases passed over every call of the cell."""
-    from jtk import checks
-
-    records = _records(cell) if cell is not None else []
+    answers = list(answers or [])
     results = []
-    for name, hidden in check.calls:
-        found = [r for r in records if r.get("check") == name and bool(r.get("hidden")) == hidden]
-        answers = found[-1].get("answers") if found else []
-        results.append(checks.evaluate(name, answers if isinstance(answers, list) else [], seed, hidden))
+    for k, call in enumerate(plan):
+        got = list(answers[k]) if k < len(answers) else []
+        if got or fate in ("timeout", "died"):  # a cell stopped part-way: its unanswered cases count as lost
+            filler = _TIMED_OUT if fate == "timeout" else {"raised": "exception", "text": "the worker died before "
+                                                           "answering (os._exit, a crash, or out of memory)"}
+            got += [filler] * (len(call.cases) - len(got))
+        results.append(_judge.judge(call.name, list(call.cases), got, call.hidden))
     total = sum(r.total for r in results)
     passed = sum(r.passed for r in results)
     failures = [(r, f) for r in results for f in r.failures]
     points = round(check.points * passed / total, 4) if total else 0.0
+    recorded = any(answers)
     if fate == "timeout":
         status, message = "timeout", "the cell ran past its wall-clock limit (code that waits or loops forever?)"
     elif fate == "died":
-        status, message = "error", "the kernel died in this cell (os._exit, a crash, or out of memory)"
+        status, message = "error", error or "the kernel died in this cell (os._exit, a crash, or out of memory)"
     elif fate == "not_run":
         status, message = "not_run", "the cell did not run"
-    elif not records:
-        status, message = "error", _error_text(cell) or "the check recorded no answers"
+    elif not recorded:
+        status, message = "error", error or "the check recorded no answers"
     elif not failures:
         status, message = "passed", ""
     elif any(f.code == "generic.timeout" for _, f in failures):
@@ -561,11 +640,11 @@ def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) 
     if failures and status in ("failed", "timeout") and fate not in ("timeout", "died", "not_run"):
         r, f = failures[0]
         message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {f.message}"
-    judged = failures and fate in ("ok", "error") and records
+    judged = failures and fate in ("ok", "error") and recorded
     misconception = failures[0][1].code if judged else None
     codes = sorted({f.code for _, f in failures}) if judged else []
     # cases lost to a limit: out of CPU time in the check, or every unanswered case of a cell stopped by the clock
-    timed_out = total - passed if fate == "timeout" else sum(f.code == "generic.timeout" for _, f in failures)
+    timed_out = sum(f.code == "generic.timeout" for _, f in failures) if fate != "timeout" else total - passed
     hidden_total, hidden_passed = sum(r.total for r in results if r.hidden), sum(r.passed for r in results if r.hidden)
     return {"id": check.grade_id, "points": points, "max_points": check.points, "status": status,
             "tampered": bool(tampered), "misconception": misconception, "message": message,
@@ -573,12 +652,105 @@ def score_check(check: SourceCheck, cell, fate: str, seed: int, tampered: bool) 
             "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total, "codes": codes}
 
 
+# ------------------------------------------------------------------ reading submissions
+MAX_NOTEBOOK_BYTES = 32 * 2 ** 20
+"""The largest submission read: a larger file is rejected unread."""
+
+READ_SECONDS = 30
+"""Wall-clock seconds reading one submission may take."""
+
+
+class Rejected(ValueError):
+    """A submission that is not graded, and why (a symbolic link, a FIFO, too large, not a notebook, ...)."""
+
+
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a directory"
+            if stat.S_ISDIR(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def read_bytes(path, max_bytes: int = MAX_NOTEBOOK_BYTES, seconds: float = READ_SECONDS) -> bytes:
+    """A submitted file's bytes, read as data: a regular file only (never followed as a link), at most
+    ``max_bytes``, within ``seconds``.
+
+    Raises:
+      Rejected: a symbolic link, FIFO, device, socket or directory; a file larger than ``max_bytes``; a read that
+        does not finish in time.
+    """
+    path = pathlib.Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise Rejected(f"{path.name} is {_kind(mode)}, not a file: hand in the notebook file itself")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise Rejected(f"{path.name} could not be opened: {err.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # swapped between lstat and open
+            raise Rejected(f"{path.name} is {_kind(info.st_mode)}, not a file: hand in the notebook file itself")
+        if info.st_size > max_bytes:
+            raise Rejected(f"{path.name} has {info.st_size / 2 ** 20:.1f} MB, more than the {max_bytes / 2 ** 20:.0f} "
+                           f"MB a notebook may have: clear its outputs and hand it in again")
+        chunks, size, deadline = [], 0, time.monotonic() + seconds
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise Rejected(f"{path.name} grew past {max_bytes / 2 ** 20:.0f} MB while it was read")
+            if time.monotonic() > deadline:
+                raise Rejected(f"{path.name} could not be read within {seconds:g} s")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as err:
+        raise Rejected(f"{path.name} could not be read: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def read_notebook(path):
+    """A submitted notebook (:func:`read_bytes`, then nbformat); no error message quotes the file's content.
+
+    Raises:
+      Rejected: what :func:`read_bytes` rejects, or a file that is not a notebook with cells.
+    """
+    data = read_bytes(path)
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Rejected("not a readable notebook: not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise Rejected(f"not a readable notebook: not valid JSON (line {err.lineno}, column {err.colno})") from None
+    try:
+        nb = nbformat.reads(json.dumps(obj), as_version=4)
+        nbformat.validate(nb)
+    except Exception as err:  # noqa: BLE001 - nbformat's messages may quote the file: name the kind only
+        raise Rejected(f"not a readable notebook: not in the notebook format ({type(err).__name__})") from None
+    if not nb.cells:
+        raise Rejected("not a readable notebook: the notebook has no cells")
+    return nb
+
+
 # ------------------------------------------------------------------ one notebook
 @dataclasses.dataclass(frozen=True)
 class Submission:
+    """One file handed in.
+
+    Attributes:
+      student: who handed it in; notebook: the source notebook's name it is graded against (the file's name when
+        none matches); path: where it is.
+      rejected: why it is not graded (a symbolic link, a FIFO, too large, ...), or None.
+      skipped: other files of the same student and notebook that were not graded (:func:`collect`'s rule).
+    """
+
     student: str
-    notebook: str  # the source notebook's name, or the file's name when none matches
+    notebook: str
     path: pathlib.Path
+    rejected: str | None = None
+    skipped: tuple[str, ...] = ()
 
 
 def _empty_row(sub: Submission, source: Source | None, status: str, message: str) -> dict:
@@ -591,99 +763,151 @@ def _empty_row(sub: Submission, source: Source | None, status: str, message: str
             "wall_timeouts": 0, "retried": False, "checks": checks}
 
 
-def _read(path: pathlib.Path):
-    nb = nbformat.read(path, as_version=4)
-    if not nb.cells:
-        raise ValueError("the notebook has no cells")
-    return nb
+def _skipped_note(sub: Submission) -> str:
+    if not sub.skipped:
+        return ""
+    return (f"not graded, one notebook per exercise ({SAME_EXERCISE_RULE}): {', '.join(sub.skipped[:10])}"
+            + (f" and {len(sub.skipped) - 10} more" if len(sub.skipped) > 10 else ""))
 
 
 def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int = DEFAULT_TIMEOUT,
                    memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None,
-                   seed: int | None = None, salt: str = "", hidden: Sequence[str] = (),
+                   seed: int | None = None, salt: str = "", package: str | None = None,
                    tmp_root: str | None = None, wall_factor: float = WALL_FACTOR) -> dict:
     """Grades one submission; never raises for anything in the submission.
 
     Args:
       timeout: CPU seconds per check cell for the student's function (shared by the cell's check calls).
+      package: what the bwrap sandbox mounts over jtk (:func:`jtk.sandbox.stubbed_package`).
       wall_factor: every cell's wall-clock backstop is ``wall_factor × timeout`` seconds.
 
     Returns:
       ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
-      "checks": [...]}``, status ``graded``, ``unreadable`` (not a notebook, or empty) or ``unmatched`` (no
-      source notebook fits); ``wall_timeouts`` counts the cells stopped by the wall-clock backstop.
+      "checks": [...]}``, status ``graded``, ``rejected`` (not a regular file, too large, not a notebook),
+      ``unmatched`` (no source notebook fits) or ``error`` (a grader fault: the message says what, and the
+      notebook must be graded again once it is mended); ``wall_timeouts`` counts the cells stopped by the
+      wall-clock backstop.
     """
     source = sources.get(sub.notebook)
+    if sub.rejected:
+        return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
-        nb = _read(sub.path)
-    except Exception as err:  # noqa: BLE001 - any broken file is a row, not a crash
-        return _empty_row(sub, source, "unreadable", f"not a readable notebook: {type(err).__name__}: {err}"[:300])
+        nb = read_notebook(sub.path)
+    except Rejected as err:
+        return _empty_row(sub, source, "rejected", f"not graded: {err}")
     if source is None:
         return _empty_row(sub, None, "unmatched", f"no source notebook matches {sub.path.name}")
     prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
-    workdir = tempfile.mkdtemp(prefix="jtk-grade-", dir=tmp_root)
+    plans = {prepared.check_cell[c.grade_id]: check_plan(c, prepared.seeds[c.grade_id], timeout) for c in source.checks}
+    workdir = None
     try:
-        shutil.copyfile(sub.path, os.path.join(workdir, sub.path.name))
-        if uid is not None:
-            for path in (workdir, os.path.join(workdir, sub.path.name)):
-                os.chown(path, uid, uid)
-        os.chmod(workdir, 0o700)
-        fate = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout * wall_factor, memory=memory,
-                       sandbox=sandbox, uid=uid, hidden=hidden)
+        if sandbox != "bwrap":  # bwrap's worker writes only into its own tmpfs
+            workdir = tempfile.mkdtemp(prefix="jtk-grade-", dir=tmp_root)
+            if uid is not None:
+                os.chown(workdir, uid, uid)
+            os.chmod(workdir, 0o700)
+        done = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout * wall_factor, memory=memory,
+                       sandbox=sandbox, uid=uid, package=package, plans=plans)
+    except (GraderFault, OSError) as err:
+        return _empty_row(sub, source, "error", f"grader fault, not the student's: {err}"[:500])
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir is not None:
+            from jtk import sandbox as sb
+
+            sb.remove_tree(workdir)
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
-        checks.append(score_check(check, prepared.nb.cells[index], fate.get(index, "not_run"),
-                                  prepared.seeds[check.grade_id], prepared.tampered[check.grade_id]))
+        checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
+                                  prepared.tampered[check.grade_id], done.errors.get(index)))
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
-            "max_score": source.max_score, "status": "graded", "message": "",
-            "wall_timeouts": sum(f == "timeout" for f in fate.values()), "retried": False, "checks": checks}
+            "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
+            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
 
 
 # ------------------------------------------------------------------ a class
+SAME_EXERCISE_RULE = "the file named like the exercise, else the first by path"
+"""Which of a student's files for one exercise is graded; the others are named in its row, and not graded."""
+
+
 def _match(path: pathlib.Path, sources: dict[str, Source]) -> str:
     if path.name in sources:
         return path.name
     try:
-        ids = {_nbgrader(c).get("grade_id") for c in nbformat.read(path, as_version=4).cells}
-    except Exception:  # noqa: BLE001
+        ids = {_nbgrader(c).get("grade_id") for c in read_notebook(path).cells}
+    except Rejected:
         return path.name
     overlap = {name: len(ids & ({c.grade_id for c in s.checks} | s.answer_ids)) for name, s in sources.items()}
     best = max(overlap, key=overlap.get)
     return best if overlap[best] > 0 else path.name
 
 
-def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
-    """Submissions from files and directories.
+def _files(directory: pathlib.Path, top: bool):
+    """(path, why rejected or None) of every ``*.ipynb`` entry below ``directory``; links are never followed."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = pathlib.Path(entry.path)
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat.S_ISDIR(mode):
+            if not top and not entry.name.startswith(".") and entry.name != ".ipynb_checkpoints":
+                yield from _files(path, False)
+            continue
+        if entry.name.endswith(".ipynb"):
+            yield path, None if stat.S_ISREG(mode) else f"{entry.name} is {_kind(mode)}, not a file: hand in the " \
+                                                        f"notebook file itself"
 
-    A directory may hold nbgrader's layout ``DIR/<student>/[...]/<notebook>.ipynb`` (student = the
-    first folder below DIR) and loose ``DIR/<student>.ipynb`` files; a file given directly counts as a
-    loose file (student = its stem). A file is matched to the source notebook of the same name, else
-    to the one whose grade_ids it carries.
+
+def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
+    """Submissions from files and directories, one per student and notebook.
+
+    A directory may hold nbgrader's layout ``DIR/<student>/[...]/<notebook>.ipynb`` (student = the first folder
+    below DIR) and loose ``DIR/<student>.ipynb`` files; a file given directly counts as a loose file (student =
+    its stem). A file is matched to the source notebook of the same name, else to the one whose grade_ids it
+    carries. Only regular files are graded: a symbolic link, FIFO, device or socket is a submission with
+    ``rejected`` set, never opened. When a student hands in several files for one notebook, one is graded
+    (:data:`SAME_EXERCISE_RULE`; a rejected one only when nothing else is there) and the others are named in its
+    ``skipped``.
 
     Raises:
       ValueError: a path that does not exist or is neither an .ipynb file nor a directory.
     """
-    subs = []
+    found = []
     for raw in paths:
         path = pathlib.Path(raw)
-        if path.is_file():
-            if path.suffix != ".ipynb":
-                raise ValueError(f"submission must be an .ipynb file or a directory, got {str(path)!r}")
-            subs.append(Submission(path.stem, _match(path, sources), path))
-        elif path.is_dir():
-            for child in sorted(path.iterdir()):
-                if child.is_file() and child.suffix == ".ipynb":
-                    subs.append(Submission(child.stem, _match(child, sources), child))
-                elif child.is_dir() and not child.name.startswith("."):
-                    for nb in sorted(child.rglob("*.ipynb")):
-                        if ".ipynb_checkpoints" not in nb.parts:
-                            subs.append(Submission(child.name, _match(nb, sources), nb))
-        else:
+        if not os.path.lexists(path):
             raise ValueError(f"submission path does not exist: {str(path)!r}")
-    return subs
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(os.stat(path).st_mode):  # a directory given on the command line may be a link to one
+            for child, why in _files(path, True):  # loose DIR/<student>.ipynb
+                found.append((child.stem, child, why))
+            for entry in sorted(os.scandir(path), key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                    for child, why in _files(pathlib.Path(entry.path), False):
+                        found.append((entry.name, child, why))
+        elif path.suffix == ".ipynb":
+            found.append((path.stem, path, None if stat.S_ISREG(mode) else
+                          f"{path.name} is {_kind(mode)}, not a file: hand in the notebook file itself"))
+        else:
+            raise ValueError(f"submission must be an .ipynb file or a directory, got {str(path)!r}")
+    groups: dict[tuple[str, str], list] = {}
+    for student, path, why in found:
+        notebook = _match(path, sources) if why is None else path.name
+        groups.setdefault((student, notebook), []).append((why is not None, path.name != notebook, str(path), path,
+                                                           why))
+    subs = []
+    for (student, notebook), files in groups.items():
+        files.sort(key=lambda f: f[:3])
+        _, _, _, path, why = files[0]
+        skipped = tuple(f[2] for f in files[1:])
+        subs.append(Submission(student, notebook, path, why, skipped))
+    order = {id(s): k for k, s in enumerate(subs)}
+    return sorted(subs, key=lambda s: (s.student, s.notebook, order[id(s)]))
 
 
 _WORKER: dict = {}
@@ -702,6 +926,16 @@ def _grade_in_worker(sub: Submission, wall_factor: float = WALL_FACTOR) -> dict:
     return grade_notebook(sub, _WORKER["sources"], **options)
 
 
+def _redact(value, secret: str):
+    if isinstance(value, str):
+        return value.replace(secret, "[salt]")
+    if isinstance(value, dict):
+        return {k: _redact(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, secret) for v in value]
+    return value
+
+
 def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *, workers: int | None = None,
                 timeout: int = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY, sandbox: str = "auto",
                 seed: int | None = None, salt: str = "", hide: Sequence[str] = (), progress: bool = True) -> list[dict]:
@@ -710,7 +944,12 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     Args:
       workers: worker processes (default: the number of cores).
       sandbox: ``auto``, ``none``, ``user`` or ``bwrap`` (:mod:`jtk.sandbox`).
-      hide: paths kernels must not see (bwrap mode): the source directory, the submissions, outputs.
+      hide: kept for callers of earlier versions: the bwrap sandbox mounts only what it names, so nothing needs
+        hiding.
+
+    A grader fault (a worker that could not start jtk, a full disk) is a row with status ``error`` whose message
+    says so; :func:`fault_summary` names them for the instructor. A salt of 8 characters or more never appears in
+    a row.
     """
     import concurrent.futures
     import multiprocessing
@@ -719,36 +958,41 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
 
     from jtk import sandbox as sb
 
+    del hide
     mode = sb.resolve(sandbox)
+    if not isinstance(memory, int) or memory < MIN_MEMORY:
+        raise ValueError(f"memory must be at least {MIN_MEMORY} bytes (2G): the grading worker needs that for Python, "
+                         f"JAX, jtk and a student's answer; got {memory!r}")
     workers = max(1, min(workers or os.cpu_count() or 1, len(submissions) or 1))
     tmp_root = tempfile.mkdtemp(prefix="jtk-grader-")
     os.chmod(tmp_root, 0o711 if mode == "user" else 0o700)
-    options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt,
-                   hidden=tuple(hide) + (tmp_root,), tmp_root=tmp_root, use_uid=mode == "user")
-    ctx = multiprocessing.get_context("spawn")
-    slots = ctx.Queue()
-    for k in range(workers):
-        slots.put(k)
     rows: list[dict | None] = [None] * len(submissions)
-
-    def collect(pool, indices, desc: str, wall_factor: float) -> None:
-        futures = {pool.submit(_grade_in_worker, submissions[i], wall_factor): i for i in indices}
-        bar = tqdm(total=len(futures), desc=desc, unit="notebook", disable=not progress)
-        for future in concurrent.futures.as_completed(futures):
-            i = futures[future]
-            try:
-                rows[i] = future.result()
-            except Exception as err:  # noqa: BLE001 - a grader fault is a row too
-                rows[i] = _empty_row(submissions[i], sources.get(submissions[i].notebook), "error",
-                                     f"the grader failed: {type(err).__name__}: {err}"[:300])
-            bar.update(1)
-        bar.close()
-
-    def pool_of(size: int):
-        return concurrent.futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
-                                                      initargs=(slots, sources, options))
-
     try:
+        package = str(sb.stubbed_package(tmp_root)) if mode == "bwrap" else None
+        options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt, package=package,
+                       tmp_root=tmp_root, use_uid=mode == "user")
+        ctx = multiprocessing.get_context("spawn")
+        slots = ctx.Queue()
+        for k in range(workers):
+            slots.put(k)
+
+        def collect(pool, indices, desc: str, wall_factor: float) -> None:
+            futures = {pool.submit(_grade_in_worker, submissions[i], wall_factor): i for i in indices}
+            bar = tqdm(total=len(futures), desc=desc, unit="notebook", disable=not progress)
+            for future in concurrent.futures.as_completed(futures):
+                i = futures[future]
+                try:
+                    rows[i] = future.result()
+                except Exception as err:  # noqa: BLE001 - a grader fault is a row too
+                    rows[i] = _empty_row(submissions[i], sources.get(submissions[i].notebook), "error",
+                                         f"grader fault, not the student's: {type(err).__name__}: {err}"[:300])
+                bar.update(1)
+            bar.close()
+
+        def pool_of(size: int):
+            return concurrent.futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
+                                                          initargs=(slots, sources, options))
+
         with pool_of(workers) as pool:
             collect(pool, range(len(submissions)), "grading", WALL_FACTOR)
         # A cell stopped by the wall clock may be a victim of the load: grade that notebook again, alone (one
@@ -763,8 +1007,22 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
             for i in again:
                 rows[i]["retried"] = True
     finally:
-        shutil.rmtree(tmp_root, ignore_errors=True)
+        sb.remove_tree(tmp_root)
+    if len(salt) >= 8:
+        rows = [_redact(row, salt) for row in rows]
     return rows  # type: ignore[return-value]
+
+
+def fault_summary(rows: Sequence[dict]) -> str | None:
+    """One line for the instructor when notebooks could not be graded because of the grader (None when none)."""
+    hit = [row for row in rows if row["status"] == "error"]
+    if not hit:
+        return None
+    names = ", ".join(f"{row['student']}/{row['notebook']}" for row in hit[:5]) + (
+        f", and {len(hit) - 5} more" if len(hit) > 5 else "")
+    students = ",".join(sorted({row["student"] for row in hit}))
+    return (f"{len(hit)} notebook(s) could not be graded because of the grader, not the students ({names}): "
+            f"{hit[0]['message']}. Mend that, then regrade with --only {students}")
 
 
 def timeout_summary(rows: Sequence[dict]) -> str | None:

@@ -19,6 +19,7 @@ add up to the check's points in ``jtk grade``'s CSV.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 from typing import Sequence
 
@@ -80,8 +81,8 @@ def results_json(rows: Sequence[dict], *, hidden_visibility: str = "after_publis
         if row["status"] != "graded":
             notes.append(f"{row['notebook']}: {row['message'] or row['status']}")
         tests += _tests(row, hidden_visibility, len(tests))
-    score = round(sum(t["score"] for t in tests), 4)
     max_score = round(sum(t["max_score"] for t in tests), 4)
+    score = min(round(sum(t["score"] for t in tests), 4), max_score)
     if not rows:
         notes.append("no notebook was found in the submission: upload the .ipynb files of the exercise")
     lines = [f"jtk graded {len(rows)} notebook(s): {score:g} of {max_score:g} points."] + notes
@@ -199,6 +200,28 @@ def _student_of(root: pathlib.Path) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_.@" else "_" for ch in raw).lstrip(".") or "student"
 
 
+def _submitted(folder: pathlib.Path) -> tuple[list, list[str], list[str]]:
+    """The notebooks of a Gradescope submission as (relative path, bytes), read as data (regular files only, size
+    and time limits: :func:`jtk.exercises.read_bytes`); the other files' names; the rejected notebooks, each with
+    why. Links are never followed."""
+    from jtk import exercises
+
+    notebooks, ignored, rejected = [], [], []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints")
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            path = pathlib.Path(dirpath, name)
+            rel = path.relative_to(folder)
+            if path.suffix != ".ipynb":
+                ignored.append(str(rel))
+                continue
+            try:
+                notebooks.append((rel, exercises.read_bytes(path)))
+            except exercises.Rejected as err:
+                rejected.append(f"{rel}: {err}")
+    return notebooks, ignored, rejected
+
+
 def run_autograder(root="/autograder") -> dict:
     """Grades ``ROOT/submission`` against ``ROOT/source`` and writes ``ROOT/results/results.json``; never raises.
 
@@ -207,7 +230,6 @@ def run_autograder(root="/autograder") -> dict:
     graded as one student's with ``jtk grade``'s engine (one worker, the strongest sandbox available, the bundle's
     salt); files that are not notebooks are listed in the output. Returns the result written.
     """
-    import shutil
     import tempfile
     import time
     import traceback
@@ -221,20 +243,20 @@ def run_autograder(root="/autograder") -> dict:
     try:
         sources = exercises.load_sources(root / "source" / "solutions")
         salt = (root / "source" / "salt.txt").read_text().strip()
-        submitted = [p for p in sorted((root / "submission").rglob("*"))
-                     if p.is_file() and ".ipynb_checkpoints" not in p.parts]
-        notebooks = [p for p in submitted if p.suffix == ".ipynb"]
-        ignored = [str(p.relative_to(root / "submission")) for p in submitted if p.suffix != ".ipynb"]
+        submitted, ignored, rejected = _submitted(root / "submission")
         student = _student_of(root)
         with tempfile.TemporaryDirectory(prefix="jtk-gradescope-") as tmp:
             folder = pathlib.Path(tmp) / student
             folder.mkdir()
-            for p in notebooks:  # one folder per student, as jtk grade expects; names kept
-                shutil.copyfile(p, folder / p.name)
-            subs = exercises.collect([pathlib.Path(tmp)], sources) if notebooks else []
-            rows = exercises.grade_class(subs, sources, workers=1, salt=salt, progress=False,
-                                         hide=[str(root / "source"), str(root / "submission"), str(results_dir)])
+            for rel, data in submitted:  # one folder per student, as jtk grade expects; names kept, bytes copied
+                target = folder.joinpath(*rel.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            subs = exercises.collect([pathlib.Path(tmp)], sources) if submitted else []
+            rows = exercises.grade_class(subs, sources, workers=1, salt=salt, progress=False)
         result = results_json(rows, execution_time=time.perf_counter() - started)
+        if rejected:
+            result["output"] += "\nNot graded: " + "; ".join(rejected[:20])
         if ignored:
             result["output"] += "\nNot notebooks, not graded: " + ", ".join(ignored[:20])
     except Exception as err:  # noqa: BLE001 - Gradescope must always get a result file

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax, logsumexp
 
-from jtk import checks, nets
+from jtk import _answers, _judge, checks, nets
 
 
 # ---------- right answers
@@ -83,14 +83,12 @@ def test_right_answers_pass(name, hidden, capsys):
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
 def test_hidden_cases_differ_from_visible_ones(name):
-    check = checks._CHECKS[name]
-    visible = check.cases(checks._rng(name, 0, False), False)
-    hidden = check.cases(checks._rng(name, 0, True), True)
+    visible, hidden = _judge.cases(name, 0, False), _judge.cases(name, 0, True)
     assert repr(visible) != repr(hidden)
 
 
 def test_cases_are_reproducible_per_seed_and_differ_between_seeds():
-    cases = lambda seed: repr(checks._CHECKS["coin_joint"].cases(checks._rng("coin_joint", seed, False), False))
+    cases = lambda seed: repr(_judge.cases("coin_joint", seed))
     assert cases(3) == cases(3) != cases(4)
 
 
@@ -138,7 +136,7 @@ def test_every_code_a_judge_can_raise_is_listed():
     import inspect
     import re
 
-    source = inspect.getsource(checks)
+    source = inspect.getsource(_judge)
     raised = set(re.findall(r'"((?:coin|ttc|jll|prior|blr|batchmig|thompson|generic)\.[a-z_]+)"', source))
     assert raised <= set(checks.MISCONCEPTIONS), raised - set(checks.MISCONCEPTIONS)
 
@@ -153,17 +151,11 @@ def test_partial_credit_counts_cases():
     assert {f.code for f in result.failures} == {"coin.not_normalised"}
 
 
-def test_recorded_answers_are_judged_the_same_by_the_grader(monkeypatch):
-    records = []
-    monkeypatch.setattr(checks, "_emit", records.append)
-    monkeypatch.setattr(checks, "_CONTEXT", None)
-    checks._grading_context(1234)
-    try:
-        assert checks.run_check("joint_log_likelihood", mean_of_logliks) is None
-    finally:
-        monkeypatch.setattr(checks, "_CONTEXT", None)
-    (record,) = records
-    graded = checks.evaluate("joint_log_likelihood", record["answers"], 1234)
+def test_recorded_answers_are_judged_the_same_by_the_grader():
+    """What the grading worker sends back (encoded answers) is judged as the self-check judges the same answers."""
+    cases = _judge.cases("joint_log_likelihood", 1234)
+    records = [_answers.encode(_answers.capture(mean_of_logliks, args)) for args in cases]
+    graded = _judge.evaluate("joint_log_likelihood", records, 1234)
     direct = checks.run_check("joint_log_likelihood", mean_of_logliks, seed=1234)
     assert graded == direct and not graded.ok
 
@@ -184,13 +176,13 @@ def test_every_forbidden_function_exists_where_the_guard_looks_for_it():
     import inspect
 
     for name, paths in checks.FORBIDDEN.items():
-        for path, label in checks._forbidden_codes(paths).items():
+        for path, label in _answers._forbidden_codes(paths).items():
             module, qualname = next(p for p in paths if p.endswith(":" + label)).split(":")
             obj = importlib.import_module(module)
             for part in qualname.split("."):
                 obj = getattr(obj, part)
             code = inspect.unwrap(getattr(obj, "__func__", obj)).__code__
-            assert (code.co_filename, checks._qualname(code)) == path, (name, path)
+            assert (code.co_filename, _answers._qualname(code)) == path, (name, path)
 
 
 def test_switching_off_the_guard_is_caught():
@@ -225,14 +217,14 @@ def test_records_never_unpickle():
     import base64
 
     forged = {"npy": base64.b64encode(buf.getvalue()).decode()}
-    assert isinstance(checks.decode(forged), checks.Opaque)
+    assert isinstance(_answers.decode(forged), _answers.Opaque)
     for junk in (None, 3, "x", {"npy": "!!"}, {"seq": "no"}, {"raised": 1}, {"opaque": [1]}):
-        checks.decode(junk)  # never raises
+        _answers.decode(junk)  # never raises
     value = (np.arange(3.0), np.eye(2))
-    back = checks.decode(checks.encode(value))
+    back = _answers.decode(_answers.encode(value))
     assert isinstance(back, tuple) and np.array_equal(back[1], np.eye(2))
-    assert checks.decode(checks.encode(2.5)).shape == ()
-    assert isinstance(checks.decode(checks.encode("forty-two")), checks.Opaque)
+    assert _answers.decode(_answers.encode(2.5)).shape == ()
+    assert isinstance(_answers.decode(_answers.encode("forty-two")), _answers.Opaque)
 
 
 def test_a_failed_check_shows_only_its_message():
@@ -279,7 +271,7 @@ def test_bad_answers_are_reported_not_crashed(name, bad, message):
 
 # ---------- time limits count CPU time, not wall time (a busy machine must not fail a correct answer)
 def _coin_case():
-    check = checks._check_by_name("coin_joint")
+    check = _judge.check_by_name("coin_joint")
     return check, check.cases(np.random.default_rng(0), False)[0]
 
 
@@ -293,9 +285,9 @@ def test_a_function_that_waits_is_not_out_of_cpu_time():
         return coin_joint(biases, prior, flips)
 
     check, args = _coin_case()
-    with checks._Budget(1.0) as budget:
+    with _answers._Budget(1.0) as budget:
         assert budget.run_seconds == pytest.approx(0.3)
-        answer = checks._capture(check, slow_but_correct, args, budget)
+        answer = _answers.capture(slow_but_correct, args, budget, check.forbidden)
     np.testing.assert_allclose(answer, coin_joint(*args))
 
 
@@ -309,12 +301,12 @@ def test_a_function_that_computes_forever_runs_out_of_its_running_share():
 
     check, args = _coin_case()
     start = time.process_time()
-    with checks._Budget(2.0) as budget:
-        out = checks._capture(check, spins, args, budget)
+    with _answers._Budget(2.0) as budget:
+        out = _answers.capture(spins, args, budget, check.forbidden)
     spent = time.process_time() - start
-    assert out == checks.Raised("timeout", "0.6")
-    assert 0.6 <= spent < 0.6 + checks.GRACE_SECONDS + 0.5 < 2.0
-    code, message = checks._raised_failure(out, args)
+    assert out == _answers.Raised("timeout", "0.6")
+    assert 0.6 <= spent < 0.6 + _answers.GRACE_SECONDS + 0.5 < 2.0
+    code, message = _judge._raised_failure(out, args)
     assert code == "generic.timeout" and "0.6 s of CPU time (JAX compilation not counted)" in message
 
 
@@ -334,8 +326,8 @@ def test_the_timer_never_rearms_once_it_is_being_stopped():
     import signal
 
     check, args = _coin_case()
-    with checks._Budget(1.0) as budget:
-        timer = checks._Timer(budget)
+    with _answers._Budget(1.0) as budget:
+        timer = _answers._Timer(budget)
         with timer:
             pass
         timer._ring(signal.SIGPROF, None)  # as if the signal had arrived between disarming and restoring
@@ -348,12 +340,12 @@ def test_jax_compilation_is_not_counted_against_a_correct_answer():
     from jax import monitoring
 
     check, args = _coin_case()
-    with checks._Budget(3.0) as budget:
+    with _answers._Budget(3.0) as budget:
         def compiles_then_answers(biases, prior, flips):
             _compiles(budget, lambda: budget.compiled > 2 * budget.run_seconds)
             return coin_joint(biases, prior, flips)
 
-        answer = checks._capture(check, compiles_then_answers, args, budget)
+        answer = _answers.capture(compiles_then_answers, args, budget, check.forbidden)
     assert budget.compiled > 2 * budget.run_seconds
     np.testing.assert_allclose(answer, coin_joint(*args))
     compiled = budget.compiled  # the budget stops listening when it ends
@@ -369,23 +361,23 @@ def test_compilation_is_credited_only_up_to_the_calls_seconds():
     from jax import monitoring
 
     check, args = _coin_case()
-    with checks._Budget(0.5) as budget:
+    with _answers._Budget(0.5) as budget:
         start = time.process_time()
-        out = checks._capture(check, lambda *a: _compiles(budget, lambda: False), args, budget)
+        out = _answers.capture(lambda *a: _compiles(budget, lambda: False), args, budget, check.forbidden)
         spent = time.process_time() - start
-    assert out == checks.Raised("timeout", "0.15")
-    assert budget.compiled > 0.5 and spent < 0.5 + 0.15 + checks.GRACE_SECONDS + 1.0
+    assert out == _answers.Raised("timeout", "0.15")
+    assert budget.compiled > 0.5 and spent < 0.5 + 0.15 + _answers.GRACE_SECONDS + 1.0
 
     def fakes(biases, prior, flips):
         monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", 1e6)
         while True:
             pass
 
-    with checks._Budget(0.5) as budget:
+    with _answers._Budget(0.5) as budget:
         start = time.process_time()
-        out = checks._capture(check, fakes, args, budget)
+        out = _answers.capture(fakes, args, budget, check.forbidden)
         spent = time.process_time() - start
-    assert out == checks.Raised("timeout", "0.15") and spent < 0.5 + 0.15 + checks.GRACE_SECONDS + 0.5
+    assert out == _answers.Raised("timeout", "0.15") and spent < 0.5 + 0.15 + _answers.GRACE_SECONDS + 0.5
 
 
 def test_an_answer_that_clears_jaxs_listeners_only_loses_its_own_credit(monkeypatch):
@@ -401,6 +393,6 @@ def test_an_answer_that_clears_jaxs_listeners_only_loses_its_own_credit(monkeypa
         return coin_joint(biases, prior, flips)
 
     check, args = _coin_case()
-    with checks._Budget(1.0) as budget:
-        answer = checks._capture(check, clears, args, budget)
+    with _answers._Budget(1.0) as budget:
+        answer = _answers.capture(clears, args, budget, check.forbidden)
     np.testing.assert_allclose(answer, coin_joint(*args))

@@ -68,9 +68,12 @@ def test_patching_the_old_name_patches_the_checks_and_the_guard_covers_both(monk
     monkeypatch.setattr(old, "run_check", lambda *a, **k: None)
     assert jtk.checks.run_check is old.run_check
     monkeypatch.undo()
-    check = jtk.checks._CHECKS["coin_joint"]
-    via_old_name = jtk.checks._capture(check, lambda b, p, f: old._coin_joint(b, p, f), ((0.5,), (1.0,), 2))
-    assert isinstance(via_old_name, jtk.checks.Raised) and via_old_name.kind == "uses_reference"
+    from jtk import _answers, _judge
+
+    check = _judge.check_by_name("try_then_commit")
+    via_old_name = _answers.capture(lambda b, p, h: old.try_then_commit_value(b, p, h), ((0.5,), (1.0,), 2),
+                                    forbidden=check.forbidden)
+    assert isinstance(via_old_name, _answers.Raised) and via_old_name.kind == "uses_reference"
 
 
 def test_problem_training_key_is_training_problem():
