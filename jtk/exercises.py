@@ -44,6 +44,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import functools
 import hashlib
 import html
 import json
@@ -661,7 +662,16 @@ READ_SECONDS = 30
 
 
 class Rejected(ValueError):
-    """A submission that is not graded, and why (a symbolic link, a FIFO, too large, not a notebook, ...)."""
+    """A submission that is not graded, and why.
+
+    Attributes:
+      status: the row's status: ``rejected`` (a symbolic link, FIFO, device; too large; not read in time) or
+        ``unreadable`` (a file that is not a notebook with cells).
+    """
+
+    def __init__(self, message: str, status: str = "rejected"):
+        super().__init__(message)
+        self.status = status
 
 
 def _kind(mode: int) -> str:
@@ -721,16 +731,18 @@ def read_notebook(path):
     try:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise Rejected("not a readable notebook: not UTF-8 text") from None
+        raise Rejected("not a readable notebook: not UTF-8 text", "unreadable") from None
     except json.JSONDecodeError as err:
-        raise Rejected(f"not a readable notebook: not valid JSON (line {err.lineno}, column {err.colno})") from None
+        raise Rejected(f"not a readable notebook: not valid JSON (line {err.lineno}, column {err.colno})",
+                       "unreadable") from None
     try:
         nb = nbformat.reads(json.dumps(obj), as_version=4)
         nbformat.validate(nb)
     except Exception as err:  # noqa: BLE001 - nbformat's messages may quote the file: name the kind only
-        raise Rejected(f"not a readable notebook: not in the notebook format ({type(err).__name__})") from None
+        raise Rejected(f"not a readable notebook: not in the notebook format ({type(err).__name__})",
+                       "unreadable") from None
     if not nb.cells:
-        raise Rejected("not a readable notebook: the notebook has no cells")
+        raise Rejected("not a readable notebook: the notebook has no cells", "unreadable")
     return nb
 
 
@@ -783,18 +795,21 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
 
     Returns:
       ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
-      "checks": [...]}``, status ``graded``, ``rejected`` (not a regular file, too large, not a notebook),
+      "checks": [...]}``, status ``graded``, ``rejected`` (not a regular file, too large), ``unreadable`` (not a
+      notebook),
       ``unmatched`` (no source notebook fits) or ``error`` (a grader fault: the message says what, and the
       notebook must be graded again once it is mended); ``wall_timeouts`` counts the cells stopped by the
       wall-clock backstop.
     """
     source = sources.get(sub.notebook)
+    if sandbox == "bwrap" and package is None:
+        package = _stubs()
     if sub.rejected:
         return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
         nb = read_notebook(sub.path)
     except Rejected as err:
-        return _empty_row(sub, source, "rejected", f"not graded: {err}")
+        return _empty_row(sub, source, err.status, f"not graded: {err}")
     if source is None:
         return _empty_row(sub, None, "unmatched", f"no source notebook matches {sub.path.name}")
     prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
@@ -823,6 +838,18 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
             "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
             "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
+
+
+@functools.lru_cache(maxsize=None)
+def _stubs() -> str:
+    """This process's stubbed copy of jtk (:func:`jtk.sandbox.stubbed_package`), made once, removed at exit."""
+    import atexit
+
+    from jtk import sandbox as sb
+
+    root = tempfile.mkdtemp(prefix="jtk-stubs-")
+    atexit.register(sb.remove_tree, root)
+    return str(sb.stubbed_package(root))
 
 
 # ------------------------------------------------------------------ a class

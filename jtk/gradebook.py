@@ -96,7 +96,7 @@ import pandas as pd
 
 # jtk grade --csv also writes timed_out and one column per check; files of jtk versions before timed_out are read too
 GRADES_COLUMNS = ("student", "notebook", "score", "max_score", "status")
-STATUSES = ("graded", "unreadable", "unmatched")
+STATUSES = ("graded", "unreadable", "unmatched", "rejected", "error")
 KEY_COLUMNS = ("student", "login", "sis_login_id", "SIS Login ID")
 ROSTER_COLUMNS = {  # canonical name -> the headers read as it, in order of preference
     "name": ("name", "Student", "Full name"),
@@ -192,6 +192,11 @@ def check_grades(grades: pd.DataFrame, what: str = "grades") -> pd.DataFrame:
     if len(dup):
         pairs = sorted({f"{s}/{n}" for s, n in zip(dup.student, dup.notebook)})
         raise ValueError(f"{what}: expected one row per (student, notebook), but these repeat: {_shown(pairs)}")
+    faults = out[out.status == "error"]
+    if len(faults):  # a grader fault is not a grade: it must not reach the LMS as a 0
+        pairs = sorted({f"{s}/{n}" for s, n in zip(faults.student, faults.notebook)})
+        raise ValueError(f"{what}: expected every notebook graded, but the grader failed on {_shown(pairs)} (status "
+                         f"error): regrade them with jtk grade --only {','.join(sorted(set(faults.student)))}")
     ex = exercise_rows(out)
     maxes = ex.groupby("notebook")["max_score"].nunique()
     if (maxes > 1).any():
