@@ -468,10 +468,17 @@ _CHECKS = {c.name: c for c in [
           "{n} coins, including the two coins of Fig. 1",
           ("jtk.envs.coin:Coin.joint", "jtk.envs.coin:Coin.sequence_probability", "jtk._judge:_coin_joint")),
     Check("try_then_commit", "Exercise 1b (value of the joint)", _try_then_commit_cases, _try_then_commit_judge,
-          "{n} coins and horizons", ("jtk._judge:try_then_commit_value",)),
+          "{n} coins and horizons",
+          ("jtk._judge:try_then_commit_value",
+           # the lab's decision machinery computes the same value for a coin beside the fair one
+           "jtk.envs.coin:expected_cumulative_heads", "jtk.envs.coin:_forward", "jtk.envs.coin:_bayes_value",
+           "jtk.envs.coin:decision_table", "jtk.envs.coin:_decision_table", "jtk.envs.coin:decision_summary")),
     Check("joint_log_likelihood", "Exercise 2 (Monte Carlo joint log-likelihood)", _joint_ll_cases, _joint_ll_judge,
           "{n} random cases, including large logits",
-          ("jtk.likelihood:joint_log_likelihood", "jtk.likelihood:_joint_ll", "jtk._judge:_reference_joint_ll")),
+          ("jtk.likelihood:joint_log_likelihood", "jtk.likelihood:_joint_ll", "jtk._judge:_reference_joint_ll",
+           # the testbed's exact mixture likelihood is the same formula with uniform weights
+           "jtk.likelihood:mixture_joint_log_likelihood", "jtk.likelihood:mixture_kl",
+           "jtk.likelihood:mixture_kl_by_tau")),
     Check("prior_member", "Exercise 3 (randomized prior function)", _prior_member_cases, _prior_member_judge,
           "{n} random networks and prior scales",
           ("jtk.agents.ensemble:EnsembleAgent.components", "jtk.agents.ensemble:EnsembleAgent.sample",
@@ -482,7 +489,9 @@ _CHECKS = {c.name: c for c in [
            "jtk.regression.blr:BayesianLinearRegression.fit_predict_many")),
     Check("batch_mig_step", "Exercise 5 (one greedy BatchMIG step)", _batch_mig_cases, _batch_mig_judge,
           "{n} random covariances",
-          ("jtk.active:batch_mig", "jtk.active:_batch_mig", "jtk.active:batch_mig_score", "jtk.active:select")),
+          ("jtk.active:batch_mig", "jtk.active:_batch_mig", "jtk.active:batch_mig_score", "jtk.active:select",
+           # MIG's best point is BatchMIG's first pick
+           "jtk.active:mig", "jtk.active:mig_scores", "jtk.active:_mig_scores", "jtk.active:select_many")),
     Check("thompson_action", "Exercise 6 (Thompson sampling step)", _thompson_cases, _thompson_judge,
           "action frequencies match Thompson sampling on {n} random ensembles", (), _THOMPSON_SEEDS),
 ]}
@@ -505,9 +514,10 @@ MISCONCEPTIONS = sorted({
     "thompson.uniform", "thompson.argmin"})
 """Every misconception code a failed case can carry."""
 
-STUBBED = tuple(sorted({path for c in _CHECKS.values() for path in c.forbidden if not path.startswith("jtk._judge:")}
-                       | {"jtk.active:mig_scores"}))
-"""The jtk functions (``"module:qualname"``) that compute an exercise's answer or judge one, outside this module.
+STUBBED = tuple(sorted({path for c in _CHECKS.values() for path in c.forbidden if not path.startswith("jtk._judge:")}))
+"""The jtk functions (``"module:qualname"``) that compute an exercise's answer or judge one, outside this module:
+every function that computes an answer, found by reading jtk for each exercise's formula (the judges use only
+this module, numpy and these).
 
 In the grading sandbox each is a stub that raises :class:`jtk._answers.NotAvailable`, and this module is a stub
 as a whole (:func:`jtk.sandbox.stubbed_package`)."""
