@@ -13,6 +13,7 @@
     jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
+    jtk verify BOARD/leaderboard.csv [--config CHALLENGE.toml --submissions DIR] [--sample N]
     jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] |
                   practice AGENT.py [--config PRACTICE.toml]
 
@@ -212,9 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     bd.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     vf = sub.add_parser("verify", help="check a results CSV against its manifest and recompute a sample of its rows")
-    vf.add_argument("csv", metavar="ROWS.csv", help="results CSV written by jtk testbed --out or jtk sweep")
+    vf.add_argument("csv", metavar="ROWS.csv", help="results CSV written by jtk testbed --out or jtk sweep, or a "
+                                                   "challenge board (its folder or leaderboard.csv)")
     vf.add_argument("--sample", type=_positive_int, default=10, help="rows to recompute (default 10)")
     vf.add_argument("--seed", type=_nonnegative_int, default=0, help="picks the sample (default 0)")
+    vf.add_argument("--config", default=None, help="challenge board: the challenge file with its salt (or the "
+                                                   "practice file); recomputes a sample of rows")
+    vf.add_argument("--submissions", default=None, help="challenge board: the folder of submission files")
     vf.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     xp = sub.add_parser("export", help="execute notebooks and write self-contained interactive web pages (no kernel)")
     xp.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help=".ipynb files to export")
@@ -353,9 +358,34 @@ def _sweep(args) -> int:
     return 0
 
 
-def _verify(args) -> int:
-    from jtk import results as results_lib
+def _verify_board(args) -> int:
+    from jtk import challenge, results as results_lib
 
+    try:
+        table = challenge.verify_board(args.csv, config=args.config, submissions=args.submissions,
+                                       sample=args.sample, seed=args.seed, progress=not args.no_progress)
+    except results_lib.ManifestMismatch as err:
+        return _fail("verify", f"FAILED: {err}", 1)
+    except (TypeError, ValueError) as err:
+        return _fail("verify", str(err))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 70,
+                           "display.float_format", "{:.8g}".format):
+        print(table.to_string(index=False))
+    bad = int((~table["ok"]).sum())
+    what = "hashes and board" + (" and recomputed rows" if args.config else " (no --config: nothing recomputed)")
+    if bad:
+        print(f"jtk verify: FAILED: {bad} of {len(table)} checks of the board {args.csv} failed ({table.attrs['tolerance']})",
+              file=sys.stderr)
+        return 1
+    print(f"verified: {len(table)} checks of the board {args.csv} passed: {what} ({table.attrs['tolerance']})")
+    return 0
+
+
+def _verify(args) -> int:
+    from jtk import challenge, results as results_lib
+
+    if args.config is not None or args.submissions is not None or challenge.is_board(args.csv):
+        return _verify_board(args)
     try:
         table = results_lib.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:

@@ -55,6 +55,11 @@ ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/l
              "/etc/group", "/etc/nsswitch.conf", "/etc/mime.types")
 """The files of ``/etc`` a bwrap worker sees (what the dynamic loader, Python and matplotlib read)."""
 
+MALLOC_ARENA_MAX = "2"
+"""glibc's malloc arenas per worker: each thread's arena reserves 64 MiB of address space, so under ``RLIMIT_AS``
+the threads of JAX and LLVM exhaust the limit long before the memory (with glibc's default the worker could not
+start JAX under 2 GiB; with 2 arenas it starts and compiles under 1 GiB)."""
+
 SHM_BYTES = 64 * 2 ** 20
 """Size of a bwrap worker's ``/dev/shm``."""
 
@@ -162,7 +167,7 @@ def worker_env(home: str, extra: dict | None = None) -> dict[str, str]:
            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "MPLBACKEND": "agg",
            "MPLCONFIGDIR": os.path.join(home, ".matplotlib"), "XDG_CACHE_HOME": os.path.join(home, ".cache"),
            "IPYTHONDIR": os.path.join(home, ".ipython"), "PYTHONDONTWRITEBYTECODE": "1",
-           "JTK_COMPILATION_CACHE": "0"}
+           "JTK_COMPILATION_CACHE": "0", "MALLOC_ARENA_MAX": MALLOC_ARENA_MAX}
     for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"):  # numerics the grader itself runs with
         if key in os.environ:
             env[key] = os.environ[key]

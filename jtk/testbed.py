@@ -53,6 +53,7 @@ import dataclasses
 import itertools
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 import functools
 import numbers
@@ -797,7 +798,11 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
       DataFrame with columns agent, temperature, num_train, tau, seed,
       input_dim, kl, kl_std, frac_finite, accuracy, ece, likelihood ("exact"
       or "mc<M>": the estimator used), train_seconds, eval_seconds (seconds
-      amortised per row, so their sums are the total time).
+      amortised per row, so their sums are the total time). ``kl`` follows
+      the reference: a test τ-sample whose KL is +inf (an observed label of
+      probability 0) is clipped to the problem's largest finite KL;
+      ``frac_finite`` is the fraction of τ-samples that were finite, and an
+      :class:`InfiniteKLWarning` is issued when it is below 1 for any row.
 
     Raises:
       ValueError: an empty or duplicated problem list, an unknown
@@ -845,7 +850,9 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
     run_grid(range(len(chunks)), lambda i: (agent, chunks[i], name, likelihood), save, executor=executor,
              interrupt=interrupt, stop=stop, bar=bar)
     bar.close()
-    return sort_rows(pd.concat([frames[i] for i in sorted(frames)], ignore_index=True))
+    results = sort_rows(pd.concat([frames[i] for i in sorted(frames)], ignore_index=True))
+    _warn_infinite_kl(results)
+    return results
 
 
 def sort_rows(results: pd.DataFrame) -> pd.DataFrame:
@@ -904,9 +911,40 @@ class _OraclePosterior:
         return np.repeat(np.asarray(self.components(x)), num_samples, axis=0)
 
 
+class InfiniteKLWarning(UserWarning):
+    """Some test τ-samples scored KL = +inf (an observed label got probability 0); ``kl`` clipped them."""
+
+
+def _warn_infinite_kl(results: pd.DataFrame, stacklevel: int = 3) -> None:
+    """Warns (:class:`InfiniteKLWarning`) when a row's ``frac_finite`` is below 1, naming agents and problems.
+
+    The reference's clip rule (:func:`jtk.likelihood.summarize_kl`) replaces a +inf per-τ-sample KL by the
+    problem's largest finite one, so a table stays comparable with the reference; but an agent that emits
+    -inf (or ±1e300, which float32 turns into ±inf) logits can then read better than the Bayes-optimal agent
+    (issue #46). The rows keep the fraction in ``frac_finite``; this makes it loud.
+    """
+    if "frac_finite" not in results.columns or results.empty:
+        return
+    frac = pd.to_numeric(results["frac_finite"], errors="coerce")
+    bad = frac < 1.0
+    if not bad.any():
+        return
+    agent_col = "agent" if "agent" in results.columns else None
+    agents = sorted(map(str, results.loc[bad, agent_col].unique())) if agent_col else []
+    worst = results.loc[frac[bad].idxmin()]
+    where = ", ".join(f"{c}={worst[c]}" for c in ("seed", "num_train", "temperature", "tau") if c in results.columns)
+    warnings.warn(f"{int(bad.sum())} of {len(results)} problems have test τ-samples whose KL is +inf "
+                  f"(agents {agents}; worst: {where}, frac_finite = {float(frac[bad].min()):.4f}): the agent gave "
+                  f"probability 0 to an observed label (-inf logits, or logits such as ±1e300 that float32 makes "
+                  f"±inf). Column 'kl' clips them to the problem's largest finite KL, as the reference does, so "
+                  f"these rows understate the true d_KL (+inf) and can read better than the Bayes-optimal agent; "
+                  f"see column 'frac_finite', and jtk.testbed.check_agent's 'finite' probe to find such logits",
+                  InfiniteKLWarning, stacklevel=stacklevel)
+
+
 # ------------------------------------------------------------------ leaderboard
 NUMERIC_COLUMNS = ("kl", "tau", "seed", "num_train", "temperature", "input_dim", "accuracy", "ece", "train_seconds",
-                   "eval_seconds")  # checked to be numbers wherever present
+                   "eval_seconds", "frac_finite")  # checked to be numbers wherever present
 
 
 def _numeric_column(values: pd.Series) -> bool:
@@ -939,8 +977,12 @@ def _check_results(results: pd.DataFrame, required=("agent", "tau", "seed", "kl"
     bad = ~np.isfinite(kl.to_numpy())
     if bad.any():
         agents = sorted(map(str, results.loc[bad, "agent"].unique()))
+        none_finite = ""
+        if "frac_finite" in results.columns and (pd.to_numeric(results.loc[bad, "frac_finite"], errors="coerce") == 0).any():
+            none_finite = (" (frac_finite = 0: no test τ-sample had a finite KL, the agent gave probability 0 to an "
+                           "observed label in every one; see jtk.testbed.check_agent's 'finite' probe)")
         raise ValueError(f"results column 'kl' must be finite, but {int(bad.sum())} of {len(results)} rows are "
-                         f"NaN/inf or not numbers (agents {agents}); drop or rerun those problems first")
+                         f"NaN/inf or not numbers (agents {agents}){none_finite}; drop or rerun those problems first")
     keys = [c for c in PROBLEM_COLUMNS if c in results.columns]
     dup = results.duplicated(subset=keys, keep=False)
     if dup.any():
@@ -1026,8 +1068,11 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
 
     Returns:
       DataFrame indexed by agent with columns kl_{τ}, kl_{τ}_se for every τ,
-      accuracy, ece, train_seconds, eval_seconds (when ``results`` has them),
-      num_problems; NaN standard errors with fewer than two seeds / groups.
+      accuracy, ece, frac_finite (the mean over the agent's problems of the
+      fraction of test τ-samples whose KL was finite; below 1, ``kl`` holds
+      clipped values and an :class:`InfiniteKLWarning` says so),
+      train_seconds, eval_seconds (when ``results`` has them), num_problems;
+      NaN standard errors with fewer than two seeds / groups.
 
     Raises:
       ValueError: missing columns, NaN/inf kl, duplicated problems, mixed
@@ -1036,6 +1081,7 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
     """
     _checks.one_of("se", se, SE_KINDS)
     df = _check_results(results, required=SUMMARY_COLUMNS)
+    _warn_infinite_kl(df)
     if not allow_mixed:
         _check_one_estimator(df)
     if se == "environment":
@@ -1049,6 +1095,7 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
         out[f"kl_{tau}_se"] = unit_means.groupby("agent").agg(se_fn)
     table = pd.DataFrame(out)
     aggs = {k: v for k, v in dict(accuracy=("accuracy", "mean"), ece=("ece", "mean"),
+                                   frac_finite=("frac_finite", "mean"),
                                    train_seconds=("train_seconds", "sum"),
                                    eval_seconds=("eval_seconds", "sum")).items() if v[0] in df.columns}
     extra = df.groupby("agent").agg(**aggs, num_problems=("kl", "size"))
@@ -1162,6 +1209,26 @@ def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed:
     return True, f"estimate ≈ {total / 60:.1f} min for the paper grid: {how}", total
 
 
+def _nonfinite_logits(logits) -> tuple[int, int, int, int]:
+    """(NaN, ±inf, finite beyond float32's range, rows with a zero float32 probability) among logits [..., K].
+
+    What the testbed scores is the float32 log-softmax: a logit of ±1e300 is ±inf there, and so is a gap between
+    two classes beyond float32's range; either gives an observed label of that class probability exactly 0.
+    """
+    out = np.asarray(logits)
+    if not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)):
+        return 0, 0, 0, 0
+    wide = out.astype(np.float64)
+    nan, inf = int(np.isnan(wide).sum()), int(np.isinf(wide).sum())
+    huge = int((np.isfinite(wide) & (np.abs(wide) > np.finfo(np.float32).max)).sum())
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # numpy: no compilation in a worker
+        z = wide.astype(np.float32)
+        z = z - z.max(axis=-1, keepdims=True)  # float32, as scored: a gap beyond float32's range is -inf
+        lp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    zero = int((np.isneginf(lp).any(axis=-1) & ~np.isnan(lp).any(axis=-1)).sum()) if lp.ndim else 0
+    return nan, inf, huge, zero
+
+
 def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: int = 0, num_samples: int = 100,
                 estimate_time: bool = True) -> AgentReport:
     """Probes an agent for the mistakes that silently corrupt testbed scores, before a long run.
@@ -1174,7 +1241,10 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
       the posterior has ``components`` / ``num_components``: [C, n, K] with C
       equal to ``num_components``.
     * ``finite``: no NaN/inf among M × 500 sampled logits (inputs ~ N(0, 9 I),
-      beyond the training data).
+      beyond the training data; the components too for a finite mixture), no
+      logit beyond float32's range (±1e300 is ±inf once scored) and no class
+      of probability exactly 0 in float32 (-inf logits): a label of that class
+      would make its τ-sample's KL +inf, which d_KL clips (issue #46).
     * ``coherence``: a call whose x repeats rows gives identical logits to the
       repeated rows within every sample (``|Δ| ≤ 1e-5 · max(1, |logit|)``). Sample
       m must be *one* function at all inputs; an agent that draws a fresh
@@ -1267,13 +1337,23 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
         return True, msg
 
     def finite():
-        out = draw(3.0 * rng.normal(size=(500, d)))
-        nan, inf = int(np.isnan(out).sum()), int(np.isinf(out).sum())
-        if nan or inf:
-            return False, (f"{nan} NaN and {inf} ±inf of {out.size} sampled logits at inputs ~ N(0, 9 I): a -inf "
-                           f"logit is a probability of exactly 0, so one label of that class makes the joint "
-                           f"log-likelihood -inf (the testbed clips such KL values, hiding them); NaN poisons it")
-        return True, f"all {out.size} sampled logits finite at inputs ~ N(0, 9 I)"
+        x = 3.0 * rng.normal(size=(500, d))
+        found = [("sampled logits", draw(x))]
+        if _num_components(post):
+            found.append(("components", np.asarray(post.components(np.asarray(x, np.float32)))))
+        counts = [_nonfinite_logits(out) for _, out in found]
+        nan, inf, huge, zero = (sum(c[i] for c in counts) for i in range(4))
+        size = sum(out.size for _, out in found)
+        what = " and ".join(w for w, _ in found)
+        if nan or inf or huge or zero:
+            return False, (f"{nan} NaN and {inf} ±inf of {size} {what} at inputs ~ N(0, 9 I), {huge} beyond "
+                           f"float32's range (±1e300-style: ±inf once scored in float32), {zero} rows with a class of "
+                           f"probability exactly 0 in float32: one label of that class makes the KL of its τ-sample "
+                           f"+inf. jtk.testbed's d_KL clips such values to the largest finite one, as the reference "
+                           f"does (frac_finite < 1, an InfiniteKLWarning), which can read better than an honest agent; "
+                           f"a class challenge marks the entry invalid. Keep logits finite, e.g. clip probabilities "
+                           f"before the log; NaN poisons the score")
+        return True, f"all {size} {what} finite, with no zero probability, at inputs ~ N(0, 9 I)"
 
     def coherence():
         base = rng.normal(size=(6, d)).astype(np.float32)

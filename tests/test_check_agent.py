@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import _fakes
 import jtk
 from jtk import testbed
 import _readme
@@ -76,6 +77,19 @@ def test_the_readme_scikit_learn_agent_is_coherent_but_gives_infinite_logits_far
 
     with np.errstate(divide="ignore"):
         assert testbed.check_agent(Clipped(), estimate_time=False).ok
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the dependence probe on ±inf logits
+@pytest.mark.parametrize("high, low, what", [(0.0, -np.inf, "±inf"), (0.0, -1e300, "beyond float32's range"),
+                                             (1e300, 0.0, "beyond float32's range"),
+                                             (3e38, -3e38, "probability exactly 0")])
+def test_probability_zero_logits_fail_the_finite_probe_alike(high, low, what):
+    """-inf, ±1e300 (±inf once scored in float32) and float32 logits whose gap overflows: each gives a class
+    probability 0, so one label of it makes a τ-sample's KL +inf (clipped by the testbed, invalid in a challenge)."""
+    report = testbed.check_agent(_fakes.HardMax(high, low), estimate_time=False)
+    finite = by_name(report)["finite"]
+    assert not finite.ok and what in finite.message and "clips" in finite.message, finite.message
+    assert [p.name for p in report.failures] == ["finite"], str(report)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")  # BootstrapLogistic

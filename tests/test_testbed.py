@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.special import log_softmax
 
+import _fakes
 import jtk
 from jtk import testbed, train as train_lib
 from jtk.agents import ProblemInfo
@@ -513,3 +514,37 @@ def test_compile_ahead_lowers_each_program_once_and_skips_other_agents():
     assert testbed.compile_ahead([(jtk.agents.make("knn"), [[AHEAD_GRID[0]]], "knn", "auto")]) == 0
     assert not testbed.compiles_ahead() if jax.default_backend() == "cpu" else testbed.compiles_ahead()
     assert not testbed.compiles_ahead(executor=object())
+
+
+@pytest.mark.parametrize("low", [-np.inf, -1e300])
+def test_infinite_kl_is_clipped_as_the_reference_but_reported_and_warned(low):
+    """The reference's clip stays (reference-exact tables), but frac_finite says how much was clipped, loudly."""
+    problems = [testbed.Problem(temperature=0.5, num_train=10, tau=tau, seed=0, num_test=200, num_samples=10)
+                for tau in (1, 2)]
+    with pytest.warns(testbed.InfiniteKLWarning, match=r"KL is \+inf.*hardmax.*frac_finite = 0\.\d+.*check_agent"):
+        rows = testbed.evaluate(_fakes.HardMax(0.0, low), problems, progress=False)
+    assert (rows["frac_finite"] < 1).all()
+    # the clip rule: mean KL of the finite values with +inf replaced by the problem's largest finite one
+    p = problems[0]
+    _, data, test = testbed.load_problem(p)
+    agent = _fakes.HardMax(0.0, low)
+    agent.fit(np.asarray(data.x[:10]), np.asarray(data.y[:10]))
+    with np.errstate(over="ignore"):  # -1e300 is -inf in float32, as the testbed scores it
+        logits = agent.sample_logits(np.asarray(test.x), 10).astype(np.float32)
+    kl, _ = testbed._score_numpy(logits, test, 1)
+    finite = np.isfinite(kl)
+    assert rows.loc[rows["tau"] == 1, "frac_finite"].iloc[0] == finite.mean()
+    assert rows.loc[rows["tau"] == 1, "kl"].iloc[0] == pytest.approx(np.where(finite, kl, kl[finite].max()).mean())
+    with pytest.warns(testbed.InfiniteKLWarning):
+        table = testbed.summarize(rows)
+    assert table["frac_finite"].iloc[0] == pytest.approx(rows["frac_finite"].mean())
+
+
+def test_summary_reports_the_fraction_of_finite_samples_without_warning_when_all_are_finite():
+    import warnings
+
+    rows = testbed.evaluate("uniform", testbed.grid(temperatures=(0.5,), num_train=(10,), seeds=2), progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", testbed.InfiniteKLWarning)
+        table = testbed.summarize(rows)
+    assert table.loc["uniform", "frac_finite"] == 1.0
