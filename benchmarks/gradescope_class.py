@@ -20,6 +20,7 @@ writes one row per student to --out.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -55,6 +56,46 @@ def in_root(root: pathlib.Path, command: str, timeout: float) -> subprocess.Comp
                                "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
 
 
+ATTACKS = {  # what each attack of tests/test_grading_attacks.py tries, for the table in docs/grading.md
+    "edit_check_cell": "check cell edited to print a pass line",
+    "delete_check_cell": "check cell deleted",
+    "metadata_points": "`points: 100` in the cells' metadata",
+    "overwrite_check_function": "`checks.check_coin_joint` and `run_check` overwritten",
+    "overwrite_through_old_name": "the same through the deprecated `jtk.grading`, and stand-ins bound to its names",
+    "calls_reference_through_old_name": "calls the checks' own reference through `jtk.grading`",
+    "forged_record": "every check record forged with made-up answers",
+    "patched_numpy": "`np.allclose` / `np.isclose` patched to say yes",
+    "calls_reference": "`return jtk.envs.Coin(b, p).joint(f)`",
+    "saved_reference": "a reference to `Coin.joint` saved before the check",
+    "swapped_reference": "`Coin.joint` replaced after saving the original",
+    "guard_switched_off": "`sys.setprofile(None)`, then the reference",
+    "infinite_loop": "`while True: pass`",
+    "loop_ignoring_interrupts": "a loop that ignores SIGPROF, SIGALRM and SIGINT",
+    "huge_allocation": "`np.zeros(10**11)` in the answer",
+    "huge_allocation_top_level": "`np.ones(10**11)` at the top of the answer cell",
+    "sys_exit": "`sys.exit(0)`",
+    "os_exit": "`os._exit(1)`",
+    "segfault": "a segfault (`ctypes.string_at(0)`)",
+    "read_solutions": "reads `solutions/01_coin_joint.ipynb` by absolute path and runs its answer",
+    "kill_grader": "kills its parent and `JPY_PARENT_PID`",
+    "delete_other_submission": "deletes another student's submission",
+    "rewrite_grade_file": "rewrites the grades CSV",
+    "display_rewrites_records": "wraps `display` to rewrite each check record with the reference's answers",
+    "post_run_cell_forged_record": "a `post_run_cell` hook that adds a forged record after every cell",
+    "reference_profile_toggled": "switches the profile hook off and on around the reference",
+    "reference_guard_emptied": "empties the guard's forbidden list through the stack frames",
+    "reference_in_early_thread": "calls the reference from a thread started before the check",
+    "reference_in_subprocess": "calls the reference from a subprocess",
+    "reference_code_copy": "calls a copy of the reference's code object with another `co_filename`",
+    "git_history": "`git show HEAD:solutions/...` of the checkout jtk was installed from",
+    "keyboard_interrupt": "raises KeyboardInterrupt",
+    "fill_disk": "fills every disk and tmpfs it can write to",
+    "many_records": "200 records of 1 MB each from a `post_run_cell` hook",
+    "forged_protocol_frames": "writes forged answer frames into every pipe of its process",
+    "steals_requests": "reads the grader's requests off its input pipe",
+}
+
+
 def the_class(tmp: pathlib.Path) -> dict[str, dict[str, nbformat.NotebookNode]]:
     """email -> {notebook name: notebook}."""
     names = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
@@ -64,6 +105,25 @@ def the_class(tmp: pathlib.Path) -> dict[str, dict[str, nbformat.NotebookNode]]:
     for attack, nb in attacks(tmp).items():
         students[f"{attack}@uni.edu"] = {NB1: nb}
     return students
+
+
+def attack_table(table: pd.DataFrame) -> str:
+    """One row per attack: its total on exercise 1 (1b answered honestly) through `jtk grade` and Gradescope,
+    against the honest blank's."""
+    by = table.set_index(table.student.str.split("@").str[0])
+    blank = by.loc["honest_blank"]
+    rows = []
+    for name, what in ATTACKS.items():
+        if name not in by.index:
+            continue
+        r = by.loc[name]
+        rows.append({"attack on 1a": what, "jtk grade": f"{r.jtk_grade_score:g}", "Gradescope": f"{r.gradescope_score:g}",
+                     "above blank": "yes" if max(r.jtk_grade_score, r.gradescope_score) > blank.jtk_grade_score + 1e-9
+                     else "no"})
+    return (f"Exercise 1 (2 points), 1b answered honestly in every notebook: the honest blank scores "
+            f"{blank.jtk_grade_score:g} through `jtk grade` and {blank.gradescope_score:g} through the Gradescope "
+            f"bundle. `python benchmarks/gradescope_class.py`, {datetime.date.today()}.\n\n"
+            + md_table(pd.DataFrame(rows).set_index("attack on 1a")))
 
 
 def validate(result: dict) -> list[str]:
@@ -186,6 +246,9 @@ def main() -> None:
                                                   "wall_s"]], floatfmt="{:.2f}")
     print("\n" + text)
     write_section("gradescope-class", text, DOCS / "grading.md")
+    attacks_md = attack_table(table)
+    print("\n" + attacks_md)
+    write_section("attack-table", attacks_md, DOCS / "grading.md")
     print(f"rows written to {args.out}")
     if args.keep:
         print(f"root kept in {root}")

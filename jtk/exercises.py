@@ -66,8 +66,8 @@ CHECK_STATUSES = ("passed", "failed", "error", "timeout", "not_run")
 DEFAULT_TIMEOUT = 30
 DEFAULT_MEMORY = 4 * 2 ** 30
 MIN_MEMORY = 2 * 2 ** 30
-"""The least ``memory`` grading accepts: below it the worker cannot start JAX and jtk, or a correct answer runs out
-of memory (docs/grading.md, "Grader faults")."""
+"""The least ``memory`` grading accepts: about twice what the six solutions need in the worker, so that a correct
+answer never runs out of memory (docs/grading.md, "The guarantee, as a property of the design")."""
 WALL_FACTOR = 4
 """A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
 busy processes per core (docs/grading.md, "Time limits under load")."""

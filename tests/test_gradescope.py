@@ -196,3 +196,78 @@ def test_the_autograder_command_names_what_is_missing(tmp_path, capsys):
     assert cli.main(["exercises", "autograder", "--out", str(tmp_path / "a.zip"), "--salt", "s"]) == 2
     err = capsys.readouterr().err
     assert "exists" in err and "--force" in err and (tmp_path / "a.zip").read_text() == "mine"
+
+
+# ------------------------------------------------------------------ attacks through the Gradescope route (issue 45)
+SALT = "salt-SECRET-1234"
+
+
+def _gradescope_root(tmp_path):
+    """A throwaway root laid out as Gradescope's: the bundle in source/, the upload in submission/."""
+    import pathlib
+    import shutil
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    root = tmp_path / "autograder"
+    (root / "source" / "solutions").mkdir(parents=True)
+    for path in (repo / "solutions").glob("*.ipynb"):
+        shutil.copyfile(path, root / "source" / "solutions" / path.name)
+    (root / "source" / "salt.txt").write_text(SALT + "\n")
+    (root / "submission").mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps({"id": 7, "users": [{"email": "ana@uni.edu"}]}))
+    return root, repo
+
+
+def _points(result, prefix):
+    return sum(t["score"] for t in result["tests"] if t["name"].startswith(prefix))
+
+
+def test_the_autograder_never_shows_the_salt_to_a_symlink(tmp_path):
+    root, _ = _gradescope_root(tmp_path)
+    (root / "submission" / "01_coin_joint.ipynb").symlink_to(root / "source" / "salt.txt")
+    result = gradescope.run_autograder(root)
+    assert result["score"] == 0 and "01_coin_joint.ipynb" in result["output"], result["output"]
+    assert "SECRET" not in (root / "results" / "results.json").read_text()
+
+
+def test_the_autograder_grades_one_notebook_handed_in_three_times_once(tmp_path):
+    root, repo = _gradescope_root(tmp_path)
+    for name in ("01_coin_joint.ipynb", "copy1.ipynb", "copy2.ipynb"):
+        (root / "submission" / name).write_text((repo / "solutions" / "01_coin_joint.ipynb").read_text())
+    result = gradescope.run_autograder(root)
+    assert 0 < result["score"] <= 2.0, result["output"]  # exercise 1 is worth 2 points
+    assert json.loads((root / "results" / "results.json").read_text())["score"] <= 2.0
+
+
+def test_the_autograder_finishes_on_a_fifo_and_names_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root, _ = _gradescope_root(tmp_path)
+    os.mkfifo(root / "submission" / "01_coin_joint.ipynb")
+    # run_autograder, as run_autograder's script calls it, in a process of its own that is killed if it hangs
+    proc = subprocess.Popen([sys.executable, "-m", "jtk.gradescope", str(root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    try:
+        _, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        pytest.fail("the autograder did not finish in 300 s on a FIFO named like an exercise")
+    assert proc.returncode == 0, err[-2000:]
+    result = json.loads((root / "results" / "results.json").read_text())
+    assert result["score"] == 0 and "01_coin_joint.ipynb" in result["output"], result["output"]
+
+
+def test_the_autograder_scores_a_record_rewrite_as_a_blank_answer(tmp_path):
+    import nbformat
+    import test_grading_attacks as grading_attacks
+
+    root, _ = _gradescope_root(tmp_path)
+    nbformat.write(grading_attacks.attacks(tmp_path)["display_rewrites_records"], root / "submission" / "01_coin_joint.ipynb")
+    result = gradescope.run_autograder(root)
+    assert _points(result, "01_coin_joint.ipynb: ex1a-check") == 0, result
+    assert _points(result, "01_coin_joint.ipynb: ex1b-check") == pytest.approx(1.0), result
