@@ -890,7 +890,7 @@ def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame
     Standard errors are the testbed's (std of per-seed means / sqrt(#seeds)); ``diff_τ`` is the mean over
     the same problems of (entry's d_KL^τ − reference's), with the same kind of standard error.
     ``frac_finite`` is the fraction of the entry's test τ-samples whose KL was finite (the mean of its rows';
-    every problem of a board has the same N); below 1 the entry is ``invalid`` (:func:`_finite_verdict`).
+    every problem of a board has the same N); below 1 the entry is ``invalid`` (``_finite_verdict``).
     Ranked by d_KL^10 (else the largest τ) among entries with status ok; every other entry comes after them,
     unranked. One entry's rows never stop the board: an entry that cannot be summarised gets status
     ``error`` with the reason.
@@ -1329,7 +1329,7 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
     Without ``config`` (anyone holding the published folder: ``leaderboard.csv``, ``rows/`` and their
     manifests): every file's SHA-256 against its manifest and against the board manifest's record of the rows
     files; then the board is derived again from the rows (:func:`leaderboard`, with the +inf rule of
-    :func:`_finite_verdict`) and compared row by row — status, every ``kl_*`` / ``diff_*`` / ``frac_finite``
+    ``_finite_verdict``) and compared row by row — status, every ``kl_*`` / ``diff_*`` / ``frac_finite``
     and the rank — so the board follows from the rows and the ranks from the scores.
 
     With ``config`` (the instructor's challenge file with its salt, or the practice file for a practice

@@ -7,8 +7,8 @@ traceback). This is the *self-check*: it runs in the student's own kernel, on fr
 (``seed=None``), so a student can try as often as they like.
 
 How a check is scored, and the misconception codes a failed case carries, are the judge's (:mod:`jtk._judge`;
-the codes are :data:`MISCONCEPTIONS`). While the student's function runs, the jtk functions that compute its
-answer (listed per check in :data:`FORBIDDEN`) raise, and the case fails with code ``uses_reference``.
+the codes are ``jtk.checks.MISCONCEPTIONS``). While the student's function runs, the jtk functions that compute its
+answer (listed per check in ``jtk.checks.FORBIDDEN``) raise, and the case fails with code ``uses_reference``.
 
 Grading does not run these functions. ``jtk grade`` judges in its own process: it draws each case from a seed the
 student's kernel never sees, calls the student's function with the case's inputs over a channel it owns, gets the

@@ -19,16 +19,23 @@ source, never the submission:
   is graded from the source and reported with ``tampered: true``; student
   metadata (points, locked, tags) is ignored.
 * The grader runs the submission's set-up cells (those before the first answer),
-  its answer cells, every cell the student added or changed, and the checks.
-  The lab's own demonstration cells after the first answer are not run: they
-  score nothing and would only cost time.
-* Each check records the student's answers in its output; the grader judges them
-  in its own process (:func:`jtk.checks.evaluate`) on cases drawn from a seed
-  that is a stable hash of (student, grade_id, salt), or ``seed`` for everybody.
-* Each notebook runs in a fresh kernel in a fresh temporary directory holding
-  only a copy of it, with time limits and a memory limit, contained as
-  :mod:`jtk.sandbox` describes. A timeout or a dead kernel costs the cell it hit:
-  the grader starts a new kernel, re-runs the cells before it and goes on.
+  its answer cells and every cell the student added or changed, in a sandboxed
+  worker process (:mod:`jtk._grading_worker`, :mod:`jtk.sandbox`). The lab's own
+  demonstration cells after the first answer are not run: they score nothing and
+  would only cost time.
+* A check cell runs no code in the worker. The grader draws its cases from a seed
+  that is a stable hash of (student, grade_id, salt), or ``seed`` for everybody
+  (:func:`check_plan`), calls the student's function in the worker one case's
+  inputs at a time, receives each answer as plain data and judges it in its own
+  process (:func:`score_check`, :func:`jtk._judge.judge`). The worker never holds
+  the salt, a seed, a case generator or a reference answer, and in the bwrap
+  sandbox jtk's reference functions are stubs (docs/grading.md).
+* Each notebook runs in a fresh worker with time limits and a memory limit. A
+  timeout or a dead worker costs the cell it hit: the grader starts a new worker,
+  re-runs the cells before it and goes on. A worker that cannot start jtk is a
+  grader fault (row status ``error``), never the student's 0.
+* Submissions are data (:func:`read_bytes`, :func:`collect`): regular files only,
+  with a size and a time limit, one per student and exercise.
 
 Time limits do not depend on the load (docs/grading.md, "Time limits under load"). The student's function in a
 check gets a budget of the kernel's *CPU* time (``timeout`` seconds per check cell, shared by its calls), which a

@@ -287,7 +287,7 @@ class WorkerError(Exception):
 
 class Worker:
     """An untrusted process and its two pipes, read and written with deadlines; the process group is killed on
-    :meth:`close`.
+    :meth:`Worker.close`.
 
     Args:
       cmd: the worker's command (e.g. ``[sys.executable, "-I", "-B", "-m", "jtk._grading_worker"]``).
