@@ -11,8 +11,8 @@ Protocol (frames of :mod:`jtk._wire`, all JSON):
 =====================================================  ==============================================================
 grader → worker                                        worker → grader
 =====================================================  ==============================================================
-(start)                                                ``{"ready": true}`` once IPython, numpy and jtk are imported
-                                                       (before any student code), or ``{"fault": "Type: message"}``
+(start)                                                ``{"ready": true, "jtk": dir}`` once IPython, numpy and jtk are
+                                                       imported (before any student code), or ``{"fault": "..."}``
 ``{"op": "run", "code": str}``                         ``{"ok": true, "error": null or "Type: message"}``
 ``{"op": "begin", "function": expression, "seconds",   ``{"ok": true, "error": null or "Type: message"}`` (the
 "compile_seconds", "forbidden": [...], "seeds": N}``     expression did not give a value)
@@ -65,7 +65,7 @@ def main() -> None:
     except BaseException as err:  # noqa: BLE001
         _wire.write_frame(proto_out, {"fault": _error(err)})
         return
-    _wire.write_frame(proto_out, {"ready": True})
+    _wire.write_frame(proto_out, {"ready": True, "jtk": os.path.dirname(os.path.realpath(jtk.__file__))})
     call = None  # the check call in progress: its function, budget and forbidden names
     while True:
         try:

@@ -534,6 +534,10 @@ def _start(options: dict):
     if not ready.get("ready"):
         worker.close()
         raise GraderFault(f"the grading worker could not import jtk: {ready.get('fault')}")
+    if options.get("package") and ready.get("jtk") != sb.package_dir():  # fail closed: never grade with the originals
+        worker.close()
+        raise GraderFault(f"the grading worker imported jtk from {str(ready.get('jtk'))[:200]}, not from the stubbed "
+                          f"copy mounted at {sb.package_dir()}")
     return worker
 
 

@@ -142,11 +142,17 @@ def resolve(mode: str) -> str:
 
 
 # ------------------------------------------------------------------ what a worker sees
+@functools.lru_cache(maxsize=None)
 def package_dir() -> str:
-    """The directory of the jtk package that workers import (an editable install's is in the checkout)."""
-    import jtk
-
-    return os.path.dirname(os.path.realpath(jtk.__file__))
+    """The directory of the jtk package that workers import: the one ``python -I`` finds (an editable install's is
+    in the checkout). It may differ from this process's jtk, e.g. a grader started with ``python -m`` from a
+    checkout imports the checkout's, while its workers import the installed wheel's."""
+    done = subprocess.run([sys.executable, "-I", "-c", "import importlib.util, os; "
+                           "print(os.path.dirname(os.path.realpath(importlib.util.find_spec('jtk').origin)))"],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        raise RuntimeError(f"{sys.executable} -I cannot find jtk: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
 
 
 def runtime_paths() -> list[str]:

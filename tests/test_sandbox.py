@@ -54,7 +54,7 @@ def test_a_name_that_is_not_in_jtk_cannot_be_stubbed_silently(tmp_path):
 
 def _worker(stubs, memory=3 * 2 ** 30):
     worker = sandbox.Worker([sys.executable, *exercises.WORKER], mode="bwrap", memory=memory, package=str(stubs))
-    assert worker.recv(time.monotonic() + 120) == {"ready": True}
+    assert worker.recv(time.monotonic() + 120) == {"ready": True, "jtk": sandbox.package_dir()}
     return worker
 
 
@@ -176,3 +176,14 @@ def test_one_notebook_per_student_and_exercise(tmp_path):
     assert "symbolic link" in subs["02_joint_log_likelihood.ipynb"].rejected
     row = exercises.grade_notebook(subs["02_joint_log_likelihood.ipynb"], sources)
     assert row["status"] == "rejected" and row["score"] == 0
+
+
+@needs_bwrap
+def test_a_worker_that_imports_another_jtk_than_the_stubbed_one_is_a_grader_fault(monkeypatch, tmp_path):
+    """Fail closed: if the stubs are mounted where the worker's jtk is not (a grader started with ``python -m`` from
+    a checkout beside an installed wheel did that), the notebook is not graded with the originals in reach."""
+    monkeypatch.setattr(sandbox, "package_dir", lambda: str(tmp_path / "elsewhere" / "jtk"))
+    sources = exercises.load_sources(ROOT / "solutions")
+    sub = exercises.Submission("teacher", "01_coin_joint.ipynb", ROOT / "solutions" / "01_coin_joint.ipynb")
+    row = exercises.grade_notebook(sub, sources, sandbox="bwrap", package=str(tmp_path), timeout=10)
+    assert row["status"] == "error" and row["message"].startswith("grader fault") and row["score"] == 0, row
