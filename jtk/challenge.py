@@ -522,7 +522,7 @@ class _Worker:
         # In bwrap the submission's folder is mounted read-only at the same path (its working directory), and it
         # writes only into its private, size-limited /tmp (jtk.sandbox.bwrap_args: no network, no other files).
         home = "/tmp" if mode == "bwrap" else self.workdir
-        cmd = [sys.executable, sandbox.LAUNCHER, "--memory", str(sandbox.address_space(memory_bytes, mode)),
+        cmd = [sys.executable, sandbox.launcher(), "--memory", str(sandbox.address_space(memory_bytes, mode)),
                "--workdir", self.workdir, "--uid", "-1", "--", sys.executable, "-I", "-B", "-m",
                "jtk._challenge_worker"]
         if mode == "bwrap":

@@ -1,7 +1,7 @@
 """Containment for untrusted code: the grading and challenge workers, their limits and what they can reach.
 
 ``jtk grade`` runs each notebook in a worker process (:mod:`jtk._grading_worker`) and ``jtk challenge score`` each
-submission in one (:mod:`jtk._challenge_worker`). A worker starts through ``jtk/_kernel_launcher.py``, which sets
+submission in one (:mod:`jtk._challenge_worker`). A worker starts through ``jtk/_kernel_launcher.py`` (:func:`launcher`), which sets
 the limits below before any untrusted code runs, and talks to its parent over two pipes (:class:`Worker`).
 
 What each mode protects (``--sandbox MODE``):
@@ -49,7 +49,6 @@ MODES = ("auto", "none", "user", "bwrap")
 
 UID_BASE = 61000  # workers of slot k run as uid UID_BASE + k in user mode
 SANDBOX_UID = 65534  # the uid inside bwrap's user namespace ("nobody")
-LAUNCHER = str(pathlib.Path(__file__).with_name("_kernel_launcher.py"))  # run as a script: imports no jtk
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd",
              "/etc/group", "/etc/nsswitch.conf", "/etc/mime.types")
@@ -153,6 +152,12 @@ def package_dir() -> str:
     if done.returncode:
         raise RuntimeError(f"{sys.executable} -I cannot find jtk: {done.stderr.strip()[-300:]}")
     return done.stdout.strip()
+
+
+def launcher() -> str:
+    """``_kernel_launcher.py`` of the jtk that workers import (run as a script: it imports no jtk). Inside bwrap only
+    that jtk is mounted, so the launcher must be its own, not this process's."""
+    return os.path.join(package_dir(), "_kernel_launcher.py")
 
 
 def runtime_paths() -> list[str]:
@@ -310,12 +315,12 @@ class Worker:
     def __init__(self, cmd: Sequence[str], *, mode: str, memory: int, workdir: str | None = None,
                  package: str | None = None, uid: int | None = None, env: dict | None = None):
         home = "/tmp" if mode == "bwrap" else workdir
-        launcher = [sys.executable, "-I", LAUNCHER, "--memory", str(address_space(memory, mode)),
-                    "--workdir", home, "--uid", str(uid if uid is not None else -1), "--", *cmd]
+        full = [sys.executable, "-I", launcher(), "--memory", str(address_space(memory, mode)),
+                "--workdir", home, "--uid", str(uid if uid is not None else -1), "--", *cmd]
         if mode == "bwrap":
-            launcher = [*bwrap_args(package=package, memory=memory, home=home), *launcher]
+            full = [*bwrap_args(package=package, memory=memory, home=home), *full]
         self.mode, self.uid = mode, uid
-        self.proc = subprocess.Popen(launcher, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        self.proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      cwd=workdir or "/", env=worker_env(home, env), start_new_session=True,
                                      close_fds=True)
         self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
