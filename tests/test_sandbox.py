@@ -187,3 +187,31 @@ def test_a_worker_that_imports_another_jtk_than_the_stubbed_one_is_a_grader_faul
     sub = exercises.Submission("teacher", "01_coin_joint.ipynb", ROOT / "solutions" / "01_coin_joint.ipynb")
     row = exercises.grade_notebook(sub, sources, sandbox="bwrap", package=str(tmp_path), timeout=10)
     assert row["status"] == "error" and row["message"].startswith("grader fault") and row["score"] == 0, row
+
+
+STEAL_REQUESTS = """import os, threading
+def _steal():
+    for fd in map(int, os.listdir('/proc/self/fd')):
+        try:
+            if fd > 2 and 'pipe' in os.readlink(f'/proc/self/fd/{fd}'):
+                threading.Thread(target=lambda fd=fd: [os.read(fd, 1 << 16) for _ in range(10 ** 6)], daemon=True).start()
+        except OSError:
+            pass
+_steal()
+def f(b, p, n):
+    return 0.5 * np.ones((2,) * n)
+"""
+
+
+def test_a_cell_that_steals_the_graders_requests_only_loses_its_own_cases(tmp_path):
+    """An answer cell whose threads read the worker's input pipe takes the grader's requests (the cases' inputs)
+    away from the worker: the worker then waits, the wall clock stops the cell, and its cases are unanswered.
+    Nothing is judged right that the grader did not see answered."""
+    source = exercises.SourceCheck("c", 1.0, "checks.check_coin_joint(f)", "", (("coin_joint", False),), None, ("f",))
+    plan = {1: exercises.check_plan(source, 5)}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import numpy as np\n" + STEAL_REQUESTS),
+                                         nbformat.v4.new_code_cell("checks.check_coin_joint(f)")])
+    done = exercises.execute(nb, [0, 1], workdir=str(tmp_path), timeout=4, plans=plan)
+    assert done.fate[1] in ("timeout", "died"), done
+    row = exercises.score_check(source, plan[1], done.answers.get(1), done.fate[1], False, done.errors.get(1))
+    assert row["points"] < 1.0 and row["status"] in ("timeout", "error"), row
