@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from jtk._answers import _Budget, capture, encode
+from jtk._answers import Raised, _Budget, capture, encode
 
 PASS = "✅"
 
@@ -97,13 +97,9 @@ def run_check(name: str, fn: Callable, seed=None, hidden: bool = False):
         answers = []
         for args in cases:  # after a timeout the remaining cases are not tried
             late = answers and answers[-1].get("raised") == "timeout"
-            answers.append(encode(capture(fn, args, None if late else budget, check.forbidden, check.seeds)
-                                  if not late and budget.left() > 0 else _timeout()))
+            answers.append(encode(capture(fn, args, budget, check.forbidden, check.seeds))
+                           if not late and budget.left() > 0 else encode(Raised("timeout")))
     return judge.judge(name, cases, answers, hidden)
-
-
-def _timeout() -> dict:
-    return {"raised": "timeout", "text": ""}
 
 
 def _report(result) -> None:
