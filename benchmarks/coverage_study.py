@@ -18,7 +18,14 @@ and summary tables to ``benchmarks/results/coverage_*.csv``:
   d = 1, 2 (``--dims``), k = 50, all methods, lab preset; prints the rows at the
   paper's diagonal inputs λ = 0.6 (in distribution) and λ = 0.07 (out of distribution);
 * ``coverage_timings.csv`` — seconds per (preset, method): cold (including XLA
-  compilation) and warm (the compiled program reused with new training sets).
+  compilation) and warm (the compiled program reused with new training sets);
+* ``coverage_e1_truth.csv`` — no training: E.1's truth RMS in distribution and the
+  training points per period of its top frequency, f_main = 1–5, both readings of eq. 9.
+
+``--e2-preset paper`` runs the E.2 sweep with the paper preset instead (``--e2-methods``
+picks the methods, e.g. BLR BD EnsBS) and writes ``coverage_e2_paper_*.csv``, e.g.
+``python benchmarks/coverage_study.py --skip truth timing sweep e3 paper --e2-preset paper --dims 1 --k 20
+--e2-methods BLR BD EnsBS``.
 
 Two options change the E.1 problem or add a method:
 
@@ -88,13 +95,29 @@ def scale_tag(input_scale: float) -> str:
     return "" if input_scale == 1.0 else f"_scale{input_scale:g}"
 
 
-def lab_methods(bootstrap_size: float) -> list:
-    """All seven methods, plus EnsBS with resample size ``bootstrap_size`` · n when it is not 1."""
-    methods = list(cv.ALL_METHODS)
+def lab_methods(bootstrap_size: float, preset: str = "lab", names=cv.ALL_METHODS) -> list:
+    """The methods ``names`` (all seven by default), plus EnsBS with resample size ``bootstrap_size`` · n, built with
+    ``preset``, when it is not 1."""
+    methods = list(names)
     if bootstrap_size != 1.0:
         methods.append((f"EnsBS({bootstrap_size:g})",
-                        make_regression("EnsBS", preset="lab", bootstrap_size=bootstrap_size)))
+                        make_regression("EnsBS", preset=preset, bootstrap_size=bootstrap_size)))
     return methods
+
+
+def truth_table(f_mains=(1.0, 2.0, 3.0, 4.0, 5.0), input_scales=(1.0, 8.0)) -> pd.DataFrame:
+    """E.1 without training: the truth's RMS over the in-distribution test inputs and the training points per period
+    of the top frequency (n / (length of the training range · f_max / s)), per reading s and f_main."""
+    rows = []
+    for s in input_scales:
+        for f in f_mains:
+            env = SinusoidRegression(f, seed=0, input_scale=s)
+            x = env.test_inputs()
+            truth = np.asarray(env.mean(x))[np.asarray(env.in_distribution(x))]
+            lo, hi = env.train_range
+            rows.append({"input_scale": s, "f_main": f, "truth_rms_in": float(np.sqrt(np.mean(truth ** 2))),
+                         "points_per_period": len(env.x_train) / ((hi - lo) * float(np.max(env.freqs)) / s)})
+    return pd.DataFrame(rows)
 
 
 def write_csv(df: pd.DataFrame, name: str) -> None:
@@ -167,7 +190,7 @@ def _e1_scale8(summary: pd.DataFrame, at: pd.DataFrame, lemma: pd.DataFrame) -> 
     return out
 
 
-def _e2(summary: pd.DataFrame, at: pd.DataFrame) -> dict[str, str]:
+def _e2(summary: pd.DataFrame, at: pd.DataFrame, name: str = "coverage-e2") -> dict[str, str]:
     dims = sorted(summary.dim.unique())
     per_d = lambda col: [(f"d={d} in", "in", col, d) for d in dims]  # noqa: E731
     columns = (_named("coverage", [(f"d={d} {r}", r, "coverage", d) for d in dims for r in ("in", "out")])
@@ -176,10 +199,32 @@ def _e2(summary: pd.DataFrame, at: pd.DataFrame) -> dict[str, str]:
     points = list(dict.fromkeys(at.requested))
     rows = at.set_index(["requested", "dim", "method"])
     cells = lambda r: f"{r.coverage:.2f} / {size(r.rmse)} / {size(r.uncertainty)}"  # noqa: E731
-    return {"coverage-e2-summary": _summary_table(summary, "dim", columns),
-            "coverage-e2-at-inputs": _table(["method"] + [f"λ={lam:g}, d={d}" for lam in points for d in dims],
+    return {f"{name}-summary": _summary_table(summary, "dim", columns),
+            f"{name}-at-inputs": _table(["method"] + [f"λ={lam:g}, d={d}" for lam in points for d in dims],
                                             [[m] + [cells(rows.loc[(lam, d, m)]) for lam in points for d in dims]
                                              for m in _methods(at)])}
+
+
+def _truth(truth: pd.DataFrame) -> dict[str, str]:
+    """E.1's truth RMS in distribution and training points per period, one row per reading, one column per f_main."""
+    fs = sorted(truth.f_main.unique())
+    at = truth.set_index(["input_scale", "f_main"])
+    reading = lambda s: "literal" if s == 1 else f"input_scale {s:g}"  # noqa: E731
+    rows = [[f"{what}, {reading(s)}"] + [fmt.format(at.loc[(s, f), col]) for f in fs]
+            for what, col, fmt in (("truth RMS in distribution", "truth_rms_in", "{:.2f}"),
+                                   ("training points per period of the top frequency", "points_per_period", "{:.1f}"))
+            for s in sorted(truth.input_scale.unique())]
+    return {"coverage-e1-truth": _table(["f_main"] + [f"{f:g}" for f in fs], rows)}
+
+
+def _paper_e1(summary: pd.DataFrame, name: str) -> dict[str, str]:
+    """A paper-preset E.1 study at f_main = 1: coverage, RMSE and uncertainty per method, with its k."""
+    at = summary.set_index(["method", "region"])
+    cols = [("coverage in", "in", "coverage"), ("coverage out", "out", "coverage"), ("RMSE in", "in", "rmse"),
+            ("uncertainty in", "in", "uncertainty"), ("uncertainty out", "out", "uncertainty")]
+    rows = [[m] + [f"{at.loc[(m, region), col]:.2f}" for _, region, col in cols] + [f"{at.loc[(m, 'in'), 'k']:d}"]
+            for m in _methods(summary)]
+    return {name: _table(["method"] + [h for h, *_ in cols] + ["k"], rows)}
 
 
 def _seconds(value: float) -> str:
@@ -208,10 +253,14 @@ def _timings(tim: pd.DataFrame) -> dict[str, str]:
 def doc_tables(results: Path = OUT) -> dict[str, str]:
     """The tables of docs/coverage.md made from the CSVs in ``results``: section name → Markdown table."""
     read = lambda name: pd.read_csv(results / name)  # noqa: E731
-    return {**_e1_literal(read("coverage_e1_lab_summary.csv")),
+    return {**_truth(read("coverage_e1_truth.csv")),
+            **_e1_literal(read("coverage_e1_lab_summary.csv")),
+            **_paper_e1(read("coverage_e1_paper_summary.csv"), "coverage-e1-paper"),
+            **_paper_e1(read("coverage_e1_paper_scale8_summary.csv"), "coverage-e1-paper-scale8"),
             **_e1_scale8(read("coverage_e1_lab_scale8_summary.csv"), read("coverage_e1_lab_scale8_at_inputs.csv"),
                          read("coverage_e1_lab_scale8_lemma1.csv")),
             **_e2(read("coverage_e2_lab_summary.csv"), read("coverage_e2_lab_at_inputs.csv")),
+            **_e2(read("coverage_e2_paper_summary.csv"), read("coverage_e2_paper_at_inputs.csv"), "coverage-e2-paper"),
             **_timings(read("coverage_timings.csv"))}
 
 
@@ -247,13 +296,17 @@ def main(argv=None):
     ap.add_argument("--bootstrap-size", type=float, default=1.0,
                     help="if not 1, also run EnsBS with this resample fraction, labelled EnsBS(b)")
     ap.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="E.2 input dimensions")
+    ap.add_argument("--e2-preset", default="lab", choices=["lab", "paper"],
+                    help="deep-model preset of the E.2 sweep; its files are coverage_e2_{preset}_*.csv")
+    ap.add_argument("--e2-methods", nargs="+", default=list(cv.ALL_METHODS), choices=list(cv.ALL_METHODS),
+                    help="methods of the E.2 sweep (plus EnsBS(b) with --bootstrap-size b)")
     ap.add_argument("--e3-k", type=int, default=20)
     ap.add_argument("--e3-methods", nargs="+", default=["BLR", "BD", "VD", "EnsBS"])
     ap.add_argument("--paper-ens-k", type=int, default=2)
     ap.add_argument("--paper-methods", nargs="+", default=list(cv.ALL_METHODS), choices=list(cv.ALL_METHODS))
     ap.add_argument("--cold-only", action="store_true",
                     help="time each study once (cold, with compilation) instead of cold and warm")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["timing", "sweep", "e2", "e3", "paper"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["truth", "timing", "sweep", "e2", "e3", "paper"])
     ap.add_argument("--docs", action="store_true",
                     help="no run: rewrite docs/coverage.md's tables from the stored CSVs (each in its marked section)")
     args = ap.parse_args(argv)
@@ -273,6 +326,12 @@ def main(argv=None):
     env = SinusoidRegression(1.0, seed=0, input_scale=scale)
     reading = f"input_scale={scale:g}"
 
+    # 0. E.1's truth RMS and sampling density (no training).
+    if "truth" not in args.skip:
+        truth = truth_table()
+        write_csv(truth, "coverage_e1_truth.csv")
+        print(truth.round(3).to_string(index=False), flush=True)
+
     # 1. One study (E.1, f_main = 1, k = 50) per method, lab preset: cold (with compilation) and warm.
     if "timing" not in args.skip:
         for m in cv.ALL_METHODS:
@@ -286,15 +345,17 @@ def main(argv=None):
         print(f"lab   E.1 ({reading}) sweep f_main={f_mains} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
         write_sweep(sweep, "f_main", f"coverage_e1_lab{tag}", [-2.38, 1.2, -5.11], input_scale=scale)
 
-    # 3. Lab sweep over the input dimension of E.2 (Fig. 6): the diagonal inputs λ = 0.6 (in) and 0.07 (out).
+    # 3. Sweep over the input dimension of E.2 (Fig. 6): the diagonal inputs λ = 0.6 (in) and 0.07 (out).
     if "e2" not in args.skip:
         t0 = time.perf_counter()
-        e2 = cv.sweep_dim(args.dims, methods, k=k, seed=0, preset="lab", progress=False)
-        print(f"lab   E.2 sweep dim={args.dims} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
+        pre = args.e2_preset
+        e2 = cv.sweep_dim(args.dims, lab_methods(args.bootstrap_size, pre, args.e2_methods), k=k, seed=0, preset=pre,
+                          progress=False)
+        print(f"{pre:5s} E.2 sweep dim={args.dims} k={k}: {time.perf_counter() - t0:.1f} s", flush=True)
         for d in args.dims:
             secs = {m: r.info["seconds"] for (dd, m), r in e2.items() if dd == d}
             print(f"      d={d}: " + ", ".join(f"{m} {t:.1f} s" for m, t in secs.items()), flush=True)
-        write_sweep(e2, "dim", "coverage_e2_lab", [0.6, 0.07], with_rmse=True)
+        write_sweep(e2, "dim", f"coverage_e2_{pre}", [0.6, 0.07], with_rmse=True)
 
     # 4. E.3 (Fig. 7).
     if "e3" not in args.skip:

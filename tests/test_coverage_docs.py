@@ -15,7 +15,7 @@ from _docs import markers  # noqa: E402
 def test_every_table_of_the_page_is_what_the_stored_csvs_give():
     page = (ROOT / "docs" / "coverage.md").read_text()
     tables = cs.doc_tables()
-    assert len(tables) == 10
+    assert len(tables) == 15
     for name, text in tables.items():
         begin, end = markers(name)
         assert page.count(begin) == 1 and page.count(end) == 1, name
@@ -72,3 +72,30 @@ def test_a_timing_run_of_one_preset_keeps_the_other_presets_rows(tmp_path):
     got = [(r.preset, r.method, r.cold_seconds) for r in merged.itertuples()]
     assert got == [("lab", "BD", 3.0), ("paper", "BD", 50.0), ("paper", "Ens", 1432.0), ("lab", "CD", 1.0)]
     assert cs.merge_timings(tmp_path / "none.csv", merged).equals(merged)  # nothing stored yet: the new rows
+
+
+def test_the_truth_table_counts_points_per_period_of_the_top_frequency_for_both_readings():
+    truth = cs.truth_table(f_mains=(1.0, 5.0))
+    at = truth.set_index(["input_scale", "f_main"])
+    assert at.loc[(1.0, 1.0), "points_per_period"] == pytest.approx(50 / (8 * 1.1))  # 8 periods on [−4, 4]
+    assert at.loc[(8.0, 5.0), "points_per_period"] == pytest.approx(50 / (5 * 1.1))  # f_main periods on [−4, 4]
+    assert 0.4 < at.loc[(8.0, 1.0), "truth_rms_in"] < 0.7
+    lines = cs._truth(truth)["coverage-e1-truth"].splitlines()
+    assert lines[0] == "| f_main | 1 | 5 |"
+    assert lines[4] == "| training points per period of the top frequency, literal | 5.7 | 1.1 |"
+    assert lines[5] == "| training points per period of the top frequency, input_scale 8 | 45.5 | 9.1 |"
+
+
+def test_a_paper_preset_table_has_one_row_per_method_in_run_order_with_its_k():
+    summary = _summary("f_main", [1.0], methods=("BLR", "EnsBS")).assign(k=20)
+    lines = cs._paper_e1(summary, "x")["x"].splitlines()
+    assert lines[0] == "| method | coverage in | coverage out | RMSE in | uncertainty in | uncertainty out | k |"
+    assert lines[3] == "| EnsBS | 0.20 | 0.25 | 2.00 | 12.35 | 12.85 | 20 |"
+
+
+def test_the_e2_methods_and_the_resampled_ensembles_follow_the_e2_preset():
+    methods = cs.lab_methods(0.5, "paper", ["BLR", "BD"])
+    assert methods[:2] == ["BLR", "BD"]
+    label, model = methods[2]
+    assert label == "EnsBS(0.5)" and model.hidden == (128, 64, 32) and model.bootstrap_size == 0.5
+    assert cs.lab_methods(1.0) == list(cs.cv.ALL_METHODS)

@@ -45,4 +45,34 @@ def test_every_reading_changes_one_setting_of_the_lab_configuration():
     assert base_overrides == {}
     for name, (scale, overrides, methods) in cr.READINGS.items():
         assert len(overrides) + (scale != base_scale) <= 1, name
-        assert set(methods) <= set(cr.METHODS), name
+        assert set(methods) <= set(cr.METHODS) | ({"Ens"} if name == cr.LAB else set()), name
+    assert "Ens" in cr.READINGS[cr.LAB][2]  # the plain ensemble beside the lab configuration: EnsAdvA without FGSM
+
+
+def test_the_fgsm_table_orders_the_steps_marks_the_default_and_ends_with_the_plain_ensemble():
+    steps = {cr.LAB: 0.20, "FGSM step 0.001": 0.26, "FGSM step 0.05": 0.14, "FGSM step 0.2": 0.18}
+    cov = {(r, "EnsAdvA", f): c + (0.1 if f == 5.0 else 0.0) for r, c in steps.items() for f in (1.0, 5.0)}
+    cov |= {(cr.LAB, "Ens", 1.0): 0.17, (cr.LAB, "Ens", 5.0): 0.23, (cr.LAB, "EnsBS", 1.0): 0.9,
+            (cr.LAB, "EnsBS", 5.0): 0.7}
+    lines = cr.fgsm_report(_rows(cov)).splitlines()
+    table = [ln for ln in lines if ln.startswith("| ")]
+    assert table[0] == ("| method | coverage f=1 | coverage f=5 | uncertainty f=1 | uncertainty f=5 | RMSE f=1 "
+                        "| RMSE f=5 |")
+    assert [row.split(" | ")[0] for row in table[1:]] == [
+        "| EnsAdvA, FGSM step 0.001", "| EnsAdvA, FGSM step 0.01 (default)", "| EnsAdvA, FGSM step 0.05",
+        "| EnsAdvA, FGSM step 0.2", "| Ens (no adversarial term)"]
+    assert table[2] == "| EnsAdvA, FGSM step 0.01 (default) | 0.200 | 0.300 | 0.050 | 0.075 | 0.300 | 0.300 |"
+    assert "EnsAdvA covers 0.14–0.36" in lines[-1]  # over the four steps and both f_main
+    assert "the plain ensemble covers 0.17 (f_main = 1) and 0.23 (f_main = 5)" in lines[-1]
+
+
+def test_the_pages_two_sections_are_what_the_stored_csv_gives():
+    from _docs import markers
+
+    page = cr.PAGE.read_text()
+    df = pd.read_csv(cr.OUT)
+    for name, text in (("coverage-readings", cr.report(df)[0]), ("coverage-readings-fgsm", cr.fgsm_report(df))):
+        begin, end = markers(name)
+        assert page.count(begin) == 1 and page.count(end) == 1, name
+        assert page.split(begin, 1)[1].split(end, 1)[0].strip("\n") == text.strip("\n"), (
+            f"docs/coverage.md's {name!r} section is stale: run python benchmarks/coverage_readings.py --report-only")
