@@ -557,6 +557,9 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     Raises:
       GraderFault: a worker could not start (before any student code ran).
     """
+    from jtk import _checks
+
+    timeout = _checks.positive("timeout", timeout)
     plans = plans or {}
     options = dict(sandbox=sandbox, memory=memory, workdir=workdir, package=package, uid=uid)
     fate = {i: "not_run" for i in run}
@@ -699,6 +702,10 @@ def read_bytes(path, max_bytes: int = MAX_NOTEBOOK_BYTES, seconds: float = READ_
       Rejected: a symbolic link, FIFO, device, socket or directory; a file larger than ``max_bytes``; a read that
         does not finish in time.
     """
+    from jtk import _checks
+
+    max_bytes = _checks.integer("max_bytes", max_bytes, minimum=1)
+    seconds = _checks.positive("seconds", seconds)
     path = pathlib.Path(path)
     try:
         mode = os.lstat(path).st_mode
@@ -812,6 +819,12 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
       notebook must be graded again once it is mended); ``wall_timeouts`` counts the cells stopped by the
       wall-clock backstop.
     """
+    from jtk import _checks
+
+    if not isinstance(sub, Submission):
+        raise TypeError(f"sub: expected a jtk.exercises.Submission (from collect), got {type(sub).__name__}")
+    timeout = _checks.positive("timeout", timeout)
+    wall_factor = _checks.positive("wall_factor", wall_factor)
     source = sources.get(sub.notebook)
     if sandbox == "bwrap" and package is None:
         package = _stubs()

@@ -158,8 +158,8 @@ def check_grades(grades: pd.DataFrame, what: str = "grades") -> pd.DataFrame:
       A copy with ``student`` and ``notebook`` as text and ``score`` and ``max_score`` as floats.
 
     Raises:
-      ValueError: a column is missing, a score is not a finite number ≥ 0, a status is unknown, a
-        (student, notebook) pair repeats, a notebook has two different max_scores, or there are no rows.
+      ValueError: a column is missing, a score is not a finite number ≥ 0 or is above its max_score, a status is
+        unknown, a (student, notebook) pair repeats, a notebook has two different max_scores, or there are no rows.
     """
     if not isinstance(grades, pd.DataFrame):
         raise TypeError(f"{what}: expected a pandas DataFrame, got {type(grades).__name__}")
@@ -185,6 +185,11 @@ def check_grades(grades: pd.DataFrame, what: str = "grades") -> pd.DataFrame:
             raise ValueError(f"{what}: expected {col} to be a finite number ≥ 0, got "
                              + _shown(f"{out.student[i]}/{out.notebook[i]}: {raw[i]!r}" for i in bad))
         out[col] = num
+    over = out.index[out.score > out.max_score]
+    if len(over):
+        raise ValueError(f"{what}: expected score ≤ max_score in every row, got "
+                         + _shown(f"{out.student[i]}/{out.notebook[i]}: {out.score[i]:g} > {out.max_score[i]:g}"
+                                  for i in over))
     unknown = sorted(set(out.status) - set(STATUSES))
     if unknown:
         raise ValueError(f"{what}: expected status {', '.join(STATUSES)} (a jtk grades file), got {_shown(unknown)}")
@@ -334,14 +339,20 @@ def unmatched(grades: pd.DataFrame, roster: pd.DataFrame) -> list[str]:
     return sorted(set(grades.student) - set(roster.student))
 
 
-def days_late(submitted: _dt.datetime, deadline: _dt.datetime) -> int:
+def days_late(submitted: _dt.datetime | str, deadline: _dt.datetime | str) -> int:
     """Days started after the deadline: 0 if on time, 1 for up to 24 h late, 2 for up to 48 h, …
+
+    Both are datetimes or ISO 8601 text (:func:`parse_time`), both with a time zone or both without.
 
     >>> import datetime as dt
     >>> d = dt.datetime(2025, 3, 1, 12)
     >>> [days_late(d + dt.timedelta(hours=h), d) for h in (-1, 0, 0.01, 24, 24.5)]
     [0, 0, 1, 1, 2]
     """
+    submitted, deadline = parse_time(submitted, "submitted"), parse_time(deadline, "deadline")
+    if (submitted.tzinfo is None) != (deadline.tzinfo is None):
+        raise ValueError(f"submitted, deadline: expected both with a time zone or both without, got {submitted} "
+                         f"and {deadline}")
     seconds = (submitted - deadline).total_seconds()
     return max(0, math.ceil(seconds / 86400))
 
@@ -397,8 +408,24 @@ def apply_late_policy(grades: pd.DataFrame, submitted: pd.DataFrame, deadline, *
 
 
 # ------------------------------------------------------------------ outputs
+def _check_normalized(roster) -> pd.DataFrame:
+    """``roster`` as :func:`normalize_roster` returns it (its columns, at least one student), else a clear error."""
+    if not isinstance(roster, pd.DataFrame):
+        raise TypeError(f"roster: expected a pandas DataFrame from normalize_roster or read_roster, got "
+                        f"{type(roster).__name__}")
+    needed = ["student", *ROSTER_COLUMNS]
+    missing = [c for c in needed if c not in roster.columns]
+    if missing:
+        raise ValueError(f"roster: expected a normalized roster (normalize_roster / read_roster) with columns "
+                         f"{', '.join(needed)}, but {_shown(missing)} missing (columns given: {_shown(roster.columns)})")
+    if not len(roster):
+        raise ValueError("roster: expected at least one student, got none")
+    return roster
+
+
 def _table(grades, roster, late, titles, allow_unmatched) -> tuple[pd.DataFrame, pd.Series]:
     """Roster students × exercises (NaN where no submission) and each exercise's max_score; columns titled."""
+    grades, roster = check_grades(grades), _check_normalized(roster)
     missing = unmatched(grades, roster)
     if missing and not allow_unmatched:
         raise UnmatchedStudents(missing)

@@ -130,6 +130,25 @@ def _logsumexp0(a):
     return jax.nn.logsumexp(a, axis=0)
 
 
+def _check_mixture(label_logprobs, tau, log_weights, true_logprobs=None) -> None:
+    """Shape checks shared by the mixture likelihoods; static shapes only, so they hold under ``jax.jit`` too."""
+    shape = getattr(label_logprobs, "shape", None)
+    if shape is None or len(shape) != 2:
+        raise ValueError(f"label_logprobs: expected a [C, N·τ] array (components × test points), got "
+                         f"{'shape ' + str(tuple(shape)) if shape is not None else type(label_logprobs).__name__}")
+    if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
+        raise ValueError(f"tau: expected an integer τ ≥ 1, got {tau!r}")
+    if shape[0] < 1 or shape[1] % tau:
+        raise ValueError(f"label_logprobs: expected [C, N·τ] with C ≥ 1 and a number of test points divisible by "
+                         f"tau = {tau} (consecutive blocks of τ are one τ-sample), got shape {tuple(shape)}")
+    if log_weights is not None and tuple(np.shape(log_weights)) != (shape[0],):
+        raise ValueError(f"log_weights: expected None or [C] = [{shape[0]}] log weights, one per component of "
+                         f"label_logprobs, got shape {tuple(np.shape(log_weights))}")
+    if true_logprobs is not None and tuple(np.shape(true_logprobs)) != (shape[1],):
+        raise ValueError(f"true_logprobs: expected [N·τ] = [{shape[1]}] entries, one per column of label_logprobs "
+                         f"{tuple(shape)}, got shape {tuple(np.shape(true_logprobs))}")
+
+
 def mixture_joint_log_likelihood(label_logprobs, tau: int, log_weights=None):
     """Exact joint log-likelihood of a finite mixture (ensembles, SG-MCMC samples, k-NN): no Monte Carlo.
 
@@ -145,6 +164,7 @@ def mixture_joint_log_likelihood(label_logprobs, tau: int, log_weights=None):
     Returns:
       [N] joint log-likelihoods.
     """
+    _check_mixture(label_logprobs, tau, log_weights)
     xp = np if isinstance(label_logprobs, np.ndarray) else jnp
     c = label_logprobs.shape[0]
     lp = label_logprobs.reshape(c, -1, tau).sum(-1)  # [C, N]
@@ -168,6 +188,7 @@ def mixture_kl(label_logprobs, true_logprobs, tau: int, log_weights=None):
       tau: τ.
       log_weights: None (uniform) or [C] log weights.
     """
+    _check_mixture(label_logprobs, tau, log_weights, true_logprobs)
     return true_logprobs.reshape(-1, tau).sum(-1) - mixture_joint_log_likelihood(label_logprobs, tau, log_weights)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -23,6 +24,8 @@ import jtk.active
 import jtk.bandit
 import jtk.coverage
 import jtk.ensemble_study
+import jtk.exercises
+import jtk.gradebook
 import jtk.likelihood
 import jtk.results
 import jtk.sweep
@@ -671,6 +674,46 @@ case("testbed.breakdown", "temperature-str", lambda: T.breakdown(with_col(result
 SWEEP_ROWS = lambda taus: with_col(results_frame()[results_frame()["tau"].isin(taus)], config="mlp__l2_scale=1")  # noqa
 case("sweep.best_configs", "tau-1-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
 case("sweep.best_configs", "tau-10-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
+
+# the mixture likelihoods (shapes are static, so these checks hold under jit too)
+L = jtk.likelihood
+case("likelihood.mixture_joint_log_likelihood", "n-not-multiple-of-tau",
+     lambda: L.mixture_joint_log_likelihood(np.zeros((3, 10)), 4), VE, "label_logprobs tau")
+case("likelihood.mixture_joint_log_likelihood", "1-d", lambda: L.mixture_joint_log_likelihood(np.zeros(8), 4), VE,
+     "label_logprobs")
+case("likelihood.mixture_joint_log_likelihood", "tau-0", lambda: L.mixture_joint_log_likelihood(np.zeros((3, 8)), 0),
+     VE, "tau")
+case("likelihood.mixture_joint_log_likelihood", "log_weights-length",
+     lambda: L.mixture_joint_log_likelihood(np.zeros((3, 8)), 4, np.zeros(2)), VE, "log_weights")
+case("likelihood.mixture_kl", "true-length", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(6), 4), VE,
+     "true_logprobs")
+case("likelihood.mixture_kl", "tau-float", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(8), 2.0), VE, "tau")
+
+# grading files and times
+G = jtk.gradebook
+GRADES_ROW = dict(student="a", notebook="n", score=1.0, max_score=2.0, status="graded")
+case("gradebook.check_grades", "score-above-max", lambda: G.check_grades(pd.DataFrame([{**GRADES_ROW, "score": 5.0}])),
+     VE, "score max_score a/n")
+case("gradebook.to_canvas", "roster-empty-frame",
+     lambda: G.to_canvas(G.check_grades(pd.DataFrame([GRADES_ROW])), pd.DataFrame()), VE, "roster normalize_roster")
+case("gradebook.to_moodle", "roster-no-rows",
+     lambda: G.to_moodle(G.check_grades(pd.DataFrame([GRADES_ROW])),
+                         G.normalize_roster(pd.DataFrame({"student": ["a"]})).iloc[:0]), VE, "roster student")
+case("gradebook.to_canvas", "roster-list", lambda: G.to_canvas(G.check_grades(pd.DataFrame([GRADES_ROW])), ["a"]), TE,
+     "roster DataFrame")
+case("gradebook.days_late", "text", lambda: G.days_late("2025-03-02T01:00", "2025-03-01"), None, "")
+case("gradebook.days_late", "not-a-time", lambda: G.days_late("tomorrow", "2025-03-01"), VE, "submitted ISO")
+case("gradebook.days_late", "aware-and-naive", lambda: G.days_late("2025-03-02T01:00Z", "2025-03-01"), VE,
+     "submitted deadline zone")
+case("exercises.read_bytes", "seconds-text", lambda: jtk.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
+case("exercises.read_bytes", "max_bytes-0", lambda: jtk.exercises.read_bytes("README.md", max_bytes=0), VE,
+     "max_bytes")
+case("exercises.grade_notebook", "timeout-text",
+     lambda: jtk.exercises.grade_notebook(jtk.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
+                                          timeout="30"), TE, "timeout")
+case("exercises.grade_notebook", "not-a-submission", lambda: jtk.exercises.grade_notebook("s/n.ipynb", {}), TE,
+     "sub Submission")
+case("exercises.execute", "timeout-negative", lambda: jtk.exercises.execute(None, [], timeout=-1), VE, "timeout")
 
 
 @pytest.mark.parametrize("build, exc, names", CASES)
