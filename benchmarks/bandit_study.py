@@ -1,16 +1,21 @@
 """The §5 study: Thompson-sampling regret of the testbed agents, and its correlation with d_KL^1 / d_KL^10.
 
     python benchmarks/bandit_study.py                    # lab preset (K = 10, T = 2000, 8 problems, 5 seeds)
-    python benchmarks/bandit_study.py --preset paper     # App. E: T = 50 000, 20 problems, d ∈ {2, 10, 50}
+    python benchmarks/bandit_study.py --preset subset    # Figs. 8/9's part that fits 2 cores: d = 50, problem 0, seed 0
+    python benchmarks/bandit_study.py --preset paper     # App. E / §5: T = 50 000, 20 problems, d ∈ {2, 10, 50}, 10 seeds
     python benchmarks/bandit_study.py --speed            # steps per second only (ensemble+ K = 10, d = 2)
 
-For each input dimension d, agent and initialisation seed s it runs the bandit
-on J problems (``jtk.bandit.run``, one vmapped scan) and the testbed on
-problems at the bandit's temperature 0.1 with the same d and testbed seed s
-(num_train ∈ {10, 100, 1000}, τ ∈ {1, 10}). One point per (agent, d, s):
-mean total regret over the J problems vs mean d_KL^τ; Pearson correlation on
-log scales with bootstrap 5–95 % intervals, per d and pooled (paper Fig. 8/9,
-16/17). Writes benchmarks/results/bandit_<preset>_*.csv and prints the tables.
+Paper and subset presets (Figs. 8/9, App. E.3): for each d, agent and initialisation seed s the bandit runs on
+the preset's problems (``jtk.bandit.run``, one vmapped scan); one point per (agent, d, s) is its mean total
+regret at T against the agent's mean d_KL^τ on the 2-D testbed (the paper grid's problems of seed s; rows
+already measured are reused, the missing ones evaluated). Pearson r on log scales with bootstrap 5–95 %
+intervals, one per d and never pooled across d, beside the paper's −0.12 (−0.34, 0.09) and 0.69 (0.62, 0.75).
+The lab preset scores each agent on testbed problems at ρ = 0.1 with the bandit's own d instead.
+
+Every call resumes: rows already in the run CSV are kept and not rerun (the CSVs are written atomically after
+each run), and a run in progress checkpoints its state, so a killed call continues where it stopped; --fresh
+starts over. Writes benchmarks/results/bandit_<preset>_*.csv (the subset shares bandit_paper_regret.csv) and the
+section 'bandit-fig89' of docs/bandit.md, and prints the tables.
 """
 
 from __future__ import annotations
@@ -32,27 +37,198 @@ MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for compar
 PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "bandit.md"
 
 
-def speed(horizon: int = 2000, num_problems: int = 8) -> None:
-    """Steps per second after compilation, d = 2 and 10; writes bandit_speed.csv."""
-    import os
-
+def speed(horizon: int = 2000, num_problems: int = 8, dims=(2, 10)) -> None:
+    """Steps per second after compilation; writes bandit_speed.csv (d = 2 and 10: ensemble+ K = 10 and 100, mlp,
+    8 problems vmapped) or, for ``dims`` (50,), bandit_speed_d50.csv (the six agents of §5, one problem)."""
     rows = []
-    for d in (2, 10):
-        problems = bandit.make_problems(d, seeds=num_problems)
-        for name, kw in (("ensemble+", {"num_members": 10}), ("mlp", {}), ("ensemble+", {"num_members": 100})):
+    d50 = tuple(dims) == (50,)
+    for d in dims:
+        problems = bandit.make_problems(d, seeds=1 if d50 else num_problems)
+        agents = ([(name, {}) for name in bandit.PAPER_AGENTS] if d50 else
+                  (("ensemble+", {"num_members": 10}), ("mlp", {}), ("ensemble+", {"num_members": 100})))
+        for name, kw in agents:
+            steps = (500 if "ensemble" in name else 1000) if d50 else horizon
             t0 = time.perf_counter()
             bandit.run(name, problems=problems, horizon=bandit.CHUNK, agent_kwargs=kw, progress=False)
             compile_s = time.perf_counter() - t0
-            res = bandit.run(name, problems=problems, horizon=horizon, agent_kwargs=kw, progress=False,
-                             agent_seed=1)
-            steps = horizon * num_problems
-            rows.append({"agent": name, **kw, "input_dim": d, "problems": num_problems, "horizon": horizon,
-                         "seconds": round(res.seconds, 2), "agent_steps_per_s": round(steps / res.seconds),
+            res = bandit.run(name, problems=problems, horizon=steps, agent_kwargs=kw, progress=False, agent_seed=1)
+            members = kw.get("num_members", 100 if "ensemble" in name else None)
+            rows.append({"agent": name, "num_members": members, "input_dim": d, "problems": len(problems.seeds),
+                         "horizon": steps, "seconds": round(res.seconds, 2),
+                         "agent_steps_per_s": round(steps * len(problems.seeds) / res.seconds),
                          "first_chunk_with_compile_s": round(compile_s, 1),
                          "load_avg_1min": round(os.getloadavg()[0], 2)})
             print(rows[-1], flush=True)
     RESULTS.mkdir(exist_ok=True)
-    pd.DataFrame(rows).to_csv(RESULTS / "bandit_speed.csv", index=False)
+    write_csv(pd.DataFrame(rows), RESULTS / ("bandit_speed_d50.csv" if d50 else "bandit_speed.csv"))
+
+
+PAPER_CORRELATION = bandit.PAPER_CORRELATION  # Figs. 8/9's captions: (r, 5 %, 95 %) for d_KL^1 and d_KL^10
+# The 2-D paper-grid rows (420 problems: ρ ∈ {0.01, 0.1, 0.5}, n ∈ {1, …, 1000}, τ ∈ {1, 10}, seeds 0–9) already
+# measured for each bandit agent with its default settings, as jtk.testbed.evaluate wrote them.
+TESTBED_2D_SOURCES = {
+    "mlp": "testbed_mlp_paper.csv",
+    "ensemble": "zoo_h200/zoo_ensemble_paper.csv",
+    "dropout": "zoo_dropout_paper.csv",
+    "bbb": "zoo_bbb_paper.csv",
+    "ensemble+": "testbed_ensemble+_K100_paper.csv",
+    "hypermodel": "zoo_h200/zoo_hypermodel_paper.csv",
+}
+
+
+def write_csv(df: pd.DataFrame, path: pathlib.Path) -> None:
+    """Atomically (a killed run leaves the previous complete file, never half of one)."""
+    from jtk.results import write_atomic
+
+    if str(path).endswith(".gz"):
+        import gzip
+
+        write_atomic(path, gzip.compress(df.to_csv(index=False).encode(), mtime=0))
+    else:
+        write_atomic(path, df.to_csv(index=False).encode())
+
+
+def read_csv(path: pathlib.Path) -> pd.DataFrame:
+    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def read_regret(path: pathlib.Path, horizon: int) -> pd.DataFrame:
+    """The run CSV; rows written before it had a horizon column (the lab preset's) are at the preset's T."""
+    regret = read_csv(path)
+    if len(regret) and "horizon" not in regret:
+        regret.insert(regret.columns.get_loc("total_regret"), "horizon", horizon)
+    return regret
+
+
+def missing_problems(regret: pd.DataFrame, agent: str, input_dim: int, agent_seed: int, horizon: int,
+                     problems) -> list[int]:
+    """The problem seeds of ``problems`` that have no row yet for (agent, d, agent_seed, horizon)."""
+    if not len(regret):
+        return list(problems)
+    have = regret[(regret.agent == agent) & (regret.input_dim == input_dim) & (regret.agent_seed == agent_seed)
+                  & (regret.horizon == horizon)].seed
+    return [p for p in problems if p not in set(have)]
+
+
+def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, checkpoints: pathlib.Path,
+                fresh: bool = False) -> pd.DataFrame:
+    """Runs every (agent, d, agent_seed, problem) of the selection that the run CSV lacks, and returns all its rows.
+
+    Resumable at two levels: finished runs are rows of ``files["regret"]`` (rewritten atomically after each run,
+    so rows are never lost or redone), and the run in progress saves its state under ``checkpoints`` at least
+    every minute (``jtk.bandit.run(checkpoint=...)``), so a killed run continues from its last save. Order: seed
+    by seed, and within a seed the cheapest agent first, so that an interrupted session leaves whole seeds.
+    """
+    regret = pd.DataFrame() if fresh else read_regret(files["regret"], horizon)
+    curves = pd.DataFrame() if fresh else read_csv(files["curve_runs"])
+    matrix_rate = None  # the machine's 2048² rate, measured once before this invocation's runs, kept with each run
+    made = {name: bandit.make_policy(name, **agent_kwargs.get(name, {})) for name in agents}
+    order = sorted(agents, key=lambda name: made[name].relative_cost)
+    for d in dims:
+        for s in seeds:
+            for name in order:
+                todo = missing_problems(regret, name, d, s, horizon, problems)
+                if not todo:
+                    continue
+                if matrix_rate is None:
+                    from training_flops import gemm_gflops
+                    matrix_rate = round(gemm_gflops(), 1)
+                ckpt = checkpoints / f"{name}_d{d}_T{horizon}_s{s}_p{'-'.join(map(str, todo))}.npz"
+                load_start = os.getloadavg()[0]
+                res = bandit.run(made[name], problems=bandit.make_problems(d, seeds=todo), horizon=horizon,
+                                 agent_seed=s, name=name, checkpoint=ckpt)
+                rows = pd.DataFrame({"agent": name, "input_dim": d, "agent_seed": s, "seed": list(todo),
+                                     "horizon": horizon, "total_regret": res.total_regret.astype(float),
+                                     "seconds": res.seconds / len(todo),
+                                     "load_avg_1min_start": load_start,
+                                     "load_avg_1min": os.getloadavg()[0],  # at the end of the run
+                                     "matrix_gflops": matrix_rate})
+                regret = pd.concat([regret, rows], ignore_index=True)
+                curves = pd.concat([curves, res.frame(every=max(1, horizon // 100)).assign(agent_seed=s)],
+                                   ignore_index=True)
+                write_csv(curves, files["curve_runs"])
+                write_csv(regret, files["regret"])  # the run's rows, then its checkpoint goes
+                ckpt.unlink(missing_ok=True)
+                print(f"{name} d = {d} seed {s} problems {todo}: total regret "
+                      f"{np.round(res.total_regret, 1).tolist()}, {res.seconds:.0f} s, load "
+                      f"{load_start:.1f} → {rows.load_avg_1min.iloc[0]:.1f}", flush=True)
+    return regret
+
+
+def testbed_2d(agents, seeds, agent_kwargs, path: pathlib.Path) -> pd.DataFrame:
+    """Each agent's 2-D testbed rows on the paper grid (jtk.testbed.paper_problems()) for testbed seeds ``seeds``.
+
+    Kept in ``path``: rows already measured on the same grid (TESTBED_2D_SOURCES) are copied in with their
+    source named; the (agent, seed)s missing from both are evaluated here.
+    """
+    scores = read_csv(path)
+    for name in agents:
+        have = set(scores[scores.agent == name].seed) if len(scores) else set()
+        need = [s for s in seeds if s not in have]
+        source = MEASURED / TESTBED_2D_SOURCES.get(name, "-")
+        if need and source.exists():
+            old = pd.read_csv(source).assign(agent=name, source=TESTBED_2D_SOURCES[name])
+            scores = pd.concat([scores, old[old.seed.isin(need)]], ignore_index=True)
+            need = [s for s in need if s not in set(old.seed)]
+        if need:
+            grid = [p for p in testbed.paper_problems() if p.seed in need]
+            agent = jtk.agents.make(name, **agent_kwargs.get(name, {}))
+            scores = pd.concat([scores, testbed.evaluate(agent, grid, name=name).assign(source="bandit_study.py")],
+                               ignore_index=True)
+        write_csv(scores, path)
+    return scores
+
+
+def check_2d(agents=bandit.PAPER_AGENTS) -> pd.DataFrame:
+    """Re-evaluates one 2-D paper-grid problem per agent (seed 0, ρ = 0.1, n = 100, τ ∈ {1, 10}) with today's
+    code and compares it with the stored row that testbed_2d reuses; writes bandit_testbed_2d_check.csv."""
+    probs = [p for p in testbed.paper_problems() if p.seed == 0 and p.temperature == 0.1 and p.num_train == 100]
+    rows = []
+    for name in agents:
+        t0 = time.perf_counter()
+        now = testbed.evaluate(jtk.agents.make(name), probs, name=name, progress=False)
+        old = pd.read_csv(MEASURED / TESTBED_2D_SOURCES[name])
+        old = old[(old.seed == 0) & (old.temperature == 0.1) & (old.num_train == 100)]
+        for _, r in now.merge(old, on="tau", suffixes=("_now", "_stored")).iterrows():
+            rows.append({"agent": name, "source": TESTBED_2D_SOURCES[name], "tau": r.tau, "kl_now": r.kl_now,
+                         "kl_stored": r.kl_stored, "likelihood": r.likelihood_now,
+                         "seconds": round(time.perf_counter() - t0, 1), "load": os.getloadavg()[0]})
+        print(rows[-1], flush=True)
+    out = pd.DataFrame(rows)
+    write_csv(out, RESULTS / "bandit_testbed_2d_check.csv")
+    return out
+
+
+def points_2d(regret: pd.DataFrame, scores: pd.DataFrame, agents, seeds, problems, horizon) -> tuple:
+    """One point per (agent, d, seed): mean total regret over the problems every agent at that d ran, and the mean
+    d_KL^1 / d_KL^10 of the agent on the 2-D grid problems of testbed seed ``seed`` (§5, App. E.3)."""
+    sel = regret[regret.agent.isin(agents) & regret.agent_seed.isin(seeds) & regret.seed.isin(problems)
+                 & (regret.horizon == horizon)]
+    common = sel.groupby(["input_dim", "agent"])["seed"].agg(set).groupby(level=0).agg(lambda v: set.intersection(*v))
+    rows = []
+    for (name, d, s), g in sel.groupby(["agent", "input_dim", "agent_seed"]):
+        if common[d] and common[d] <= set(g.seed):
+            rows.append({"agent": name, "input_dim": d, "agent_seed": s, "problems": len(common[d]),
+                         "total_regret": g[g.seed.isin(common[d])].total_regret.mean()})
+    per_run = pd.DataFrame(rows, columns=["agent", "input_dim", "agent_seed", "problems", "total_regret"])
+    kl = scores.pivot_table(index=["agent", "seed"], columns="tau", values="kl", aggfunc="mean")
+    kl.columns = [f"kl_{t}" for t in kl.columns]
+    kl = kl.clip(lower=1e-6).reset_index().rename(columns={"seed": "agent_seed"})
+    return per_run.merge(kl, on=["agent", "agent_seed"], how="inner"), common
+
+
+def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.DataFrame:
+    """Log–log Pearson r with bootstrap 5–95 % intervals, one row per (d, metric): never pooled across d."""
+    rows = []
+    for d, sub in points.groupby("input_dim"):
+        for metric in metrics:
+            c = bandit.regret_correlation(sub, metric) if len(sub) >= 3 else \
+                {"r": float("nan"), "lo": float("nan"), "hi": float("nan"), "num_points": len(sub)}  # too few
+            paper = PAPER_CORRELATION[metric] if d == 50 else (np.nan,) * 3  # Figs. 8/9 are d = 50
+            rows.append({"input_dim": d, "metric": metric, **c, "num_agents": sub.agent.nunique(),
+                         "paper_r": paper[0], "paper_lo": paper[1], "paper_hi": paper[2]})
+    return pd.DataFrame(rows, columns=["input_dim", "metric", "r", "lo", "hi", "num_points", "num_agents",
+                                       "paper_r", "paper_lo", "paper_hi"])
 
 
 def main(argv=None) -> None:
@@ -61,118 +237,131 @@ def main(argv=None) -> None:
     parser.add_argument("--agents", nargs="+", default=list(bandit.PAPER_AGENTS))
     parser.add_argument("--dims", nargs="+", type=int)
     parser.add_argument("--horizon", type=int)
-    parser.add_argument("--problems", type=int, help="bandit problems J per run")
-    parser.add_argument("--seeds", type=int, default=5, help="initialisation seeds (points per agent)")
+    parser.add_argument("--problems", type=int, help="bandit problems J per run (seeds 0..J-1)")
+    parser.add_argument("--seeds", type=int, help="initialisation seeds 0..S-1 (points per agent and d)")
     parser.add_argument("--test-inputs", choices=["auto", "iid", "polyadic"], default="auto",
-                        help="testbed test inputs: auto = iid for d = 2 (the paper grid), polyadic for d > 2 "
-                             "(docs/reference.md, 'The grid': iid inputs in high dimension make τ = 10 nearly marginal)")
+                        help="lab preset's testbed test inputs: auto = iid for d = 2 (the paper grid), polyadic for "
+                             "d > 2 (docs/reference.md, 'The grid': iid inputs in high dimension make τ = 10 nearly "
+                             "marginal)")
     parser.add_argument("--resume", action="store_true",
-                        help="keep the (agent, d, seed) runs already in this preset's CSVs (bandit and testbed) and "
-                             "run only the missing ones: a long sweep can be split over several calls or restarted")
+                        help="(the default; kept for old command lines) keep the rows already in the CSVs and run "
+                             "only the missing (agent, d, seed, problem)s")
+    parser.add_argument("--fresh", action="store_true", help="start over: ignore the rows already in the CSVs")
+    parser.add_argument("--runs-only", action="store_true", help="run the missing rows, no testbed, no report")
     parser.add_argument("--report-only", action="store_true",
-                        help="no runs: the tables, correlations (and the paper section of docs/bandit.md) from the CSVs")
-    parser.add_argument("--speed", action="store_true")
-    parser.add_argument("--no-docs", action="store_true", help="leave docs/bandit.md alone (paper preset)")
+                        help="no runs: the tables, correlations (and the section of docs/bandit.md) from the CSVs")
+    parser.add_argument("--speed", action="store_true", help="steps per second (with --dims 50: the six agents at d = 50)")
+    parser.add_argument("--check-2d", action="store_true",
+                        help="re-evaluate one stored 2-D testbed problem per agent with today's code (reuse check)")
+    parser.add_argument("--no-docs", action="store_true", help="leave docs/bandit.md alone")
     parser.add_argument("--out-dir", type=pathlib.Path, help="write the CSVs (and bandit.md) here instead")
     args = parser.parse_args(argv)
     global RESULTS, PAGE
     if args.out_dir is not None:
         RESULTS, PAGE = args.out_dir, args.out_dir / "bandit.md"
     if args.speed:
-        speed()
+        speed(dims=tuple(args.dims or (2, 10)))
+        return
+    if args.check_2d:
+        check_2d(args.agents)
         return
     preset = bandit.PRESETS[args.preset]
     dims = args.dims or preset["input_dims"]
     horizon = args.horizon or preset["horizon"]
-    num_problems = args.problems or preset["num_seeds"]
+    problems = list(range(args.problems or preset["num_seeds"]))
+    seeds = list(range(args.seeds or preset["agent_seeds"]))
+    kwargs = preset["agent_kwargs"]
     RESULTS.mkdir(parents=True, exist_ok=True)
+    runs = f"bandit_{preset.get('runs', args.preset)}"  # the run CSVs, shared by a preset and its subsets
     tag = f"bandit_{args.preset}"
-    files = {name: RESULTS / f"{tag}_{name}.csv" for name in ("regret", "testbed")}
-    files["curve_runs"] = RESULTS / f"{tag}_curve_runs.csv.gz"  # every run's curve (100 points per problem)
+    files = {"regret": RESULTS / f"{runs}_regret.csv",
+             "curve_runs": RESULTS / f"{runs}_curve_runs.csv.gz"}  # every run's curve (100 points per problem)
     if args.report_only and not files["regret"].exists():
         parser.error(f"--report-only needs the CSVs of an earlier {args.preset} run; {files['regret']} is missing")
-    keep = args.resume or args.report_only
-    old = {name: pd.read_csv(f) if keep and f.exists() else pd.DataFrame() for name, f in files.items()}
-    regret_rows = old["regret"].to_dict("records")
-    curve_frames, testbed_frames = [old["curve_runs"]], [old["testbed"]]
-    done = set(zip(old["regret"].agent, old["regret"].input_dim, old["regret"].agent_seed)) if regret_rows else set()
-    scored = (set(zip(old["testbed"].agent, old["testbed"].input_dim, old["testbed"].seed))
-              if len(old["testbed"]) else set())
-    matrix_rate = None  # the machine's 2048² rate, measured once before this invocation's runs, kept with each run
-    for d in [] if args.report_only else dims:
-        if matrix_rate is None:
-            from training_flops import gemm_gflops
-            matrix_rate = round(gemm_gflops(), 1)
-        problems = bandit.make_problems(d, seeds=num_problems)
+    t0 = time.perf_counter()
+    if args.report_only:
+        regret = read_regret(files["regret"], horizon)
+    else:
+        regret = run_missing(args.agents, dims, problems, seeds, horizon, kwargs, files,
+                             RESULTS / f".{runs}_checkpoints", fresh=args.fresh)
+    run_wall = time.perf_counter() - t0
+    if args.runs_only:
+        print(f"runs: {run_wall:.0f} s of wall time in this call")
+        return
+    regret = regret[(regret.horizon == horizon) & regret.input_dim.isin(dims)]
+    if args.preset == "lab":
+        report_lab(args, regret, dims, seeds, tag, kwargs)
+        return
+    curves = read_csv(files["curve_runs"])
+    if len(curves):  # mean ± s.e. of the cumulative regret over problems and seeds, for every run in the CSV
+        write_csv(curves.groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"])
+                  .reset_index(), RESULTS / f"{runs}_curves.csv")
+    scores = testbed_2d(args.agents, seeds, kwargs, RESULTS / "bandit_testbed_2d.csv")
+    points, common = points_2d(regret, scores, args.agents, seeds, problems, horizon)
+    write_csv(points, RESULTS / f"{tag}_points.csv")
+    corr = per_dim_correlations(points)
+    write_csv(corr, RESULTS / f"{tag}_correlation.csv")
+    sel = regret[regret.agent.isin(args.agents) & regret.agent_seed.isin(seeds) & regret.seed.isin(problems)]
+    total = sel.groupby(["agent", "input_dim"])["total_regret"].agg(["mean", "sem"])
+    total["sec_per_problem"] = sel.groupby(["agent", "input_dim"])["seconds"].mean()
+    total["runs"] = sel.groupby(["agent", "input_dim"]).size()
+    table = total.join(points.groupby(["agent", "input_dim"])[["kl_1", "kl_10"]].mean()).reset_index() \
+        .sort_values(["input_dim", "mean"])
+    write_csv(table, RESULTS / f"{tag}_summary.csv")
+    pd.set_option("display.width", 160)
+    print(f"\npreset {args.preset}: d = {list(dims)}, T = {horizon}, problems {problems}, initialisation seeds "
+          f"{seeds}; 2-D testbed scores (paper grid) of the same seeds")
+    print(table.round(4).to_string(index=False))
+    print("\nlog-log Pearson correlation of total regret with the 2-D testbed score, bootstrap 5-95 %, per d "
+          "(paper: Figs. 8/9, d = 50, 6 agents × 10 seeds):")
+    print(corr.round(3).to_string(index=False))
+    if not args.no_docs:
+        write_docs(args.preset, table, corr, points, regret, common, horizon, problems, seeds, args.agents, dims)
+
+
+def report_lab(args, regret, dims, seeds, tag, kwargs) -> None:
+    """Lab preset: each agent scored on testbed problems at ρ = 0.1 with the bandit's d (seeds as the runs)."""
+    path = RESULTS / f"{tag}_testbed.csv"
+    tb = read_csv(path)
+    for d in dims:
         test_inputs = args.test_inputs if args.test_inputs != "auto" else ("iid" if d == 2 else "polyadic")
         for name in args.agents:
-            kw = preset["agent_kwargs"].get(name, {})
-            agent = jtk.agents.make(name, **kw)
-            for s in range(args.seeds):
-                if (name, d, s) in done:
-                    continue
-                res = bandit.run(agent, problems=problems, horizon=horizon, agent_seed=s, name=name)
-                for seed, total in zip(problems.seeds, res.total_regret):
-                    regret_rows.append({"agent": name, "input_dim": d, "agent_seed": s, "seed": seed,
-                                        "horizon": horizon, "total_regret": float(total),
-                                        "seconds": res.seconds / num_problems,
-                                        "load_avg_1min": os.getloadavg()[0],  # at the end of the run
-                                        "matrix_gflops": matrix_rate})
-                curves = res.frame(every=max(1, horizon // 100))
-                curve_frames.append(curves.assign(agent_seed=s))
-                pd.DataFrame(regret_rows).to_csv(files["regret"], index=False)  # each run kept as it ends
-                pd.concat(curve_frames).to_csv(files["curve_runs"], index=False)
-            missing = [s for s in range(args.seeds) if (name, d, s) not in scored]
+            have = set(tb[(tb.agent == name) & (tb.input_dim == d)].seed) if len(tb) else set()
+            missing = [s for s in seeds if s not in have]
             if missing:
-                grid = testbed.grid(temperatures=(bandit.TEMPERATURE,), num_train=(10, 100, 1000),
-                                    seeds=missing, input_dim=d, test_inputs=test_inputs)
-                testbed_frames.append(testbed.evaluate(agent, grid, name=name).assign(test_inputs=test_inputs))
-                pd.concat(testbed_frames).to_csv(files["testbed"], index=False)
-    regret = pd.DataFrame(regret_rows)
-    tb = pd.concat(testbed_frames)
-    # mean ± s.e. of the cumulative regret over problems and seeds
-    pd.concat(curve_frames).groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"]) \
-        .reset_index().to_csv(RESULTS / f"{tag}_curves.csv", index=False)
-
-    # One point per (agent, d, s): mean regret over the problems every agent at that d ran (a subset run with
-    # --problems J' < J is compared on the same problems), mean d_KL over the testbed problems of seed s.
-    common = regret.groupby(["input_dim", "agent"])["seed"].agg(set).groupby(level=0).agg(lambda v: set.intersection(*v))
-    shared = regret[[seed in common[d] for d, seed in zip(regret.input_dim, regret.seed)]]
-    per_run = shared.groupby(["agent", "input_dim", "agent_seed"])["total_regret"].mean()
-    tb["kl"] = tb["kl"].clip(lower=1e-6)
+                grid = testbed.grid(temperatures=(bandit.TEMPERATURE,), num_train=(10, 100, 1000), seeds=missing,
+                                    input_dim=d, test_inputs=test_inputs)
+                agent = jtk.agents.make(name, **kwargs.get(name, {}))
+                tb = pd.concat([tb, testbed.evaluate(agent, grid, name=name).assign(test_inputs=test_inputs)],
+                               ignore_index=True)
+                write_csv(tb, path)
+    curves = read_csv(RESULTS / f"{tag}_curve_runs.csv.gz")
+    if len(curves):
+        write_csv(curves.groupby(["agent", "input_dim", "t"])["cumulative_regret"].agg(["mean", "sem"])
+                  .reset_index(), RESULTS / f"{tag}_curves.csv")
+    per_run = regret.groupby(["agent", "input_dim", "agent_seed"])["total_regret"].mean()
+    tb = tb.assign(kl=tb["kl"].clip(lower=1e-6))
     kl = tb.pivot_table(index=["agent", "input_dim", "seed"], columns="tau", values="kl", aggfunc="mean")
     kl.columns = [f"kl_{t}" for t in kl.columns]
     kl.index = kl.index.set_names("agent_seed", level="seed")
     points = kl.join(per_run, how="inner").reset_index()
-    points.to_csv(RESULTS / f"{tag}_points.csv", index=False)
-    corr_rows = []
-    for d, sub in [*points.groupby("input_dim"), ("all", points)]:
-        for metric in ("kl_1", "kl_10"):
-            c = bandit.regret_correlation(sub, metric) if len(sub) >= 3 else \
-                {"r": float("nan"), "lo": float("nan"), "hi": float("nan"), "num_points": len(sub)}  # too few to correlate
-            corr_rows.append({"input_dim": d, "metric": metric, **c})
-    corr = pd.DataFrame(corr_rows)
-    corr.to_csv(RESULTS / f"{tag}_correlation.csv", index=False)
-
+    write_csv(points, RESULTS / f"{tag}_points.csv")
+    corr = per_dim_correlations(points).drop(columns=["paper_r", "paper_lo", "paper_hi"])
+    write_csv(corr, RESULTS / f"{tag}_correlation.csv")
     total = regret.groupby(["agent", "input_dim"])["total_regret"].agg(["mean", "sem"])
     total["sec_per_problem"] = regret.groupby(["agent", "input_dim"])["seconds"].mean()
-    total["runs"] = regret.groupby(["agent", "input_dim"]).size()
-    scores = points.groupby(["agent", "input_dim"])[["kl_1", "kl_10"]].mean()
-    table = total.join(scores).reset_index().sort_values(["input_dim", "mean"])
-    table.to_csv(RESULTS / f"{tag}_summary.csv", index=False)
-    pd.set_option("display.width", 160)
-    print(f"\npreset {args.preset}: T = {horizon}; runs = problems × seeds per agent and d")
+    table = total.join(points.groupby(["agent", "input_dim"])[["kl_1", "kl_10"]].mean()).reset_index() \
+        .sort_values(["input_dim", "mean"])
+    write_csv(table, RESULTS / f"{tag}_summary.csv")
     print(table.round(4).to_string(index=False))
-    print("\nlog-log Pearson correlation with total regret, bootstrap 5-95 %:")
     print(corr.round(3).to_string(index=False))
-    if args.preset == "paper" and not args.no_docs:  # the lab preset's page section is written by hand
-        write_docs(table, corr, regret, common, horizon)
 
 
 def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[float, str]:
     """Hours for one initialisation seed of the paper preset (20 problems × 50 000 steps) on this machine.
 
-    In order of preference: measured at paper scale (this (agent, d) ran; compilation included); the steps per
+    In order of preference: measured at paper scale (this (agent, d) ran; compilation included); at d = 50 the
+    steps per second of one problem in bandit_speed_d50.csv (``--speed --dims 50``); the steps per
     second of benchmarks/results/bandit_speed.csv (after compilation; ensembles at K = 100, plain ensembles at
     ensemble+'s rate, whose extra prior networks are evaluated once per action set); the lab preset's seconds per
     problem (T = 2000, 8 problems, compilation included). The last two were measured at d ≤ 10: for d = 50 they
@@ -184,6 +373,14 @@ def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[
     if len(row):
         return float(row.seconds.mean()) * paper["num_seeds"] * paper["horizon"] / float(row.horizon.iloc[0]) / 3600, \
             f"measured at paper scale ({len(row)} run{'s' if len(row) > 1 else ''})"
+    d50 = MEASURED / "bandit_speed_d50.csv"
+    if input_dim == 50 and d50.exists():
+        fast = pd.read_csv(d50)
+        fast = fast[fast.agent == agent]
+        if len(fast):
+            rate = float(fast.agent_steps_per_s.mean())
+            return steps / rate / 3600, (f"bandit_speed_d50.csv: {rate:.0f} steps/s on one problem, load "
+                                         f"{float(fast.load_avg_1min.mean()):.1f}")
     d = min(input_dim, 10)
     bound = ", d = 10 rate: a lower bound" if input_dim > 10 else ""
     speed = pd.read_csv(MEASURED / "bandit_speed.csv")
@@ -201,84 +398,117 @@ def estimate_hours(agent: str, input_dim: int, measured: pd.DataFrame) -> tuple[
     return per_step * steps / 3600, f"lab preset: {per_step * 1e3:.2f} ms per problem-step{bound}"
 
 
-def training_rate(measured: pd.DataFrame, agent_kwargs: dict) -> pd.DataFrame:
-    """Achieved training GFLOP/s of the paper-scale runs, against the matrix-product rate of the machine they ran on
-    (``matrix_gflops``, measured before the runs; measured now for runs that lack it)."""
-    from training_flops import gemm_gflops, step_flops
+def plot_fig89(points: pd.DataFrame, corr: pd.DataFrame, d: int, path: pathlib.Path) -> str:
+    """Figs. 8/9 as jtk measures them (regret at d against the 2-D scores, log–log); returns the text alternative."""
+    import matplotlib
 
-    rows = []
-    for (name, d), g in measured.groupby(["agent", "input_dim"]):
-        agent = jtk.agents.make(name, **agent_kwargs.get(name, {}))
-        steps_per_s = float(g.horizon.iloc[0]) / float(g.seconds.mean())  # J problems vmapped: horizon / (s / J)
-        mflop = 128 * agent.num_networks * step_flops(agent, d, 2) / 1e6
-        rows.append({"agent": name, "d": d, "networks trained per step": agent.num_networks,
-                     "MFLOP per step": mflop, "agent-steps/s": steps_per_s, "GFLOP/s": mflop * steps_per_s / 1e3,
-                     "load average after the runs": float(g.load_avg_1min.mean()) if "load_avg_1min" in g else np.nan,
-                     "matrix rate, GFLOP/s": float(g.matrix_gflops.mean()) if "matrix_gflops" in g else np.nan})
-    out = pd.DataFrame(rows)
-    if out["matrix rate, GFLOP/s"].isna().any():
-        out["matrix rate, GFLOP/s"] = out["matrix rate, GFLOP/s"].fillna(round(gemm_gflops(), 1))
-    out["% of the matrix rate"] = 100 * out["GFLOP/s"] / out["matrix rate, GFLOP/s"]
-    return out
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jtk.plots.bandit import plot_regret_vs_kl, regret_vs_kl_alt
+
+    sub = points[points.input_dim == d]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    alts = []
+    for ax, metric, fig_no in zip(axes, ("kl_1", "kl_10"), (8, 9)):
+        c = corr[(corr.input_dim == d) & (corr.metric == metric)].iloc[0]
+        have = c[["r", "lo", "hi"]].notna().all()
+        plot_regret_vs_kl(sub, metric, ax=ax, correlation=dict(c) if have else None, scores="2-D paper grid")
+        pr, plo, phi = PAPER_CORRELATION[metric]
+        ax.set_title(f"Fig. {fig_no}, d = {d}: jtk r = " + (f"{c.r:.2f} [{c.lo:.2f}, {c.hi:.2f}]" if have else "n/a")
+                     + f"\npaper r = {pr:.2f} ({plo:.2f}, {phi:.2f})", fontsize=9)
+        alts.append(f"Fig. {fig_no} ({'marginal' if metric == 'kl_1' else 'joint'}): "
+                    + regret_vs_kl_alt(sub, metric, dict(c) if have else None)
+                    + f" The paper's figure: r = {pr:.2f} ({plo:.2f}, {phi:.2f}).")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return " ".join(alts)
 
 
-def write_docs(table: pd.DataFrame, corr: pd.DataFrame, regret: pd.DataFrame, common, horizon: int) -> None:
-    """The section 'bandit-paper' of docs/bandit.md: what ran, regret rows, correlations beside the lab preset's."""
+def write_docs(preset: str, table, corr, points, regret, common, horizon, problems, seeds, agents, dims) -> None:
+    """The section 'bandit-fig89' of docs/bandit.md: what ran, Figs. 8/9 with the paper's numbers, per-d tables."""
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from _docs import md_table, write_section
 
-    rows = table.assign(**{"problems × seeds": table["runs"].astype(int),
-                           "total regret (mean ± s.e.)": [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["mean"], table["sem"])],
-                           "seconds per problem": [f"{v:.1f}" for v in table["sec_per_problem"]]})
-    rows = rows[["input_dim", "agent", "problems × seeds", "total regret (mean ± s.e.)", "kl_1", "kl_10",
-                 "seconds per problem"]].rename(columns={"input_dim": "d", "kl_1": "d_KL^1", "kl_10": "d_KL^10"})
-    lab = pd.read_csv(MEASURED / "bandit_lab_correlation.csv")
-    both = corr.merge(lab, on=["input_dim", "metric"], how="left", suffixes=("", "_lab"))
     fmt = lambda r, lo, hi: "" if pd.isna(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"  # noqa: E731
-    corr_rows = pd.DataFrame({"d": both.input_dim.astype(str), "score": both.metric.map({"kl_1": "d_KL^1",
-                                                                                         "kl_10": "d_KL^10"}),
-                              "paper preset r [5 %, 95 %]": [fmt(*v) for v in zip(both.r, both.lo, both.hi)],
-                              "points": both.num_points,
-                              "lab preset r": [fmt(*v) for v in zip(both.r_lab, both.lo_lab, both.hi_lab)]})
-    cols = {"seconds": ("seconds", "mean"), "horizon": ("horizon", "first")}
-    for column in ("load_avg_1min", "matrix_gflops"):
-        if column in regret:
-            cols[column] = (column, "mean")
-    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(**cols).reset_index()
-    profile = training_rate(measured, bandit.PRESETS["paper"].get("agent_kwargs", {}))
+    corr_rows = pd.DataFrame({
+        "d": corr.input_dim, "score": corr.metric.map({"kl_1": "d_KL^1 (Fig. 8)", "kl_10": "d_KL^10 (Fig. 9)"}),
+        "jtk r [5 %, 95 %]": [fmt(*v) for v in zip(corr.r, corr.lo, corr.hi)],
+        "points (agents)": [f"{n} ({a})" for n, a in zip(corr.num_points, corr.num_agents)],
+        "paper r (5 %, 95 %)": [fmt(*v).replace("[", "(").replace("]", ")") if not pd.isna(v[0]) else
+                                "not given (Figs. 16/17 are plots only)" for v in zip(corr.paper_r, corr.paper_lo,
+                                                                                       corr.paper_hi)]})
+    rows = table.assign(**{"problems × seeds": table["runs"].astype(int),
+                           "total regret (mean ± s.e.)": [f"{m:.1f}" + ("" if pd.isna(s) else f" ± {s:.1f}")
+                                                          for m, s in zip(table["mean"], table["sem"])],
+                           "seconds per problem": [f"{v:.0f}" for v in table["sec_per_problem"]]})
+    rows = rows[["input_dim", "agent", "problems × seeds", "total regret (mean ± s.e.)", "kl_1", "kl_10",
+                 "seconds per problem"]].rename(columns={"input_dim": "d", "kl_1": "2-D d_KL^1", "kl_10": "2-D d_KL^10"})
+    sel = regret[regret.agent.isin(agents) & regret.agent_seed.isin(seeds) & regret.seed.isin(problems)
+                 & regret.input_dim.isin(dims)]
+    missing = [f"{a} (d = {d}, seed {s}, problems {p})" for d in dims for s in seeds for a in agents
+               if (p := missing_problems(sel, a, d, s, horizon, problems))]
+    fig_d = 50 if 50 in set(points.input_dim) else (max(points.input_dim) if len(points) else 50)
+    lines = [f"Regenerated by `python benchmarks/bandit_study.py --preset {preset}` (T = {horizon}; "
+             f"d = {', '.join(map(str, dims))}; bandit problems {problems}; initialisation seeds {seeds}; agents "
+             f"{', '.join(agents)}, the reference defaults, ensembles of K = 100).", ""]
+    if missing:
+        lines += [f"**Not yet run** ({len(missing)}): " + "; ".join(missing) + ". Rerun the same command: it runs "
+                  "only these, and a run that was stopped continues from its checkpoint.", ""]
+    lines += ["Each point is one (agent, initialisation seed s): the total regret at T, averaged over the problems "
+              "every agent ran (" + "; ".join(f"d = {d}: {sorted(v)}" for d, v in common.items()) + "), against "
+              "the agent's mean d_KL^τ on the 2-D testbed (the 42 problems of seed s of the paper grid: "
+              "ρ ∈ {0.01, 0.1, 0.5}, n ∈ {1, 3, …, 1000}, τ ∈ {1, 10}). Pearson r of the logs, bootstrap 5–95 % "
+              "interval over the points; one row per d, never pooled across d. The paper's numbers are the "
+              "captions of Figs. 8/9 (d = 50, six agents × 10 seeds, 20 problems each).", "",
+              md_table(corr_rows, index=False), "", f"**Verdict.** {bandit.paper_verdict(corr, fig_d)}", ""]
+    for d, g in points.groupby("input_dim"):  # the same comparison without a coefficient: the agents' order
+        mean = g.groupby("agent")[["total_regret", "kl_1", "kl_10"]].mean()
+        order = {c: " < ".join(mean.sort_values(c).index) for c in mean.columns}
+        lines += [f"Order of the agents at d = {d} (mean over their points), lowest first: regret "
+                  f"{order['total_regret']}; 2-D d_KL^10 {order['kl_10']}; 2-D d_KL^1 {order['kl_1']}.", ""]
+    if len(points[points.input_dim == fig_d]):
+        image = PAGE.parent / f"bandit_fig89_{preset}.png"
+        alt = plot_fig89(points, corr, fig_d, image)
+        lines += [f"![{alt}]({image.name})", "", f"Text alternative: {alt}", ""]
+    check = MEASURED / "bandit_testbed_2d_check.csv"
+    if check.exists():
+        c = pd.read_csv(check)
+        c = c.assign(**{"relative difference": (c.kl_now - c.kl_stored).abs() / c.kl_stored})
+        lines += ["The 2-D scores are the rows measured earlier on the paper grid (`bandit_testbed_2d.csv` names each "
+                  "row's source file). Whether they still describe today's agents: one problem per agent re-evaluated "
+                  "now (`--check-2d`: seed 0, ρ = 0.1, n = 100) against the stored row:", "",
+                  md_table(c[["agent", "source", "tau", "kl_now", "kl_stored", "relative difference", "likelihood"]],
+                           "{:.3g}", index=False), ""]
+    lines += ["Total regret per agent (mean ± s.e. over problems × seeds of the selection), with the mean 2-D "
+              "scores of the seeds plotted:", "", md_table(rows, "{:.3f}", index=False), "",
+              "Points:", "", md_table(points.rename(columns={"input_dim": "d", "agent_seed": "seed",
+                                                             "kl_1": "2-D d_KL^1", "kl_10": "2-D d_KL^10"}),
+                                      "{:.4g}", index=False)]
+    timed = sel.copy()
+    for column in ("load_avg_1min_start", "load_avg_1min"):
+        if column not in timed:
+            timed[column] = np.nan
+    run_keys = ["agent", "input_dim", "agent_seed", "horizon", "seconds"]  # the rows of one run share its seconds
+    timed = timed.merge(regret.groupby(run_keys).size().rename("vmapped").reset_index(), on=run_keys, how="left")
+    timing = timed.groupby(["agent", "input_dim", "agent_seed"]).agg(
+        problems=("seed", "size"), vmapped=("vmapped", "max"), seconds=("seconds", "sum"),
+        load_start=("load_avg_1min_start", "mean"), load_end=("load_avg_1min", "mean")).reset_index()
+    lines += ["", "Wall time of the selection's runs: seconds per problem (a run's wall time, compilation included, "
+              "divided by the problems it ran vmapped together, `vmapped`) summed over the selection's problems, "
+              "and the 1-minute `os.getloadavg()` at the "
+              "run's start and end on this 2-core machine, shared with other work (a load above 2: the run had less "
+              "than the whole machine; empty: not recorded then):", "",
+              md_table(timing.rename(columns={"input_dim": "d", "agent_seed": "seed"}), "{:.1f}", index=False)]
+    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(
+        seconds=("seconds", "mean"), horizon=("horizon", "first")).reset_index()
     est = []
     for agent in bandit.PAPER_AGENTS:
-        for d in bandit.PRESETS["paper"]["input_dims"]:
-            h, how = estimate_hours(agent, d, measured)
-            est.append({"agent": agent, "d": d, "hours per seed (20 problems × 50 000 steps)": round(h, 2),
-                        "from": how})
-    wall = regret["seconds"].sum()
-    orders = []
-    for d, g in table.groupby("input_dim"):
-        by = {c: " < ".join(g.sort_values(c)["agent"]) for c in ("mean", "kl_10", "kl_1")}
-        orders.append(f"d = {d}: regret {by['mean']}; d_KL^10 {by['kl_10']}"
-                      + (" (the same order)" if by["kl_10"] == by["mean"] else "")
-                      + f"; d_KL^1 {by['kl_1']}" + (" (the same order)" if by["kl_1"] == by["mean"] else ""))
-    lines = [f"Regenerated by `python benchmarks/bandit_study.py --preset paper` (with `--agents`, `--seeds`, "
-             f"`--problems` and `--resume` for the subset below; T = {horizon}; 2-core CPU machine). Bandit wall "
-             f"time of these runs: {wall / 3600:.2f} h in all.", "",
-             md_table(rows, "{:.3f}", index=False), "",
-             "The agents in order, lowest first: " + ". ".join(orders) + ".", "",
-             "Each point of the correlation is one (agent, d, seed): the mean total regret over the problems "
-             "every agent at that d ran (" + "; ".join(f"d = {d}: {len(s)}" for d, s in common.items())
-             + " problems) against the mean d_KL^τ on testbed problems at ρ = 0.1 with the same d. Log–log "
-             "Pearson r with a bootstrap 5–95 % interval, beside the lab preset's (T = 2000, K = 10):", "",
-             md_table(corr_rows, index=False), "",
-             "Cost of the whole paper preset per agent, d and initialisation seed: 'measured' rows on the machine "
-             "of the runs, the others from the lab preset's or `bandit_speed.csv`'s rates on the machine that "
-             "measured them:", "",
-             md_table(pd.DataFrame(est), "{:.2f}", index=False), "",
-             "Where the time goes: the training FLOPs of a step (3 × 2 × Σ fan_in · fan_out per replay row, × 128 "
-             "rows × the networks trained, as `benchmarks/training_flops.py` counts them) at the measured steps per "
-             "second, against the float32 2048 × 2048 matrix-product rate of the machine the runs ran on, measured "
-             "before them:", "",
-             md_table(profile, "{:.1f}", index=False)]
-    write_section("bandit-paper", "\n".join(lines), PAGE)
+        h, how = estimate_hours(agent, 50, measured)
+        est.append({"agent": agent, "d": 50, "hours per seed (20 problems × 50 000 steps)": round(h, 2), "from": how})
+    lines += ["", "What the rest of the paper preset costs at d = 50 on this machine, per initialisation seed:", "",
+              md_table(pd.DataFrame(est), "{:.2f}", index=False)]
+    write_section("bandit-fig89", "\n".join(lines), PAGE)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import hashlib
+import io
+import pathlib
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple
@@ -49,12 +52,21 @@ BUILTIN = ("oracle", "uniform")  # policies that need no learning agent
 
 # Paper settings (App. E) and a lab preset for notebooks. The paper's agents are
 # the reference defaults (ensembles of K = 100); the lab preset uses K = 10.
+# num_seeds: bandit problems J (seeds 0..J-1); agent_seeds: initialisation seeds (points per agent);
+# runs: the preset whose run CSV a preset shares (a subset's runs count towards the whole).
 PRESETS = {
-    "paper": {"horizon": 50_000, "num_seeds": 20, "input_dims": (2, 10, 50), "agent_kwargs": {}},
-    "lab": {"horizon": 2_000, "num_seeds": 8, "input_dims": (2, 10),
+    # App. E: T = 50 000, J = 20 problems, d ∈ {2, 10, 50}; §5: 10 initialisations.
+    "paper": {"horizon": 50_000, "num_seeds": 20, "input_dims": (2, 10, 50), "agent_seeds": 10, "agent_kwargs": {}},
+    # The part of "paper" that Figs. 8/9 need (d = 50) and that fits a 2-core session: problem 0, seed 0.
+    "subset": {"horizon": 50_000, "num_seeds": 1, "input_dims": (50,), "agent_seeds": 1, "agent_kwargs": {},
+               "runs": "paper"},
+    "lab": {"horizon": 2_000, "num_seeds": 8, "input_dims": (2, 10), "agent_seeds": 5,
             "agent_kwargs": {"ensemble": {"num_members": 10}, "ensemble+": {"num_members": 10}}},
 }
 PAPER_AGENTS = ("mlp", "ensemble", "dropout", "bbb", "ensemble+", "hypermodel")
+# Figs. 8/9 (§5): Pearson r of log total regret (d = 50, T = 50 000) with log d_KL^τ of the 2-D testbed, and the
+# bootstrap 5th and 95th percentiles, as printed in the figures.
+PAPER_CORRELATION = {"kl_1": (-0.12, -0.34, 0.09), "kl_10": (0.69, 0.62, 0.75)}
 
 
 # ------------------------------------------------------------------ problems
@@ -357,7 +369,7 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
         problems: BanditProblems | None = None, num_actions: int | None = None,
         temperature: float = TEMPERATURE, agent_seed: int = 0, steps_per_obs: int = 1, batch_size: int = 128,
         replay_capacity: int = 10_000, agent_kwargs: dict | None = None, name: str | None = None,
-        progress: bool = True) -> BanditResult:
+        progress: bool = True, checkpoint=None, checkpoint_seconds: float = 60.0) -> BanditResult:
     """Runs Thompson sampling (Alg. 4) with one agent on J problems at once.
 
     Args:
@@ -377,9 +389,16 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
       agent_kwargs: hyperparameters for an agent given by name.
       name: label of the result (default: the agent's name).
       progress: show a tqdm bar over chunks of steps.
+      checkpoint: a file path (``.npz``) or None. With a path the run saves its state (agent, optimiser, replay
+        buffer, regret so far) there atomically at least every ``checkpoint_seconds`` and at the end, and a run
+        with the same agent, problems, agent_seed and settings starts from the chunk saved there instead of
+        step 1: a killed run continues where it stopped, with the same numbers as an uninterrupted one (the
+        keys of step t depend only on t). A saved run may be continued to a longer horizon. A file saved by a
+        different run raises ValueError. The caller deletes the file once the result is stored.
+      checkpoint_seconds: the longest time between two saves.
 
     Returns:
-      :class:`BanditResult` with regret [J, T].
+      :class:`BanditResult` with regret [J, T]; ``seconds`` adds the time of the runs that wrote the checkpoint.
     """
     horizon = _checks.integer("horizon", horizon, minimum=1)
     agent_key = _checks.as_key(agent_seed, "agent_seed")
@@ -416,16 +435,87 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
     states = _init(policy, init_keys, problems.actions, problems.probs, hyper)
     num_chunks = -(-horizon // CHUNK)
     regrets, pulled = [], []
-    for c in tqdm(range(num_chunks), desc=f"bandit {name} d={problems.input_dim}", disable=not progress,
-                  unit="chunk"):
+    done, earlier_seconds = 0, 0.0
+    if checkpoint is not None:
+        checkpoint = pathlib.Path(checkpoint)
+        fingerprint = _fingerprint(policy, problems, agent_key, hyper)
+        saved = _load_checkpoint(checkpoint, fingerprint, states)
+        if saved is not None:
+            states, regrets, pulled, done, earlier_seconds = saved
+    last_save = time.perf_counter()
+    for c in tqdm(range(done, num_chunks), desc=f"bandit {name} d={problems.input_dim}", disable=not progress,
+                  unit="chunk", initial=min(done, num_chunks), total=num_chunks):
         states, (r, a) = _run_chunk(policy, states, step_keys, problems.actions, problems.probs, hyper,
                                     jnp.asarray(c * CHUNK, jnp.int32))
         regrets.append(np.asarray(r))  # waits for the chunk, so the progress bar is honest
         pulled.append(np.asarray(a))
+        if checkpoint is not None and (time.perf_counter() - last_save >= checkpoint_seconds
+                                       or c == num_chunks - 1):
+            _save_checkpoint(checkpoint, fingerprint, states, regrets, pulled,
+                             earlier_seconds + time.perf_counter() - start)
+            last_save = time.perf_counter()
     regret = np.concatenate(regrets, axis=1)[:, :horizon]
     actions = np.concatenate(pulled, axis=1)[:, :horizon]
     assert regret.shape == (num_problems, horizon)
-    return BanditResult(name, regret, actions, problems, time.perf_counter() - start)
+    return BanditResult(name, regret, actions, problems, earlier_seconds + time.perf_counter() - start)
+
+
+def _fingerprint(policy: Policy, problems: BanditProblems, agent_key, hyper) -> str:
+    """What a checkpoint must match: the policy (agent and its settings), the problems, the agent's key and the
+    online hyperparameters."""
+    h = hashlib.sha256()
+    h.update(repr(policy).encode())
+    h.update(repr((problems.seeds, problems.input_dim, problems.num_actions, float(problems.temperature))).encode())
+    h.update(np.asarray(problems.probs, np.float32).tobytes())
+    h.update(np.asarray(jax.random.key_data(agent_key) if jnp.issubdtype(agent_key.dtype, jax.dtypes.prng_key)
+                        else agent_key).tobytes())
+    h.update(repr(sorted((k, float(v)) for k, v in hyper.items())).encode())
+    return h.hexdigest()
+
+
+def _leaves_to_arrays(states) -> list[np.ndarray]:
+    out = []
+    for leaf in jax.tree_util.tree_leaves(states):
+        if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        out.append(np.asarray(leaf))
+    return out
+
+
+def _save_checkpoint(path: pathlib.Path, fingerprint: str, states, regrets, pulled, seconds: float) -> None:
+    from jtk.results import write_atomic
+
+    arrays = {f"leaf_{i}": a for i, a in enumerate(_leaves_to_arrays(states))}
+    buf = io.BytesIO()
+    np.savez(buf, fingerprint=np.asarray(fingerprint), chunks=np.asarray(len(regrets)),
+             seconds=np.asarray(seconds), regret=np.concatenate(regrets, axis=1),
+             actions=np.concatenate(pulled, axis=1), **arrays)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, buf.getvalue())
+
+
+def _load_checkpoint(path: pathlib.Path, fingerprint: str, template):
+    """(states, regrets, pulled, chunks done, seconds) from ``path``, or None when there is no file."""
+    if not path.exists():
+        return None
+    with np.load(path) as f:
+        if str(f["fingerprint"]) != fingerprint:
+            raise ValueError(f"checkpoint {str(path)!r} was saved by a different run (agent, problems, agent_seed "
+                             "or settings differ); delete it or pass another path")
+        leaves, treedef = jax.tree_util.tree_flatten(template)
+        restored = []
+        for i, like in enumerate(leaves):
+            value = f[f"leaf_{i}"]
+            if jnp.issubdtype(like.dtype, jax.dtypes.prng_key):
+                restored.append(jax.random.wrap_key_data(jnp.asarray(value), impl=jax.random.key_impl(like)))
+            else:
+                restored.append(jnp.asarray(value, like.dtype))
+        chunks = int(f["chunks"])
+        regret, actions = np.asarray(f["regret"]), np.asarray(f["actions"])
+        seconds = float(f["seconds"])
+    regrets = [regret[:, c * CHUNK:(c + 1) * CHUNK] for c in range(chunks)]
+    pulled = [actions[:, c * CHUNK:(c + 1) * CHUNK] for c in range(chunks)]
+    return jax.tree_util.tree_unflatten(treedef, restored), regrets, pulled, chunks, seconds
 
 
 def expected_uniform_regret(problems: BanditProblems, horizon: int) -> np.ndarray:
@@ -479,3 +569,30 @@ def regret_correlation(points: pd.DataFrame, metric: str = "kl_10", regret: str 
     boot = corr(x[idx], y[idx])
     lo, hi = np.nanpercentile(boot, [5, 95])
     return {"r": float(corr(x, y)), "lo": float(lo), "hi": float(hi), "num_points": int(len(x))}
+
+
+def paper_verdict(corr: pd.DataFrame, d: int = 50) -> str:
+    """Whether measured correlations at ``d`` agree with Figs. 8/9 (§5), in one sentence built from the numbers.
+
+    Agreement means what the paper claims: the d_KL^10 correlation's 5–95 % interval lies above 0, the d_KL^1
+    interval includes 0, and r with d_KL^10 exceeds r with d_KL^1.
+
+    Args:
+      corr: rows with input_dim, metric ("kl_1", "kl_10"), r, lo, hi (as ``regret_correlation`` gives them).
+      d: the input dimension to judge (50 in the paper).
+    """
+    rows = corr[corr.input_dim == d].set_index("metric")
+    if len(rows) < 2 or rows[["r", "lo", "hi"]].isna().any().any():
+        return f"Too few points at d = {d} to correlate: no verdict."
+    m, j = rows.loc["kl_1"], rows.loc["kl_10"]
+    joint_sig, marg_sig = j.lo > 0, m.lo > 0 or m.hi < 0
+    joint = ("the joint correlation is positive with an interval above 0, as in Fig. 9" if joint_sig else
+             f"the joint correlation's interval [{j.lo:.2f}, {j.hi:.2f}] includes 0, where Fig. 9's (0.62, 0.75) does "
+             f"not" if j.lo <= 0 <= j.hi else "the joint correlation is negative, against Fig. 9")
+    marginal = ("the marginal correlation's interval includes 0, as in Fig. 8" if not marg_sig else
+                f"the marginal correlation's interval [{m.lo:.2f}, {m.hi:.2f}] excludes 0, where Fig. 8's does not")
+    stronger = j.r > m.r
+    agree = joint_sig and not marg_sig and stronger
+    return (f"{'Agrees' if agree else 'Does not yet agree'} with the paper at d = {d}: {joint}; {marginal}; "
+            f"r with d_KL^10 is {'above' if stronger else 'not above'} r with d_KL^1 "
+            f"({j.r:.2f} vs {m.r:.2f}; paper 0.69 vs −0.12).")

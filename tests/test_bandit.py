@@ -80,6 +80,38 @@ def test_runs_are_reproducible_and_independent_of_chunking(problems):
     assert not np.array_equal(a.actions, c.actions)
 
 
+def test_a_stopped_run_continues_from_its_checkpoint(problems, tmp_path):
+    """A run that saved its state after 250 steps and was stopped continues to 500 steps from there, with the
+    numbers of a run that was never stopped; a checkpoint of another run is refused, not silently reused."""
+    ckpt = tmp_path / "run.npz"
+    whole = bandit.run("ensemble+", problems=problems, horizon=500, agent_seed=3, progress=False,
+                       agent_kwargs={"num_members": 3})
+    first = bandit.run("ensemble+", problems=problems, horizon=250, agent_seed=3, progress=False,
+                       agent_kwargs={"num_members": 3}, checkpoint=ckpt, checkpoint_seconds=0)
+    assert ckpt.exists() and int(np.load(ckpt)["chunks"]) == 1
+    calls = []
+    original = bandit._run_chunk
+
+    def counting(*args):
+        calls.append(int(args[-1]))  # t0 of the chunk
+        return original(*args)
+
+    bandit._run_chunk = counting
+    try:
+        rest = bandit.run("ensemble+", problems=problems, horizon=500, agent_seed=3, progress=False,
+                          agent_kwargs={"num_members": 3}, checkpoint=ckpt)
+    finally:
+        bandit._run_chunk = original
+    assert calls == [250]  # only the second chunk ran
+    np.testing.assert_array_equal(rest.regret, whole.regret)
+    np.testing.assert_array_equal(rest.regret[:, :250], first.regret)
+    np.testing.assert_array_equal(rest.actions, whole.actions)
+    assert rest.seconds >= first.seconds  # the earlier session's time is counted
+    with pytest.raises(ValueError, match="different run"):
+        bandit.run("ensemble+", problems=problems, horizon=500, agent_seed=4, progress=False,
+                   agent_kwargs={"num_members": 3}, checkpoint=ckpt)
+
+
 def test_replay_buffer_overwrites_the_oldest():
     policy = bandit.make_policy("mlp", replay_capacity=3)
     actions = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2)), jnp.float32)

@@ -98,14 +98,14 @@ def regret_vs_kl_alt(points: pd.DataFrame, metric: str = "kl_10", correlation: M
     med = points.groupby("agent", sort=False)[[metric, "total_regret"]].median()
     listed = "; ".join(f"{a}: d_KL^{tau} {fixed_digits(r[metric], 2)}, regret {fixed_digits(r['total_regret'], 2)}"
                        for a, r in med.sort_values("total_regret").iterrows())
-    corr = (f" Correlation r = {correlation['r']:.2f} (95 % interval {correlation['lo']:.2f} to "
+    corr = (f" Correlation r = {correlation['r']:.2f} (bootstrap 5–95 % interval {correlation['lo']:.2f} to "
             f"{correlation['hi']:.2f})." if correlation is not None else "")
-    return (f"Bandit total regret against testbed d_KL^{tau}, both on log scales, one point per agent and problem "
-            f"({len(points)} points).{corr} Medians, lowest regret first: {listed}.")
+    return (f"Bandit total regret against testbed d_KL^{tau}, both on log scales, one point per agent and "
+            f"initialisation seed ({len(points)} points).{corr} Medians, lowest regret first: {listed}.")
 
 
 def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
-                      correlation: Mapping[str, float] | None = None):
+                      correlation: Mapping[str, float] | None = None, scores: str = "ρ = 0.1"):
     """Log-log scatter of total regret against a testbed score, one point per (agent, seed).
 
     Args:
@@ -113,6 +113,8 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
       metric: "kl_1" or "kl_10".
       ax: matplotlib axes (a new figure when None).
       correlation: optional ``jtk.bandit.regret_correlation`` result shown in the title.
+      scores: which testbed problems the scores come from, for the x label ("ρ = 0.1": the lab preset's
+        problems at the bandit's temperature; "2-D paper grid": Figs. 8/9).
 
     Returns:
       the axes.
@@ -125,12 +127,12 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
     ax.set_xscale("log")
     ax.set_yscale("log")
     # Scores of one dimension often span less than a decade: label a few minor ticks, plainly.
-    fmt = ticker.FuncFormatter(lambda v, _: f"{v:.2g}")
+    fmt = ticker.FuncFormatter(lambda v, _: f"{v:.3g}")
     ax.xaxis.set_minor_locator(ticker.LogLocator(base=10, subs=(2.0, 3.0, 5.0)))
     ax.xaxis.set_major_formatter(fmt)
     ax.xaxis.set_minor_formatter(fmt)
     tau = metric.split("_")[-1]
-    ax.set_xlabel(f"testbed {KL_LABEL % tau} (ρ = 0.1)")
+    ax.set_xlabel(f"testbed {KL_LABEL % tau} ({scores})")
     ax.set_ylabel("bandit total regret")
     title = f"regret vs d_KL^{tau}"
     if correlation is not None:
