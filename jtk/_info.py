@@ -21,16 +21,18 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _git_commit() -> str | None:
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The full commit of the checkout jtk runs from, or None (not a checkout, no git, or git too slow)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.isdir(os.path.join(here, ".git")) or shutil.which("git") is None:
+    if not os.path.exists(os.path.join(here, ".git")) or shutil.which("git") is None:
         return None
     try:
-        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
 
 
 ISA_LEVELS = ("SSE4_2", "AVX", "AVX2", "AVX512")
@@ -134,7 +136,7 @@ def info() -> dict:
     import jtk
 
     return {
-        "jtk": jtk.__version__, "git_commit": _git_commit(), "python": sys.version.split()[0],
+        "jtk": jtk.__version__, "git_commit": git_commit(), "python": sys.version.split()[0],
         "platform": platform.platform(), "jax": jax.__version__, "jaxlib": _version("jaxlib"),
         "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
         "jax_platforms": os.environ.get("JAX_PLATFORMS"),
@@ -142,6 +144,23 @@ def info() -> dict:
         **{k: v for k, v in numerics().items() if k != "machine"},
         "extras": {name: _version(name) for name in EXTRAS},
     }
+
+
+def provenance() -> dict:
+    """What produced a result: jtk version and git commit, JAX / jaxlib and backend, Python, platform, host, and what
+    the bits depend on (``numerics``: CPU, the vector ISA XLA targets, BLAS kernels; :func:`numerics`).
+
+    The one owner of provenance: result files (:mod:`jtk.results`, :mod:`jtk.sweep`) store it; ``jtk info``
+    (:func:`info`) shows the same versions and commit with the devices and extras added."""
+    import socket
+
+    import jax
+
+    import jtk
+
+    return {"jtk": jtk.__version__, "git_commit": git_commit(), "jax": jax.__version__, "jaxlib": _version("jaxlib"),
+            "backend": jax.default_backend(), "python": sys.version.split()[0], "platform": platform.platform(),
+            "host": socket.gethostname(), "numerics": numerics()}
 
 
 def format_info(data: dict) -> str:

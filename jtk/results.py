@@ -46,17 +46,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import hashlib
 import io
 import json
 import os
 import pathlib
-import platform
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -208,36 +205,8 @@ def manifest_path(path) -> pathlib.Path:
 
 
 # ------------------------------------------------------------------ provenance
-@functools.lru_cache(maxsize=1)
-def git_commit() -> str | None:
-    """The full commit of the checkout jtk runs from, or None (not a checkout, no git, or git too slow)."""
-    here = pathlib.Path(__file__).resolve().parent.parent
-    if not (here / ".git").exists() or shutil.which("git") is None:
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else None
-
-
-def provenance() -> dict:
-    """What produced a result: jtk version and git commit, JAX / jaxlib and backend, Python, platform, host, and what
-    the bits depend on (``numerics``: CPU, the vector ISA XLA targets, BLAS kernels; :func:`jtk._info.numerics`)."""
-    import importlib.metadata
-
-    import jax
-
-    import jtk
-
-    try:
-        jaxlib = importlib.metadata.version("jaxlib")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - jaxlib ships with jax
-        jaxlib = None
-    return {"jtk": jtk.__version__, "git_commit": git_commit(), "jax": jax.__version__, "jaxlib": jaxlib,
-            "backend": jax.default_backend(), "python": sys.version.split()[0], "platform": platform.platform(),
-            "host": socket.gethostname(), "numerics": _info.numerics()}
+git_commit = _info.git_commit  # one owner: jtk._info (also behind `jtk info`)
+provenance = _info.provenance
 
 
 def _config_fields(agent) -> dict:
