@@ -17,8 +17,12 @@ from jtk.regression.base import RegressionPosterior, SampledRegressionPosterior
 from jtk.regression.blr import BayesianLinearRegression, BLRPosterior
 from jtk.regression.bnn import BBBRegression, SGLDRegression
 from jtk.regression.deep import DeepRegression, DeepRegressionPosterior, make_regression
+from jtk.regression.fbnn import FBNNPosterior, FBNNRegression
 from jtk.regression.gp import GaussianProcessPosterior, GPRegression, MonteCarloGP
+from jtk.regression.hmc import HMCPosterior, HMCRegression
+from jtk.regression.nng import KFACWeightPosterior, NNGRegression
 
 __all__ = ["BBBRegression", "BLRPosterior", "BayesianLinearRegression", "DeepRegression", "DeepRegressionPosterior",
-           "GPRegression", "GaussianProcessPosterior", "MonteCarloGP", "RegressionPosterior",
+           "FBNNPosterior", "FBNNRegression", "GPRegression", "GaussianProcessPosterior", "HMCPosterior",
+           "HMCRegression", "KFACWeightPosterior", "MonteCarloGP", "NNGRegression", "RegressionPosterior",
            "SGLDRegression", "SampledRegressionPosterior", "make_regression"]

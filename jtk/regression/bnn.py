@@ -22,6 +22,10 @@ data, as in the paper).
 Both return posteriors with coherent function samples; ``covariance`` is the
 sample covariance of eq. (2.2) (``SampledRegressionPosterior``).
 
+The network, the potential (:func:`neg_log_joint`), the full-batch padding (:func:`full_batch`,
+:func:`stack_full_batches`, :func:`map_datasets`) and the weight-sampling posteriors are shared with the HMC, NNG and
+FBNN families (:mod:`jtk.regression.hmc`, :mod:`jtk.regression.nng`, :mod:`jtk.regression.fbnn`).
+
 Example:
   >>> import numpy as np
   >>> x = np.random.default_rng(0).normal(size=(20, 2)); y = x[:, 0]
@@ -47,10 +51,38 @@ from jtk._numerics import numpy_rng
 from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR
 
 
+def layer_scales(input_dim: int, hidden: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((weight, bias) multiplier of layer 0, (weight, bias) multiplier of layer 1) of the oracle-matched prior.
+
+    Layer l computes s = (a · weight_l) w_raw + bias_l b_raw: the raw parameters are N(0, 1) under the matched prior.
+    """
+    return ((float(np.sqrt(WEIGHT0_VAR / input_dim)), float(np.sqrt(BIAS0_VAR))),
+            (float(np.sqrt(WEIGHT1_VAR / hidden)), float(np.sqrt(BIAS1_VAR))))
+
+
 def _scales(input_dim: int, hidden: int) -> nets.Params:
     """Per-leaf multipliers turning raw N(0, 1) parameters into the network's weights."""
-    return ((jnp.full((input_dim, hidden), np.sqrt(WEIGHT0_VAR / input_dim)), jnp.full((hidden,), np.sqrt(BIAS0_VAR))),
-            (jnp.full((hidden, 1), np.sqrt(WEIGHT1_VAR / hidden)), jnp.full((1,), np.sqrt(BIAS1_VAR))))
+    (w0, b0), (w1, b1) = layer_scales(input_dim, hidden)
+    return ((jnp.full((input_dim, hidden), w0), jnp.full((hidden,), b0)),
+            (jnp.full((hidden, 1), w1), jnp.full((1,), b1)))
+
+
+def homogeneous(a: jax.Array, weight_scale: float, bias_scale: float) -> jax.Array:
+    """[a · weight_scale, bias_scale]: a layer's input [n, k] → [n, k + 1], so that s = homogeneous(a) @ W_raw."""
+    return jnp.concatenate([a * weight_scale, jnp.full(a.shape[:-1] + (1,), bias_scale, a.dtype)], -1)
+
+
+def hidden_features(layer0: tuple[jax.Array, jax.Array], x: jax.Array) -> jax.Array:
+    """The output layer's homogeneous input for raw first-layer parameters (w [d, H], c [H]) at x [n, d] → [n, H + 1].
+
+    f(x) = hidden_features(raw[0], x) @ concat(v, b) equals :func:`apply_raw` (up to float rounding): the last layer is
+    linear in these features (used by NNG's Kronecker factors and by the FBNN's Bayesian last layer).
+    """
+    w, c = layer0
+    d, h = w.shape
+    (w0, b0), (w1, b1) = layer_scales(d, h)
+    pre = homogeneous(x, w0, b0) @ jnp.concatenate([w, c[None, :]], 0)  # [n, H]
+    return homogeneous(jax.nn.relu(pre), w1, b1)
 
 
 def init_raw(key: jax.Array, input_dim: int, hidden: int, scale: float | jax.Array = 1.0) -> nets.Params:
@@ -76,10 +108,11 @@ def apply_raw_numpy(raw_samples, x: np.ndarray, chunk: int = 64) -> np.ndarray:
     """
     (w, c), (v, b) = [[np.asarray(leaf, np.float64) for leaf in layer] for layer in raw_samples]
     d, h = w.shape[1], w.shape[2]
-    w = w * np.sqrt(WEIGHT0_VAR / d)
-    c = c * np.sqrt(BIAS0_VAR)
-    v = v[..., 0] * np.sqrt(WEIGHT1_VAR / h)
-    b = b[..., 0] * np.sqrt(BIAS1_VAR)
+    (w0, b0), (w1, b1) = layer_scales(d, h)
+    w = w * w0
+    c = c * b0
+    v = v[..., 0] * w1
+    b = b[..., 0] * b1
     x = np.asarray(x, np.float64)
     out = np.empty((w.shape[0], x.shape[0]))
     for i in range(0, w.shape[0], chunk):
@@ -95,6 +128,16 @@ def _gaussian_nll(f: jax.Array, batch: train_lib.Batch, n: jax.Array, noise_var:
     return n / b * sq + 0.5 * n * jnp.log(2 * jnp.pi * noise_var)
 
 
+def neg_log_joint(raw: nets.Params, batch: train_lib.Batch, n: jax.Array, noise_var: jax.Array,
+                  prior_scale: jax.Array) -> jax.Array:
+    """U(θ) = −log p(y | θ) − log p(θ) up to θ-free constants: the potential of SGLD and HMC.
+
+    The likelihood term is estimated from the masked ``batch`` (exact when the batch is the whole set); the prior is
+    N(0, prior_scale²) on every raw parameter.
+    """
+    return _gaussian_nll(apply_raw(raw, batch.x), batch, n, noise_var) + nets.sum_of_squares(raw) / (2 * prior_scale ** 2)
+
+
 def _check_xy(x, y):
     x = _checks.as_float_array("x", x, ndim=2)
     y = _checks.as_float_array("y", y, ndim=1)
@@ -105,7 +148,71 @@ def _check_xy(x, y):
     return x.astype(np.float32), y.astype(np.float32)
 
 
+def full_batch(x, y) -> train_lib.Batch:
+    """Validated x [n, d], y [n] → the whole set as one masked Batch of next_pow2(n) rows (full-batch methods).
+
+    Padding to a power of two keeps the number of compiled shapes small; padded rows have mask 0.
+    """
+    x, y = _check_xy(x, y)
+    n = len(x)
+    rows = train_lib.next_pow2(n)
+    xp = np.zeros((rows, x.shape[1]), np.float32)
+    yp = np.zeros((rows,), np.float32)
+    xp[:n], yp[:n] = x, y
+    mask = (np.arange(rows) < n).astype(np.float32)
+    return train_lib.Batch(jnp.asarray(xp), jnp.asarray(yp), jnp.asarray(mask), jnp.arange(rows, dtype=jnp.int32))
+
+
+def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
+    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for ``jax.vmap``.
+
+    Every data set has the same n (as the PPC study's splits); each is padded as :func:`full_batch` pads it.
+    """
+    xs = _checks.as_float_array("xs", xs, ndim=3)
+    ys = _checks.as_float_array("ys", ys, ndim=2)
+    if ys.shape != xs.shape[:2]:
+        raise ValueError(f"ys must have shape {xs.shape[:2]} (data sets, points) like xs {xs.shape}, got {ys.shape}")
+    if xs.shape[0] == 0:
+        raise ValueError("xs must hold at least one data set, got 0")
+    batches = [full_batch(x, y) for x, y in zip(xs, ys)]
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *batches), xs.shape[1], xs.shape[2]
+
+
+def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any):
+    """``fn(key, batch, hyper)`` on every data set of a stack at once (``jax.vmap``); data set i gets split(key)[i].
+
+    This is how the PPC study trains one setting on all its splits: ``fit_many`` of HMC, NNG and FBNN use it.
+    """
+    keys = jax.random.split(key, batches.x.shape[0])
+    return jax.vmap(fn, in_axes=(0, 0, None))(keys, batches, hyper)
+
+
+def unstack(tree: Any, i: int) -> Any:
+    """Data set i of a stacked result (leaves [B, ...]) as numpy arrays."""
+    return jax.tree_util.tree_map(lambda a: np.asarray(a[i]), tree)
+
+
 # ------------------------------------------------------------------ posteriors
+class WeightSamplingPosterior(SampledRegressionPosterior):
+    """Mixin for posteriors that can draw raw weight samples: coherent functions through :func:`apply_raw_numpy`.
+
+    Subclasses define ``input_dim`` and ``_draw_raw(rng, num_samples)`` → raw parameters with leaves [M, ...].
+    """
+
+    input_dim: int
+
+    def _draw_raw(self, rng: np.random.Generator, num_samples: int) -> nets.Params:
+        raise NotImplementedError
+
+    def sample_functions(self, x, num_samples: int, seed: Any = 0) -> np.ndarray:
+        """x [n, d] → [M, n]: each row uses one weight draw θ ~ q at all n inputs."""
+        num_samples = _checks.integer("num_samples", num_samples, minimum=1)
+        x = _checks.as_float_array("x", x, ndim=2)
+        if x.shape[1] != self.input_dim:
+            raise ValueError(f"x must have {self.input_dim} columns, got an array of shape {x.shape}")
+        return apply_raw_numpy(self._draw_raw(numpy_rng(seed), num_samples), x)
+
+
 @dataclass(frozen=True, eq=False)
 class ParticlePosterior(SampledRegressionPosterior):
     """A fixed set of S parameter samples (SGLD); leaves of ``samples`` are [S, ...].
@@ -147,7 +254,7 @@ class ParticlePosterior(SampledRegressionPosterior):
 
 
 @dataclass(frozen=True, eq=False)
-class GaussianWeightPosterior(SampledRegressionPosterior):
+class GaussianWeightPosterior(WeightSamplingPosterior):
     """Mean-field Gaussian q(θ) = N(mu, sigma²) over raw parameters (BBB)."""
 
     mu: nets.Params
@@ -155,17 +262,10 @@ class GaussianWeightPosterior(SampledRegressionPosterior):
     input_dim: int
     num_moment_samples: int = 1000
 
-    def sample_functions(self, x, num_samples: int, seed: Any = 0) -> np.ndarray:
-        """x [n, d] → [M, n]: each row uses one weight draw θ ~ q at all n inputs."""
-        num_samples = _checks.integer("num_samples", num_samples, minimum=1)
-        x = _checks.as_float_array("x", x, ndim=2)
-        if x.shape[1] != self.input_dim:
-            raise ValueError(f"x must have {self.input_dim} columns, got an array of shape {x.shape}")
-        rng = numpy_rng(seed)
-        raw = jax.tree_util.tree_map(
+    def _draw_raw(self, rng: np.random.Generator, num_samples: int) -> nets.Params:
+        return jax.tree_util.tree_map(
             lambda m, sd: np.asarray(m, np.float64) + np.asarray(sd, np.float64)
             * rng.standard_normal((num_samples,) + tuple(m.shape)), self.mu, self.sigma)
-        return apply_raw_numpy(raw, x)
 
 
 # ------------------------------------------------------------------ BBB
@@ -265,8 +365,7 @@ def _sgld_fit_fn(input_dim: int, hidden: int, burn_in: int, thin: int, samples_p
     def loss_fn(raw, batch, hyper, key):
         eps = hyper["step_size"]
         sp = hyper["prior_scale"]
-        u = _gaussian_nll(apply_raw(raw, batch.x), batch, hyper["n"], hyper["noise_var"]) \
-            + nets.sum_of_squares(raw) / (2 * sp ** 2)
+        u = neg_log_joint(raw, batch, hyper["n"], hyper["noise_var"], sp)
         leaves, tree = jax.tree_util.tree_flatten(raw)
         ks = jax.random.split(key, len(leaves))
         xi = [jax.random.normal(k, l.shape) for k, l in zip(ks, leaves)]
