@@ -21,7 +21,17 @@ def real():
 
 
 # Published summaries of these tables (the UCI and scikit-learn documentation): rows, columns, target mean.
-KNOWN = {"boston": (506, 13, 22.5328), "autompg": (392, 7, 23.4459), "diabetes": (442, 10, 152.1335)}
+KNOWN = {"boston": (506, 13, 22.5328), "autompg": (392, 7, 23.4459), "diabetes": (442, 10, 152.1335),
+         "concrete": (1030, 8, 35.8180)}
+
+
+def test_every_bundled_data_set_is_the_papers_or_a_named_stand_in(real):
+    assert set(KNOWN) == set(real.DATASETS)
+    for name, d in real.DATASETS.items():
+        assert bool(d.paper_name) != bool(d.stands_in_for), name  # one or the other, never both or neither
+        assert not d.paper_name or d.paper_name in real.PAPER_DATASETS
+        assert not d.stands_in_for or d.stands_in_for.startswith("stand-in")
+    assert real.DEFAULT_DATASETS == ("boston", "concrete")
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
@@ -90,8 +100,12 @@ def _diabetes_csv(tmp_path):
 def test_own_csv_end_to_end_on_toy_sizes(real, tmp_path):
     path = _diabetes_csv(tmp_path)
     out = tmp_path / "out"
+    runs = tmp_path / "study_runs.csv"
+    runs.write_bytes(real.STUDY_RUNS.read_bytes())
     assert real.main(["--preset", "smoke", "--csv", str(path), "--target", "progression", "--families", "GP-RBF",
-                      "--out-dir", str(out)]) == 0
+                      "--out-dir", str(out), "--study-runs", str(runs)]) == 0
+    settings = pd.read_csv(out / "ppc_real_smoke_mydata_settings.csv")
+    assert list(settings.family) == ["GP-RBF"] and settings.source_sha256.item() == real.fingerprint(runs)
     tal = pd.read_csv(out / "ppc_real_smoke_mydata_tal.csv")
     facts = pd.read_csv(out / "ppc_real_smoke_mydata_data.csv").iloc[0]
     assert set(tal.selector) == {"GP-RBF", "Oracle", "Random"} and set(tal.seed) == {0, 1}
@@ -109,6 +123,11 @@ def test_own_csv_end_to_end_on_toy_sizes(real, tmp_path):
     assert real.main(["--preset", "smoke", "--csv", str(path), "--target", "progression", "--report-only",
                       "--out-dir", str(out)]) == 0
     assert (out / "ppc.md").read_text() == page
+    assert "have changed since this run" not in page
+    runs.write_text(runs.read_text() + runs.read_text().splitlines()[-1] + "\n")  # the study is rerun: the page says so
+    assert real.main(["--preset", "smoke", "--csv", str(path), "--target", "progression", "--report-only",
+                      "--out-dir", str(out)]) == 0
+    assert "have changed since this run" in (out / "ppc.md").read_text()
 
 
 def test_report_only_names_the_missing_files(real, tmp_path, capsys):
@@ -135,3 +154,120 @@ def test_a_target_that_is_not_a_column_is_named(real, tmp_path, capsys):
         real.main(["--preset", "smoke", "--csv", str(path), "--target", "target"])
     err = capsys.readouterr().err
     assert "--target must name a column" in err and "progression" in err
+
+
+# ------------------------------------------------------------------ the derived settings
+def _runs(means: dict[str, tuple[str, list[float]]]) -> pd.DataFrame:
+    """Synthetic-study rows: label → (family, per-split BatchMIG log-likelihoods)."""
+    rows = []
+    for label, (fam, values) in means.items():
+        lr = 8.0 if fam == "GP-RBF" else 0.01
+        for split, v in enumerate(values):
+            rows.append({"family": fam, "setting": label, "samples": 0 if fam == "GP-RBF" else 10,
+                         "units": 0 if fam == "GP-RBF" else 50, "lr": lr, "epochs": 0 if fam == "GP-RBF" else 300,
+                         "split": split, "batchmig_ll": v, "pearson": 0.0})
+    return pd.DataFrame(rows)
+
+
+def test_settings_are_the_best_mean_batchmig_per_family_with_a_paired_margin(real):
+    runs = _runs({"Ensemble A": ("Ensemble", [-0.2, -0.1, -0.3]), "Ensemble B": ("Ensemble", [-0.1, -0.2, -0.25]),
+                  "Ensemble C": ("Ensemble", [-0.5, -0.5, -0.5]), "GP-RBF l=8": ("GP-RBF", [-0.3, -0.3, -0.3])})
+    s = real.derive_settings(runs, ["Ensemble", "GP-RBF"]).set_index("family")
+    assert s.loc["Ensemble", "setting"] == "Ensemble B" and s.loc["Ensemble", "runner_up"] == "Ensemble A"
+    diff = np.array([0.1, -0.1, 0.05])  # B − A, split by split
+    assert s.loc["Ensemble", "margin"] == pytest.approx(diff.mean())
+    assert s.loc["Ensemble", "margin_se"] == pytest.approx(diff.std(ddof=1) / np.sqrt(3))
+    assert s.loc["Ensemble", "batchmig_ll"] == pytest.approx(np.mean([-0.1, -0.2, -0.25]))
+    assert s.loc["Ensemble", "settings_in_family"] == 3 and s.loc["Ensemble", "splits"] == 3
+    assert s.loc["GP-RBF", "runner_up"] == "" and np.isnan(s.loc["GP-RBF", "margin"])
+    # a tie goes to the first label in sorted order, whatever the row order
+    tie = _runs({"Z": ("Ensemble", [-0.1, -0.1]), "Y": ("Ensemble", [-0.1, -0.1])})
+    assert real.derive_settings(tie.iloc[::-1], ["Ensemble"]).setting.item() == "Y"
+
+
+def test_derivation_names_what_is_missing(real):
+    runs = _runs({"GP-RBF l=8": ("GP-RBF", [-0.3, -0.3])})
+    with pytest.raises(ValueError, match="no runs of 'BBB'"):
+        real.derive_settings(runs, ["BBB"])
+    with pytest.raises(ValueError, match="batchmig_ll"):
+        real.derive_settings(runs.drop(columns="batchmig_ll"), ["GP-RBF"])
+
+
+def test_the_stored_synthetic_study_gives_one_setting_per_family(real):
+    s = real.derive_settings(pd.read_csv(real.STUDY_RUNS))
+    assert list(s.family) == list(real.FAMILIES) and (s.settings_in_family > 1).all()
+    gs = real.groups(real.PRESETS["quick"], s)
+    assert [g.settings[0].label for g in gs] == list(s.setting)  # run on real data exactly as derived
+    smoke = real.groups(real.PRESETS["smoke"], s)
+    assert all(g.settings[0].samples <= 3 for g in smoke if g.family != "GP-RBF")
+
+
+# ------------------------------------------------------------------ XLLR gating and the checks
+def _tab(cells: dict[tuple[str, str], tuple[float, float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": d, "model": m, "xllr": 1.0, "xllr_se": 0.1, "tal_gain": g, "tal_gain_se": se,
+                          "seeds": 4} for (d, m), (g, se) in cells.items()])
+
+
+def test_xllr_is_given_only_where_a_familys_tal_gain_is_beyond_two_standard_errors(real):
+    tab = _tab({("a", "Ensemble"): (0.05, 0.02), ("a", "BBB"): (0.0, 0.01),  # 2.5 s.e.: shown
+                ("b", "Ensemble"): (0.039, 0.02), ("b", "BBB"): (-0.1, 0.01),  # 1.95 s.e.; far below 0: not
+                ("b", real.ORACLE_ROW): (0.5, 0.01)})  # the Oracle's own gain does not count
+    assert real.xllr_shown(tab) == {"a": True, "b": False}
+
+
+def _frames(gain: dict[str, list[float]], ranks: dict[str, list[float]], ds: str = "boston"):
+    """TAL rows whose last-round gains over Random are ``gain`` (per seed) and XLL rows with these XLLR per seed."""
+    tal, xll = [], []
+    for sel, values in {**gain, "Random": [0.0] * len(next(iter(gain.values())))}.items():
+        for seed, v in enumerate(values):
+            tal += [{"dataset": ds, "selector": sel, "seed": seed, "round": 0, "num_train": 10, "test_ll": -1.0},
+                    {"dataset": ds, "selector": sel, "seed": seed, "round": 1, "num_train": 12, "test_ll": -1.0 + v}]
+    for m, values in ranks.items():
+        for seed, v in enumerate(values):
+            xll.append({"dataset": ds, "seed": seed, "reference": "x", "model": m, "xll": 0.0, "xllr": v})
+    return pd.DataFrame(tal), pd.DataFrame(xll)
+
+
+def test_checks_flag_each_disagreement_with_the_paper(real):
+    fams = real.FAMILIES  # Ensemble, Dropout, BBB, HMC (SGLD), GP-RBF
+    gain = {"Ensemble": [0.30, 0.32, 0.31, 0.29], "Dropout": [-0.11, -0.1, -0.09, -0.1],
+            "BBB": [0.01, 0.02, 0.0, 0.01], "HMC (SGLD)": [0.10, 0.12, 0.08, 0.1], "GP-RBF": [0.2, 0.2, 0.2, 0.2],
+            "Oracle": [0.4, 0.4, 0.4, 0.4]}
+    ranks = {"Ensemble": [0, 0, 0, 0], "Dropout": [1, 1, 1, 1], "BBB": [4, 4, 4, 4], "HMC (SGLD)": [3, 3, 3, 3],
+             "GP-RBF": [2, 2, 2, 2]}
+    tal, xll = _frames(gain, ranks)
+    tab = real.table(tal, xll)
+    c = real.disagreements(tab, tal, xll).set_index(["claim", "dataset"])
+    assert set(c.index.get_level_values(0)) <= set(real.PAPER_CLAIMS)
+    # Ensemble, not HMC, is the best by both metrics on boston: against the paper, beyond noise (paired by seed)
+    assert c.loc[("hmc_best_xllr", "boston"), "verdict"] == "DISAGREES (beyond 2 s.e.)"
+    assert c.loc[("hmc_best_xllr", "boston"), "value"] == pytest.approx(3.0)  # HMC's XLLR minus Ensemble's
+    assert "Ensemble" in c.loc[("hmc_best_xllr", "boston"), "found"] and "ranks 4 of 5" in c.loc[("hmc_best_xllr", "boston"), "found"]
+    assert c.loc[("hmc_best_tal", "boston"), "verdict"] == "DISAGREES (beyond 2 s.e.)"
+    assert c.loc[("hmc_best_tal", "boston"), "value"] == pytest.approx(0.205)
+    # the better group (HMC, GP-RBF, Ensemble) beats BBB and Dropout by TAL: agrees
+    assert c.loc[("tal_groups", "boston"), "verdict"].startswith("agrees")
+    # by XLLR the better group averages 5/3, the worse 2.5: agrees
+    assert c.loc[("xllr_groups", "boston"), "value"] == pytest.approx(5 / 3 - 2.5)
+    assert not c.loc[("xllr_groups", "boston"), "disagrees"]
+    # Dropout is not the worst by XLLR (BBB is): flagged
+    row = c.loc[("xllr_dropout_worst", "all")]
+    assert row["disagrees"] and "BBB" in row["found"]
+    # a family whose queries are worse than random is flagged; one better than random is not listed
+    fam_rows = c.loc["family_beats_random"]
+    assert list(fam_rows["found"].str.split(":").str[0]) == ["Dropout"]
+    assert fam_rows["verdict"].item() == "DISAGREES (beyond 2 s.e.)"
+    assert c.loc[("oracle_beats_random", "boston"), "verdict"].startswith("agrees")
+    rho = c.loc[("xllr_tal_consistent", "boston"), "value"]
+    assert rho < 0 and c.loc[("xllr_tal_consistent", "boston"), "verdict"] == "agrees"
+    assert set(fams) <= set(tab.model)
+    # boston's XLLR is in Table 1: several families' gains are beyond 2 s.e.
+    assert bool(c.loc[("xllr_groups", "boston"), "xllr_in_table"])
+
+
+def test_hmc_best_is_checked_only_where_the_paper_says_so(real):
+    gain = {f: [0.1, 0.1, 0.12] for f in real.FAMILIES} | {"Oracle": [0.1, 0.1, 0.1]}
+    ranks = {f: [i, i, i] for i, f in enumerate(real.FAMILIES)}
+    tal, xll = _frames(gain, ranks, ds="autompg")
+    c = real.disagreements(real.table(tal, xll), tal, xll)
+    assert not c["claim"].isin(["hmc_best_xllr", "hmc_best_tal"]).any()

@@ -207,7 +207,8 @@ def test_shared_splits_repartition_one_draw(study):
     everything = [np.sort(np.concatenate([s.f_train, s.f_pool, s.f_test])) for s in splits]
     assert all(np.array_equal(everything[0], e) for e in everything[1:])  # one function, re-split
     assert not np.array_equal(splits[0].f_test, splits[1].f_test)
-    assert (len(splits[0].x_train), len(splits[0].x_pool), len(splits[0].x_test)) == (10, 500, 200)
+    # the paper's text (§5.1): 5d training, 500 test and 200 pool points
+    assert (len(splits[0].x_train), len(splits[0].x_pool), len(splits[0].x_test)) == (10, 200, 500)
     ind = study.make_splits(2, 2, "independent")
     assert not np.array_equal(np.sort(ind[0].f_test), np.sort(ind[1].f_test))
     with pytest.raises(ValueError, match="data must be"):
@@ -215,10 +216,97 @@ def test_shared_splits_repartition_one_draw(study):
 
 
 def test_paper_grid_has_the_reference_size(study):
-    groups = study.grid(study.PRESETS["paper"], study.PAPER_FAMILIES)
+    # the code: 3 samples × 2 widths × 3 learning rates × 3 epoch counts per network family; 9 GP-RBF settings
+    fams = ("Ensemble", "Dropout", "BBB", "HMC (SGLD)", "GP-RBF")
+    groups = study.grid(study.preset_for("paper", "code"), fams)
     per_family = pd.Series([g.family for g in groups for _ in g.settings]).value_counts()
-    # 3 samples × 2 widths × 3 learning rates × 3 epoch counts per network family; 9 GP-RBF settings
     assert per_family.to_dict() == {"Ensemble": 54, "Dropout": 54, "BBB": 54, "HMC (SGLD)": 54, "GP-RBF": 9}
+    # the text: 1,000 epochs for every model
+    groups = study.grid(study.preset_for("paper", "text"), fams)
+    per_family = pd.Series([g.family for g in groups for _ in g.settings]).value_counts()
+    assert per_family.to_dict() == {"Ensemble": 18, "Dropout": 18, "BBB": 18, "HMC (SGLD)": 18, "GP-RBF": 9}
+    assert {g.epochs for g in groups if g.family != "GP-RBF"} == {1000}
+
+
+def test_protocols_state_the_papers_sizes(study):
+    text, code = study.preset_for("paper", "text"), study.preset_for("paper", "code")
+    for p in (text, code):  # 50 data sets of 5d / 500 test / 200 pool points at d = 9 under both protocols
+        assert (p["splits"], p["num_test"], p["num_pool"], p["dim"]) == (50, 500, 200, 9)
+    assert (text["data"], text["epochs"]) == ("independent", (1000,))  # fresh inputs and function per data set
+    assert (code["data"], code["epochs"]) == ("shared", (100, 300, 1000))  # one draw re-split
+    quick = study.preset_for("quick", "text")
+    assert (quick["num_test"], quick["num_pool"], quick["data"]) == (500, 200, "independent")
+    with pytest.raises(ValueError, match="protocol must be"):
+        study.preset_for("paper", "other")
+    s = study.make_splits(2, 2, "independent", num_pool=7, num_test=5)[0]
+    assert (len(s.x_train), len(s.x_pool), len(s.x_test)) == (10, 7, 5)
+
+
+def test_networks_only_correlation_leaves_out_the_gp(study):
+    rng = np.random.default_rng(0)
+    rows = []
+    for fam, count in (("Ensemble", 4), ("BBB", 3), ("GP-RBF", 3)):
+        for j in range(count):
+            level = rng.normal()
+            for split in range(6):
+                rows.append({"family": fam, "setting": f"{fam} {j}", "split": split,
+                             "pearson": level + 0.1 * rng.normal(), "batchmig_ll": level + rng.normal()})
+    runs = pd.DataFrame(rows)
+    every, nets = study.fig4_correlations(runs, seed=3)
+    assert (every["settings"], nets["settings"]) == (10, 7)
+    sub = runs[runs["family"] != "GP-RBF"]
+    a = sub.pivot(index="setting", columns="split", values="pearson").to_numpy()
+    b = sub.pivot(index="setting", columns="split", values="batchmig_ll").to_numpy()
+    want = ppc.split_mean_correlation(a, b, seed=3)
+    assert nets["pearson"] == pytest.approx(want.pearson) and nets["low"] == pytest.approx(want.low)
+    assert nets["high"] == pytest.approx(want.high)
+    assert every["pearson"] != pytest.approx(nets["pearson"])
+
+
+def test_batched_ensemble_trainer_matches_the_owners(study):
+    """Every (learning rate, data set, epoch count) of the batched trainer = deep's "Ens" trained alone."""
+    import jax
+    import jax.numpy as jnp
+
+    from jtk.regression import deep
+
+    splits = study.make_splits(2, 2, "independent", num_pool=3, num_test=3)
+    lrs, eps, k, h = (1e-2, 3e-2), (4, 9), 3, 5
+    keys = jnp.stack([jax.random.split(jax.random.PRNGKey(i), 2) for i in range(len(lrs))])  # [L, D]
+    xs, ys = study._ensemble_data(splits)
+    got = study._ensemble_train_batched(h, k, eps, keys, xs, ys, jnp.asarray(lrs, jnp.float32), jnp.float32(0.01))
+    assert jax.tree_util.tree_leaves(got.net)[0].shape[:4] == (2, 2, 2, k)  # [E, L, D, K, ...]
+    for e, ep in enumerate(eps):
+        for li, lr in enumerate(lrs):
+            group = study.Group("Ensemble", h, lr, ep, ())
+            model = study.ensemble_model(group, k, ep, 0.01)
+            for i, s in enumerate(splits):
+                member_keys = deep._member_keys(jax.random.fold_in(keys[li, i], 0), k)
+                x = jnp.asarray(s.x_train, jnp.float32)
+                y = jnp.broadcast_to(jnp.asarray(s.y_train, jnp.float32), (k, len(s.y_train)))
+                want = deep._train_networks(model._arch(), model._hyper(s.x_train), member_keys, x, y)
+                for a, b in zip(jax.tree_util.tree_leaves(want.net),
+                                jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda t: t[e, li, i], got.net))):
+                    np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
+
+
+def test_train_group_one_split_at_a_time_equals_vmapped(study):
+    """lax.map over the data sets (the speed-up) gives the owners' vmapped results, for SGLD and an ensemble."""
+    import jax
+
+    splits = study.make_splits(2, 2, "independent", num_pool=3, num_test=3)
+    key = jax.random.PRNGKey(1)
+    for fam, ep in (("HMC (SGLD)", 3), ("Ensemble", 6)):
+        group = study.Group(fam, 4, 1e-2, ep, (study.Setting(fam, 3, 4, 1e-2, ep, "S=3"),))
+        before = study._vmapped_group(group, splits, key, 3, group.epochs)
+        after = study.train_group(group, splits, key, 3, group.epochs)
+        for i in range(len(splits)):
+            post = after[i][3]  # S = 3 = all of them
+            got = post.state.net if group.family == "Ensemble" else post.samples
+            want = jax.tree_util.tree_map(lambda a: a[i], before)
+            want = want.net if group.family == "Ensemble" else want
+            for a, b in zip(jax.tree_util.tree_leaves(want), jax.tree_util.tree_leaves(got)):
+                np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.filterwarnings("ignore:An input array is constant")  # toy sizes: some XLL columns are constant
@@ -241,7 +329,7 @@ def test_benchmark_end_to_end_on_toy_sizes(study, tmp_path):
 
 def test_benchmark_refuses_bad_arguments(study, capsys):
     with pytest.raises(SystemExit):
-        study.main(["--preset", "smoke", "--families", "NNG"])
+        study.main(["--preset", "smoke", "--families", "Bogus"])
     assert "--families must be among" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         study.main(["--preset", "smoke", "--splits", "1"])
@@ -254,3 +342,28 @@ def test_oracle_covariance_context_matches_the_gp(study):
                                                                                 splits[0].y_train)
     np.testing.assert_allclose(ctx.oracle_cov, exact.covariance(ctx.x_all), atol=1e-10)
     assert ctx.batch == 7  # max(⌊0.01 · (10 + 500 + 200)⌋, 1)
+
+
+def test_headline_families_let_sgld_stand_in_only_without_hmc(study):
+    assert study.headline_families(["Ensemble", "HMC (SGLD)", "GP-RBF", "oracle, S samples"]) == (
+        "Ensemble", "GP-RBF", "HMC (SGLD)")
+    assert study.headline_families(["Ensemble", "HMC", "HMC (SGLD)"]) == ("Ensemble", "HMC")
+    assert "HMC (SGLD)" in study.NETWORK_FAMILIES and "GP-RBF" not in study.NETWORK_FAMILIES
+
+
+@pytest.mark.skipif(not getattr(__import__("jtk.regression", fromlist=["x"]), "NNGRegression", None),
+                    reason="the NNG / FBNN / HMC modules are not in this jtk")
+def test_new_families_train_on_toy_sizes(study):
+    """NNG, FBNN and the real HMC run through the grid's training and give finite moments for every setting."""
+    import jax
+
+    preset = dict(samples=(2, 3), units=(4,), lrs=(1e-2,), epochs=(5,), gp_lengthscales=(), gp_ml2=())
+    splits = study.make_splits(2, 2, "independent", num_pool=3, num_test=3)
+    groups = study.grid(preset, ["NNG", "FBNN", "HMC"])
+    assert [len(g.settings) for g in groups] == [2, 1, 2]  # FBNN: an explicit covariance, no S
+    for g in groups:
+        posts = study.train_group(g, splits, jax.random.PRNGKey(0), 3, 5)
+        for i, s in enumerate(splits):
+            for st in g.settings:
+                mean, cov = study.moments(posts[i][st.samples], np.concatenate([s.x_pool, s.x_test]), st.samples)
+                assert mean.shape == (6,) and cov.shape == (6, 6) and np.all(np.isfinite(cov))
