@@ -11,7 +11,7 @@ trained by maximising the functional ELBO with the KL estimated on measurement p
     E_q[log p(y | f(X))] − λ KL( q(f(X), f(X_M)) ‖ p(f(X), f(X_M)) ),
 
 where X is the (full) training batch, X_M are M measurement points drawn afresh each step from Gaussians centred at
-random training inputs with variance ``measurement_var`` (§2.1: s² / 2 for a prior lengthscale s), λ = |D| / |D_s|
+random training inputs with variance ``measurement_var`` (§2.1: s² / 2 for a prior lengthscale s), λ = size(D) / size(D_s)
 (= 1: full batch), and p is the oracle GP prior (the ReLU-network kernel of :mod:`jtk.envs.gp`). Both terms are
 closed form here: the expected log-likelihood of a Gaussian q, and the KL between two Gaussians
 (:func:`functional_kl`), so no spectral Stein gradient estimator is needed. Departures, documented:
@@ -217,7 +217,7 @@ class FBNNRegression:
       num_steps: full-batch steps (1000: the paper's 1,000 epochs).
       num_measurement: measurement points M drawn each step (20).
       measurement_var: variance of the Gaussians around training inputs the points are drawn from (0.5).
-      kl_weight: λ (1 = |D| / |D_s| for a full batch).
+      kl_weight: λ (1 = size(D) / size(D_s) for a full batch).
       kl_jitter: added to both covariances' diagonals in the KL (1e-3; it lowers the optimal q variance at the
         training points by about itself, so keep it well below the noise variance).
     """

@@ -2,7 +2,7 @@
 
 :func:`hmc_chain` is a generic, pure HMC sampler (Neal 2011, §5.3.2) for any differentiable log density over a
 pytree: every iteration draws a fresh momentum p ~ N(0, I), runs ``num_leapfrog`` leapfrog steps of size ε and
-accepts the end point with the Metropolis–Hastings probability min(1, exp(−ΔH)), H(θ, p) = −log π(θ) + |p|² / 2.
+accepts the end point with the Metropolis–Hastings probability min(1, exp(−ΔH)), H(θ, p) = −log π(θ) + ‖p‖² / 2.
 Proposals whose energy is not finite are rejected. It keeps a burn-in phase and then one sample every ``thin``
 iterations; it is jittable and vmappable (one chain per call, ``jax.vmap`` over chains and over data sets).
 
