@@ -32,8 +32,8 @@ LAB_FILES = (
     "notebooks/[0-9][0-9]_*.ipynb",  # the lab files are numbered: an Untitled.ipynb left in a checkout stays out
     *EXERCISES,
     "benchmarks/results/bandit_lab_points.csv",
-    "benchmarks/results/bandit_subset_correlation.csv",
-    "benchmarks/results/bandit_subset_points.csv",
+    "benchmarks/results/bandit_paper_correlation.csv",
+    "benchmarks/results/bandit_paper_points.csv",
     "benchmarks/results/coverage_e1_lab_summary.csv",
     "benchmarks/results/coverage_e1_lab_scale8_summary.csv",
     "benchmarks/results/coverage_e3_lab_per_input.csv",
