@@ -2,7 +2,7 @@
 
 The library behind the notebooks: generative models (``jtk.envs``), testbed classification
 agents (``jtk.agents``), regression models (``jtk.regression``), joint likelihoods and d_KL^τ (``jtk.likelihood``),
-the Neural Testbed (``jtk.testbed``), active learning (``jtk.active``) and posterior predictive correlations
+the Neural Testbed (``jtk.testbed``), active learning (``jtk.ppc.active``) and posterior predictive correlations
 (``jtk.ppc``), sweeps and executors.
 
 On import jtk turns on JAX's persistent compilation cache (in
@@ -67,14 +67,18 @@ from jtk._info import info  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-_SUBMODULES = ("active", "agents", "bandit", "checks", "coverage", "envs", "executors", "exercises", "likelihood",
-               "nets", "plots", "ppc", "regression", "results", "sandbox", "sweep", "testbed", "train", "widgets")
-_DEPRECATED_SUBMODULES = ("grading",)  # jtk.grading: a deprecated alias of jtk.checks (warns on import)
+_SUBMODULES = ("agents", "checks", "envs", "executors", "exercises", "likelihood", "nets", "plots", "ppc", "regression",
+               "results", "sandbox", "testbed", "train", "widgets")
+# Deprecated aliases (warn on import, and are the very module of their new path): jtk.grading is jtk.checks; the rest
+# moved into packages in #48.
+_MOVED_SUBMODULES = {"active": "jtk.ppc.active", "bandit": "jtk.testbed.bandit", "coverage": "jtk.regression.coverage",
+                     "ensemble_study": "jtk.testbed.ensemble_study", "sweep": "jtk.testbed.sweep"}
+_DEPRECATED_SUBMODULES = ("grading", *_MOVED_SUBMODULES)
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 
 
 def __getattr__(name: str):
-    """Submodules load on first use (``jtk.testbed``, ``from jtk import active``): ``import jtk`` stays fast."""
+    """Submodules load on first use (``jtk.testbed``, ``from jtk import ppc``): ``import jtk`` stays fast."""
     if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
         import importlib
 

@@ -349,7 +349,7 @@ def _best_remaining(pool, chosen, scores) -> int:
 
 
 def _batch_mig_cases(rng, hidden):
-    from jtk import active
+    from jtk.ppc import active
 
     cases = []
     for case in range(6 if not hidden else 3):
@@ -367,7 +367,7 @@ def _batch_mig_cases(rng, hidden):
 
 
 def _batch_mig_judge(args, got):
-    from jtk import active
+    from jtk.ppc import active
 
     cov, chosen, pool, test, noise_var = args
     got = _as_int(got, "one index into cov")
@@ -489,9 +489,9 @@ _CHECKS = {c.name: c for c in [
            "jtk.regression.blr:BayesianLinearRegression.fit_predict_many")),
     Check("batch_mig_step", "Exercise 5 (one greedy BatchMIG step)", _batch_mig_cases, _batch_mig_judge,
           "{n} random covariances",
-          ("jtk.active:batch_mig", "jtk.active:_batch_mig", "jtk.active:batch_mig_score", "jtk.active:select",
+          ("jtk.ppc.active:batch_mig", "jtk.ppc.active:_batch_mig", "jtk.ppc.active:batch_mig_score", "jtk.ppc.active:select",
            # MIG's best point is BatchMIG's first pick
-           "jtk.active:mig", "jtk.active:mig_scores", "jtk.active:_mig_scores", "jtk.active:select_many")),
+           "jtk.ppc.active:mig", "jtk.ppc.active:mig_scores", "jtk.ppc.active:_mig_scores", "jtk.ppc.active:select_many")),
     Check("thompson_action", "Exercise 6 (Thompson sampling step)", _thompson_cases, _thompson_judge,
           "action frequencies match Thompson sampling on {n} random ensembles", (), _THOMPSON_SEEDS),
 ]}

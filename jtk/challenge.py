@@ -439,7 +439,7 @@ class _Draws:
         import jax.numpy as jnp
 
         training, _ = _keyed_programs()
-        params, x, y = training(testbed._data_config(p), hidden_key(self.salt, p, "environment"),
+        params, x, y = training(testbed.engine.data_config(p), hidden_key(self.salt, p, "environment"),
                                 hidden_key(self.salt, p, "train"), jnp.float32(p.temperature))
         return params, np.asarray(x[:n]), np.asarray(y[:n])
 
@@ -452,7 +452,7 @@ class _Draws:
         import jax.numpy as jnp
 
         _, test = _keyed_programs()
-        return test(testbed._data_config(p), p.num_test, p.tau, params, hidden_key(self.salt, p, "test"),
+        return test(testbed.engine.data_config(p), p.num_test, p.tau, params, hidden_key(self.salt, p, "test"),
                     jnp.float32(p.temperature))
 
     def seed(self, p, purpose: int) -> int:
@@ -778,12 +778,12 @@ def _score_problems(agent, problems: Sequence, config: ChallengeConfig, draws: _
                 raise _Failure("incoherent", f"duplicated test inputs got different logits within {bad} of "
                                              f"{logits.shape[0]} samples (max relative |Δ| {worst:.3g}): sample "
                                              f"m must be one function evaluated at every input")
-            kl, probs = testbed._score_numpy(logits[:, :n], test, p.tau, log_w)
+            kl, probs = testbed.engine.score_numpy(logits[:, :n], test, p.tau, log_w)
             if np.isnan(kl).any():
                 raise _Failure("invalid", f"{int(np.isnan(kl).sum())} test τ-samples scored NaN: the predictive "
                                           f"probabilities are not defined")
             kind = "exact" if exact else f"mc{p.num_samples}"
-            rows += testbed._rows([p], [kl], [probs], [np.asarray(test.y)], kind, train_s,
+            rows += testbed.engine.result_rows([p], [kl], [probs], [np.asarray(test.y)], kind, train_s,
                                   time.monotonic() - t_eval, name)
     return pd.DataFrame(rows, columns=testbed.RESULT_COLUMNS)
 

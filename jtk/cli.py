@@ -256,6 +256,7 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 def _testbed(args) -> int:
     from jtk import agents, executors, results as results_lib, testbed
+    from jtk.testbed import runs
 
     hyperparameters = dict(args.hyperparameters)
     estimator = args.likelihood
@@ -272,7 +273,7 @@ def _testbed(args) -> int:
                     f"--out: expected no unfinished run, but {str(parts)!r} holds the finished chunks of one; pass "
                     "--resume to continue it, --force to discard it, or choose another name")
         agent = agents.make(args.agent, **hyperparameters)
-        executors._check_scheduler(args.scheduler)
+        executors.check_scheduler(args.scheduler)
     except (TypeError, ValueError) as err:
         return _fail("testbed", str(err))
     problems = testbed.problems(args.grid, seeds=args.seeds)
@@ -288,7 +289,7 @@ def _testbed(args) -> int:
     try:
         with results_lib.DeferredInterrupt() as interrupt, executors.executor(args.scheduler) as ex:
             if args.out:
-                results = results_lib.evaluate_to_file(
+                results = runs.evaluate_to_file(
                     args.agent, problems, args.out, name=args.agent, hyperparameters=hyperparameters, executor=ex,
                     resume=args.resume, force=args.force, progress=not args.no_progress, estimator=estimator,
                     config={"command": "testbed", "grid": args.grid, "seeds": args.seeds, "scheduler": args.scheduler},
@@ -317,7 +318,8 @@ def _testbed(args) -> int:
 
 
 def _sweep(args) -> int:
-    from jtk import executors, results as results_lib, sweep, testbed
+    from jtk import executors, results as results_lib, testbed
+    from jtk.testbed import sweep
 
     try:
         grids = sweep.sweep_by_name(args.sweep)
@@ -326,7 +328,7 @@ def _sweep(args) -> int:
                    for c in sweep.configs(grids, args.agents)]
         for c in configs:
             c.make()
-        executors._check_scheduler(args.scheduler)
+        executors.check_scheduler(args.scheduler)
         results_lib.check_output(args.results, option="--results", directory=True)
         root = pathlib.Path(args.results)
         if args.new and root.is_dir() and any(root.iterdir()):
@@ -383,11 +385,12 @@ def _verify_board(args) -> int:
 
 def _verify(args) -> int:
     from jtk import challenge, results as results_lib
+    from jtk.testbed import runs
 
     if args.config is not None or args.submissions is not None or challenge.is_board(args.csv):
         return _verify_board(args)
     try:
-        table = results_lib.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
+        table = runs.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:
         return _fail("verify", f"FAILED: {err}", 1)
     except (TypeError, ValueError) as err:
@@ -409,14 +412,16 @@ def _bandit(args) -> int:
 
     import numpy as np
 
-    from jtk import bandit, results as results_lib
+    from jtk import results as results_lib
+    from jtk.agents import records
+    from jtk.testbed import bandit
 
     with contextlib.ExitStack() as stack:
         try:
             if args.out:  # before the run: never compute what cannot be written, and one writer per file
                 results_lib.check_output(args.out, option="--out", force=args.force)
                 stack.enter_context(results_lib.Lock(args.out))
-            started = results_lib._now()
+            started = results_lib.timestamp()
             result = bandit.run(args.agent, input_dim=args.input_dim, horizon=args.horizon, seeds=args.seeds,
                                 temperature=args.temperature, agent_kwargs=dict(args.hyperparameters),
                                 progress=not args.no_progress)
@@ -432,7 +437,7 @@ def _bandit(args) -> int:
             try:
                 results_lib.save_results(
                     result.frame(every=max(1, args.horizon // 100)), args.out, force=True, started=started,
-                    agent=results_lib.agent_config(args.agent, hyperparameters=dict(args.hyperparameters)),
+                    agent=records.agent_config(args.agent, hyperparameters=dict(args.hyperparameters)),
                     config={"command": "bandit", "input_dim": args.input_dim, "horizon": args.horizon,
                             "seeds": args.seeds, "temperature": args.temperature,
                             "hyperparameters": dict(args.hyperparameters)})

@@ -229,7 +229,7 @@ def plan_grid(values: Mapping[str, list], defaults: Mapping[str, Any], max_frame
 
 # ------------------------------------------------------------------ views (what an app draws)
 def _is_caption(w) -> bool:
-    from jtk.widgets._app import CAPTION_CLASS
+    from jtk.widgets import CAPTION_CLASS
     return CAPTION_CLASS in (getattr(w, "_dom_classes", ()) or ())
 
 
@@ -718,7 +718,7 @@ def _capture_by_model_id(model_ids: Sequence[str], max_frames: int = MAX_FRAMES,
     """
     from ipywidgets.widgets.widget import _instances
 
-    from jtk.widgets._app import App
+    from jtk.widgets import App
     apps = {mid: _instances.get(mid) for mid in model_ids}
     apps = {mid: w if isinstance(w, App) else None for mid, w in apps.items()}
     budget = max_page_bytes / max(1, sum(w is not None for w in apps.values()))

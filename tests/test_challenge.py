@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from jtk import challenge, cli, results, sandbox, testbed
+from jtk.testbed import runs
 import _readme
 
 # 3 GiB: in bwrap the worker's address space is this less its RAM-backed /tmp and /dev/shm (jtk.sandbox.address_space),
@@ -682,7 +683,7 @@ def test_verify_passes_on_the_board_as_written(board, capsys):
     assert {"config", "salt"} <= set(table["check"])
     # a rows file of a board is verified through its board: its problems come from the salt
     with pytest.raises(ValueError, match="challenge board"):
-        results.verify(out / "rows" / "mlp.csv")
+        runs.verify(out / "rows" / "mlp.csv")
 
 
 def test_verify_catches_an_edited_board(board, tmp_path):

@@ -60,6 +60,8 @@ import numpy as np  # noqa: E402
 
 from jtk import results, testbed  # noqa: E402
 
+from jtk.testbed import engine  # noqa: E402
+
 # mlp with a short schedule: two chunks on the quick grid (n = 10 and n = 100 buckets), real training.
 MLP = ["testbed", "--agent", "mlp", "--grid", "quick", "--seeds", "1", "--set", "num_steps=50", "--no-progress"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu"}
@@ -89,7 +91,7 @@ def test_out_is_checked_before_any_computation(tmp_path, capsys, monkeypatch):
     def no_compute(*args, **kwargs):
         raise AssertionError("computed before checking --out")
 
-    monkeypatch.setattr(testbed, "evaluate_chunk", no_compute)
+    monkeypatch.setattr(engine, "evaluate_chunk", no_compute)
     assert cli.main([*MLP, "--out", str(tmp_path / "missing" / "rows.csv")]) == 2  # no_compute: nothing ran first
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "jtk testbed: --out: expected an existing directory" in err and "missing" in err
@@ -114,7 +116,7 @@ def test_force_overwrites_and_resume_of_a_complete_file_recomputes_nothing(tmp_p
     assert cli.main([*args, "--force"]) == 0
     rows = results.load_results(out)
     assert len(rows) == 8 and rows.attrs["manifest"]["agent"]["name"] == "uniform"
-    monkeypatch.setattr(testbed, "evaluate_chunk", lambda *a, **k: pytest.fail("recomputed a complete run"))
+    monkeypatch.setattr(engine, "evaluate_chunk", lambda *a, **k: pytest.fail("recomputed a complete run"))
     assert cli.main([*args, "--resume"]) == 0
     assert cli.main(["testbed", "--agent", "uniform", "--grid", "quick", "--seeds", "2", "--no-progress",
                      "--out", str(out), "--resume"]) == 2  # another problem set: not mixed in

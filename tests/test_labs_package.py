@@ -14,6 +14,7 @@ import zipfile
 import pytest
 
 from jtk import cli, labs
+from jtk import _info
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -118,7 +119,6 @@ def test_bad_arguments_are_named(tmp_path, capsys):
 
 def test_one_version_for_package_info_manifests_and_citation():
     import jtk
-    from jtk import results
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
@@ -127,7 +127,7 @@ def test_one_version_for_package_info_manifests_and_citation():
     assert f"\nversion: {jtk.__version__}\n" in (ROOT / "CITATION.cff").read_text()
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "## [Unreleased]" in changelog and f"## [{jtk.__version__}]" in changelog
-    assert results.provenance()["jtk"] == jtk.__version__
+    assert _info.provenance()["jtk"] == jtk.__version__
 
 
 # ------------------------------------------------------------------ the wheel, installed outside the checkout

@@ -2,7 +2,7 @@
 
 Every model here follows one protocol (:class:`jtk.regression.base.RegressionPosterior`): ``fit(x, y)`` returns a
 posterior with ``sample_functions(x, num_samples, seed)`` → [M, n] coherent function draws, ``predict(x)`` → (mean,
-std) and ``covariance(x)`` → [n, n], so coverage (``jtk.coverage``), transductive active learning (``jtk.active``)
+std) and ``covariance(x)`` → [n, n], so coverage (``jtk.regression.coverage``), transductive active learning (``jtk.ppc.active``)
 and XLL (``jtk.ppc``) work with any of them.
 
 >>> import numpy as np, jtk

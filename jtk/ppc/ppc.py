@@ -4,7 +4,7 @@ Wang, Sun & Grosse (2021), §3.1, §3.3, §5.2, §5.3: metacorrelations (Pearson
 Spearman correlation of a model's pool × test predictive correlations with the
 oracle's, and of the pool variances), joint log-likelihoods of top-correlated
 batches, and XLL / XLLR with every model serving once as the reference. The
-acquisition functions and the TAL loop they are judged by are in :mod:`jtk.active`.
+acquisition functions and the TAL loop they are judged by are in :mod:`jtk.ppc.active`.
 
 Example:
   >>> import numpy as np
@@ -23,8 +23,8 @@ import pandas as pd
 
 from jtk import _checks
 from jtk._numerics import serial_blas
-from jtk.active import (_check_problem, _check_split, batch_mig, check_covariance, evaluate_prediction,
-                        reference_batch_size, tig)
+from jtk.ppc.active import (_check_problem, _check_split, batch_mig, check_covariance, evaluate_prediction,
+                            reference_batch_size, tig)
 
 
 # ------------------------------------------------------------------ PPC metrics

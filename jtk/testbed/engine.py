@@ -1,8 +1,6 @@
-"""The Neural Testbed: problem grids, evaluation of agents, leaderboards.
+"""The testbed's engine: data of a problem, scoring, chunks of problems sharing compiled code, and :func:`evaluate`.
 
-Osband et al. (2022), §3–4 and App. B. A problem is (temperature, num_train,
-τ, seed): an environment drawn from the MLP prior, a training set, N = 1000
-test τ-samples, and the agent's d_KL^τ estimated as in Algorithms 1–3.
+Osband et al. (2022), §3–4 and App. B: the agent's d_KL^τ estimated as in Algorithms 1–3.
 
 How jtk makes the paper grid fast (the reference re-jits an agent for every
 problem):
@@ -26,23 +24,6 @@ column ``likelihood``; docs/reference.md, "Estimators"):
 * ``"auto"`` (default): exact where the posterior is a finite mixture, else mc.
 
 Compare agents under one estimator: :func:`summarize` refuses a table that
-mixes them for one τ unless ``allow_mixed=True``.
-
-:func:`check_agent` probes an agent (coherent samples, seeds, shapes, NaN/inf,
-mixture weights, marginal-only sampling) and estimates its paper-grid time
-before a long run (``jtk testbed --check``).
-
-Random numbers: every (seed, num_train, temperature) triple has its own
-environment and training set, shared by its τ = 1 and τ = 10 problems; the
-test set depends on τ as well.
-
-Standard errors (:func:`summarize`, ``se=``): ``"seed"`` (default) is the
-reference leaderboard's: average each agent's rows of one seed, then the
-population std of those per-seed means over sqrt(number of seeds)
-(docs/reference.md, "Statistics"). ``"environment"`` treats every training
-group (seed, num_train, temperature, input_dim) as an independent unit
-(sample std over sqrt(number of groups)); it is larger on the paper grid
-because it counts the spread of d_KL across num_train and temperature as noise.
 """
 
 from __future__ import annotations
@@ -53,10 +34,7 @@ import dataclasses
 import itertools
 import threading
 import time
-import warnings
-from dataclasses import dataclass
 import functools
-import numbers
 from typing import Any, Iterable, Sequence
 
 import jax
@@ -65,129 +43,22 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from jtk import _checks, _compile, _memory, executors, likelihood, nets, train as train_lib
+from jtk import _checks, _compile, executors, likelihood, nets, train as train_lib
 from jtk.agents import base as agents_base
 from jtk.envs.classification import ProblemSettings, TestData, problem_key, sample_problem, sample_test
-from jtk.results import Interrupted, load_results, run_chunks  # noqa: F401  (load_results: a re-export)
+from jtk.results import Interrupted, run_chunks
+from jtk.testbed.grids import GRIDS, Problem, check_problems, problem_text as _problem_text
+from jtk.testbed.stats import InfiniteKLWarning, _warn_infinite_kl
 
-PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
-PAPER_NUM_TRAIN = (1, 3, 10, 30, 100, 300, 1000)
-PAPER_TAUS = (1, 10)
+__all__ = ["LIKELIHOODS", "RESULT_COLUMNS", "agent_seed", "load_problem", "data_config", "score_numpy",
+           "result_rows", "agent_name", "padded_count", "PAD_STEP", "compile_ahead", "compiles_ahead", "prepare_local_run",
+           "run_grid", "SPLIT_BRANCHES_AHEAD", "MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK",
+           "COMPONENT_ROWS_PER_BLOCK", "MEMBERS_PER_CHUNK", "Chunk", "make_chunks", "evaluate_chunk", "evaluate",
+           "sort_rows", "OracleAgent", "InfiniteKLWarning"]
 
-GROUP_COLUMNS = ["seed", "num_train", "temperature", "input_dim"]  # rows sharing one environment
-PROBLEM_COLUMNS = ["agent", "tau", "seed", "num_train", "temperature", "input_dim", "test_inputs"]  # one row each
 LIKELIHOODS = ("auto", "exact", "mc")
-SE_KINDS = ("seed", "environment")
-SUMMARY_COLUMNS = ("agent", "tau", "seed", "kl", "accuracy", "ece")  # what summarize reports; timings are optional
 RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
                   "frac_finite", "accuracy", "ece", "likelihood", "train_seconds", "eval_seconds"]
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One testbed problem (App. B). Problems differing only in ``tau`` share data.
-
-    Attributes:
-      temperature: temperature ρ of the generative model.
-      num_train: number of training pairs n.
-      tau: order τ of the joint predictions scored.
-      seed: picks the environment and all data.
-      input_dim: input dimension d.
-      num_classes: number of classes K.
-      hidden: hidden widths of the generative MLP.
-      activation: hidden activation of the generative MLP (§6).
-      num_test: number N of test τ-samples (1000).
-      num_samples: posterior samples M for agents that are not finite mixtures (1000).
-      test_inputs: "iid" (x ~ N(0, I) for every test point, the paper's 2-D grid) or
-        "polyadic" (per τ-sample, draw ``num_anchors`` inputs ~ N(0, I), then the
-        τ inputs uniformly with replacement from them; the later "classification"
-        grid, which makes τ > 1 far more informative).
-      num_anchors: κ, anchors per τ-sample for polyadic test inputs (2).
-    """
-
-    temperature: float
-    num_train: int
-    tau: int
-    seed: int
-    input_dim: int = 2
-    num_classes: int = 2
-    hidden: tuple[int, ...] = (50, 50)
-    activation: str = "relu"
-    num_test: int = 1000
-    num_samples: int = 1000
-    test_inputs: str = "iid"
-    num_anchors: int = 2
-
-    def __post_init__(self):
-        _checks.temperature("temperature", self.temperature)
-        _checks.integer("num_train", self.num_train, minimum=1)
-        _checks.integer("tau", self.tau, minimum=1)
-        _checks.seed_int("seed", self.seed)
-        _checks.integer("input_dim", self.input_dim, minimum=1)
-        _checks.integer("num_classes", self.num_classes, minimum=2)
-        object.__setattr__(self, "hidden", _checks.widths("hidden", self.hidden))
-        nets.activation_fn(self.activation)
-        _checks.integer("num_test", self.num_test, minimum=1)
-        _checks.integer("num_samples", self.num_samples, minimum=1)
-        _checks.one_of("test_inputs", self.test_inputs, ("iid", "polyadic"))
-        _checks.integer("num_anchors", self.num_anchors, minimum=1)
-        _memory.check_budget("num_samples × num_test × τ × num_classes float32 logits of one problem",
-                             4.0 * self.num_samples * self.num_test * self.tau * self.num_classes,
-                             "lower num_samples or num_test")
-
-    @property
-    def training_problem(self) -> "Problem":
-        """This problem with τ set to 1: problems with the same training problem train one agent and share it."""
-        return dataclasses.replace(self, tau=1)
-
-    @property
-    def training_key(self) -> "Problem":
-        """Deprecated alias of :attr:`training_problem` (it is a Problem, not a PRNG key)."""
-        import warnings
-
-        warnings.warn("jtk.testbed.Problem.training_key is deprecated; use jtk.testbed.Problem.training_problem",
-                      DeprecationWarning, stacklevel=2)
-        return self.training_problem
-
-    def prior(self) -> agents_base.ProblemInfo:
-        """What the agent is told about this problem."""
-        return agents_base.ProblemInfo(self.input_dim, self.num_classes, self.num_train, self.temperature, self.tau)
-
-
-def grid(temperatures: Iterable[float] = PAPER_TEMPERATURES, num_train: Iterable[int] = PAPER_NUM_TRAIN,
-         taus: Iterable[int] = PAPER_TAUS, seeds: Iterable[int] | int = 10, **problem_kwargs) -> list[Problem]:
-    """All combinations τ × num_train × temperature × seed (seeds: an int n means 0..n-1)."""
-    seeds = _checks.seeds("seeds", seeds, allow_empty=True, unique=True)
-    return [Problem(temperature=t, num_train=n, tau=tau, seed=s, **problem_kwargs)
-            for tau, n, t, s in itertools.product(taus, num_train, temperatures, seeds)]
-
-
-def paper_problems(seeds: int = 10) -> list[Problem]:
-    """The paper's 2-D grid: τ ∈ {1, 10} × n ∈ {1, …, 1000} × ρ ∈ {0.01, 0.1, 0.5} × 10 seeds = 420."""
-    return grid(seeds=seeds)
-
-
-def quick_problems(seeds: int = 2) -> list[Problem]:
-    """A small grid for notebooks and tests: τ ∈ {1, 10} × n ∈ {10, 100} × ρ ∈ {0.1, 0.5} × 2 seeds = 16."""
-    return grid(temperatures=(0.1, 0.5), num_train=(10, 100), seeds=seeds)
-
-
-def classification_problems(seeds: int = 5) -> list[Problem]:
-    """The reference's later "classification" grid (docs/reference.md, "The grid"): d ∈ {2, 10, 100},
-    num_train = d × {1, 10, 100, 1000}, ρ ∈ {0.01, 0.1, 0.5}, τ ∈ {1, 10}, polyadic
-    test inputs with κ = 2 anchors; 5 seeds give 360 problems."""
-    return [p for d in (2, 10, 100)
-            for p in grid(num_train=tuple(d * k for k in (1, 10, 100, 1000)), seeds=seeds, input_dim=d,
-                          test_inputs="polyadic")]
-
-
-GRIDS = {"paper": paper_problems, "quick": quick_problems, "classification": classification_problems}
-
-
-def problems(name: str = "paper", seeds: int | None = None) -> list[Problem]:
-    """A named grid ("paper", "quick" or "classification"), optionally with another number of seeds."""
-    _checks.one_of("name", name, tuple(GRIDS))
-    return GRIDS[name]() if seeds is None else GRIDS[name](seeds=seeds)
 
 
 # ------------------------------------------------------------------ data
@@ -221,14 +92,15 @@ def load_problem(problem: Problem) -> tuple[Any, train_lib.Dataset, TestData]:
     """The environment parameters, padded training set and test data of one problem."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a jtk.testbed.Problem, got {type(problem).__name__}")
-    cfg = _data_config(problem)
+    cfg = data_config(problem)
     params, data = _make_training_batch(cfg, *_group_arrays([problem]))
     test = _make_test_batch(cfg, problem.num_test, problem.tau, params, *_group_arrays([problem]))
     first = lambda tree: jax.tree_util.tree_map(lambda a: a[0], tree)  # noqa: E731
     return first(params), first(data), first(test)
 
 
-def _data_config(p: Problem) -> ProblemSettings:
+def data_config(p: Problem) -> ProblemSettings:
+    """The static data settings of a problem (dimensions, generative MLP, training capacity, test inputs)."""
     return ProblemSettings(p.input_dim, p.num_classes, p.hidden, p.activation, train_lib.capacity_for(p.num_train),
                        p.test_inputs, p.num_anchors)
 
@@ -254,19 +126,14 @@ def _score(comps, test: TestData, tau: int, log_w=None):
 _score_jit = _compile.jit(_score, static_argnums=2)
 
 
-def _score_numpy(comps, test: TestData, tau: int, log_w=None):
+def score_numpy(comps, test: TestData, tau: int, log_w=None):
+    """Per-τ-sample KL [N] and marginal predictive [N·τ, K] of component logits [C, N·τ, K], as numpy arrays."""
     log_w = None if log_w is None else jnp.asarray(log_w, jnp.float32)
     kl, probs = _score_jit(jnp.asarray(comps), test, tau, log_w)
     return np.asarray(kl), np.asarray(probs)
 
 
 # ------------------------------------------------------------------ evaluation
-def _problem_text(p: Problem) -> str:
-    """How messages name a problem: its seed, num_train, temperature and tau (input_dim when not 2)."""
-    dim = f" input_dim={p.input_dim}" if p.input_dim != 2 else ""
-    return f"seed={p.seed} num_train={p.num_train} temperature={p.temperature} tau={p.tau}{dim}"
-
-
 @contextlib.contextmanager
 def _blame(name: str, call: str, p: Problem):
     """Re-raises an exception from the agent's own code naming the agent and the problem, chained to it.
@@ -287,13 +154,15 @@ def _blame(name: str, call: str, p: Problem):
         raise wrapped from err
 
 
-def _agent_name(agent, name):
+def agent_name(agent, name):
+    """The ``agent`` column's value: ``name`` if given, else the agent's ``name`` attribute or class name."""
     if name is not None:
         return name
     return getattr(agent, "name", type(agent).__name__)
 
 
-def _rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s, eval_s, name):
+def result_rows(group_problems, kl_list, probs_list, tests_y, likelihood_kind, train_s, eval_s, name):
+    """The result rows (dicts of the columns ``RESULT_COLUMNS``) of scored problems: KL clipped as the reference does."""
     rows = []
     for p, kl, probs, y in zip(group_problems, kl_list, probs_list, tests_y):
         bad = int(np.count_nonzero(np.isnan(kl)))
@@ -443,7 +312,7 @@ def _train_inputs(agent: agents_base.JaxAgent, heads: Sequence[Problem], size: i
     hyper_rows = [agent.hyper(p.prior()) for p in padded]
     hyper = {k: jnp.asarray([h[k] for h in hyper_rows], jnp.float32) for k in hyper_rows[0]}
     agent_seeds = jnp.asarray([agent_seed(p, 0) for p in padded], jnp.uint32)
-    return padded, (agent.specialize(heads[0].prior()), _data_config(heads[0]), seeds, temps, ns, hyper, agent_seeds)
+    return padded, (agent.specialize(heads[0].prior()), data_config(heads[0]), seeds, temps, ns, hyper, agent_seeds)
 
 
 def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]], name: str,
@@ -466,7 +335,7 @@ def _evaluate_jax_chunk(agent: agents_base.JaxAgent, groups: list[list[Problem]]
         eval_time = time.perf_counter() - t0
         problems_tau = [next(p for p in g if p.tau == tau) for g in groups]
         n = len(groups)
-        rows += _rows(problems_tau, np.asarray(kl)[:n], np.asarray(probs)[:n], np.asarray(y)[:n], kind,
+        rows += result_rows(problems_tau, np.asarray(kl)[:n], np.asarray(probs)[:n], np.asarray(y)[:n], kind,
                       train_time / num_rows, eval_time / n, name)
     return rows
 
@@ -608,8 +477,8 @@ def _evaluate_generic_chunk(agent, groups: list[list[Problem]], name: str, likel
                                       exact, name)
             with _blame(name, "log_weights", p):
                 log_w = mixture.log_weights() if exact else None
-            kl, probs = _score_numpy(comps, test, p.tau, log_w)
-            rows += _rows([p], [kl], [probs], [np.asarray(test.y)], "exact" if exact else f"mc{p.num_samples}",
+            kl, probs = score_numpy(comps, test, p.tau, log_w)
+            rows += result_rows([p], [kl], [probs], [np.asarray(test.y)], "exact" if exact else f"mc{p.num_samples}",
                           train_time, time.perf_counter() - t0, name)
     return rows
 
@@ -722,7 +591,7 @@ def _programs_for(agent, family: tuple, wanted: set) -> tuple:
         return known
 
 
-def _chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
+def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks.
 
     Every chunk of one data shape (capacity, input dimension) holds the same number of groups
@@ -824,17 +693,11 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
                         f"got {type(agent).__name__}")
     if isinstance(problems, str):
         problems = GRIDS[_checks.one_of("problems", problems, tuple(GRIDS))]()
-    problems = list(problems)
-    if not problems:
-        raise ValueError("problems must hold at least one Problem, got an empty list")
-    for i, p in enumerate(problems):
-        if not isinstance(p, Problem):
-            raise TypeError(f"problems[{i}] must be a jtk.testbed.Problem, got {type(p).__name__}")
-    _check_unique_problems(problems)
-    name = _agent_name(agent, name)
+    problems = check_problems(problems)
+    name = agent_name(agent, name)
     if isinstance(agent, agents_base.JaxAgent):
         _use_exact(likelihood, agent.is_mixture, name)  # fail before any training
-    chunks = _chunks(problems, agent)
+    chunks = make_chunks(problems, agent)
     bar = tqdm(total=len(problems), desc=f"testbed {name}", disable=not progress, unit="problem")
     frames: dict[int, pd.DataFrame] = {}
 
@@ -858,18 +721,6 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
 def sort_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Results rows in the testbed's order: by τ, num_train, temperature, seed (stable)."""
     return results.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
-
-
-def _check_unique_problems(problems_: Sequence[Problem]) -> None:
-    """Raises ValueError naming the problems that occur more than once (each would count twice)."""
-    seen: dict[Problem, int] = {}
-    for p in problems_:
-        seen[p] = seen.get(p, 0) + 1
-    repeated = [p for p, c in seen.items() if c > 1]
-    if repeated:
-        shown = "; ".join(_problem_text(p) for p in repeated[:5])
-        raise ValueError(f"problems must not repeat: {len(repeated)} problems occur more than once "
-                         f"(e.g. {shown}); check for duplicate seeds")
 
 
 class OracleAgent:
@@ -910,530 +761,3 @@ class _OraclePosterior:
     def sample_logits(self, x, num_samples, seed=0):
         return np.repeat(np.asarray(self.components(x)), num_samples, axis=0)
 
-
-class InfiniteKLWarning(UserWarning):
-    """Some test τ-samples scored KL = +inf (an observed label got probability 0); ``kl`` clipped them."""
-
-
-def _warn_infinite_kl(results: pd.DataFrame, stacklevel: int = 3) -> None:
-    """Warns (:class:`InfiniteKLWarning`) when a row's ``frac_finite`` is below 1, naming agents and problems.
-
-    The reference's clip rule (:func:`jtk.likelihood.summarize_kl`) replaces a +inf per-τ-sample KL by the
-    problem's largest finite one, so a table stays comparable with the reference; but an agent that emits
-    -inf (or ±1e300, which float32 turns into ±inf) logits can then read better than the Bayes-optimal agent
-    (issue #46). The rows keep the fraction in ``frac_finite``; this makes it loud.
-    """
-    if "frac_finite" not in results.columns or results.empty:
-        return
-    frac = pd.to_numeric(results["frac_finite"], errors="coerce")
-    bad = frac < 1.0
-    if not bad.any():
-        return
-    agent_col = "agent" if "agent" in results.columns else None
-    agents = sorted(map(str, results.loc[bad, agent_col].unique())) if agent_col else []
-    worst = results.loc[frac[bad].idxmin()]
-    where = ", ".join(f"{c}={worst[c]}" for c in ("seed", "num_train", "temperature", "tau") if c in results.columns)
-    warnings.warn(f"{int(bad.sum())} of {len(results)} problems have test τ-samples whose KL is +inf "
-                  f"(agents {agents}; worst: {where}, frac_finite = {float(frac[bad].min()):.4f}): the agent gave "
-                  f"probability 0 to an observed label (-inf logits, or logits such as ±1e300 that float32 makes "
-                  f"±inf). Column 'kl' clips them to the problem's largest finite KL, as the reference does, so "
-                  f"these rows understate the true d_KL (+inf) and can read better than the Bayes-optimal agent; "
-                  f"see column 'frac_finite', and jtk.testbed.check_agent's 'finite' probe to find such logits",
-                  InfiniteKLWarning, stacklevel=stacklevel)
-
-
-# ------------------------------------------------------------------ leaderboard
-NUMERIC_COLUMNS = ("kl", "tau", "seed", "num_train", "temperature", "input_dim", "accuracy", "ece", "train_seconds",
-                   "eval_seconds", "frac_finite")  # checked to be numbers wherever present
-
-
-def _numeric_column(values: pd.Series) -> bool:
-    """Numbers: a numeric dtype but bool, or an object column holding only real numbers (and missing values)."""
-    if pd.api.types.is_bool_dtype(values):
-        return False
-    if pd.api.types.is_numeric_dtype(values):
-        return True
-    return pd.api.types.infer_dtype(values, skipna=True) in ("integer", "floating", "mixed-integer-float", "decimal")
-
-
-def _check_results(results: pd.DataFrame, required=("agent", "tau", "seed", "kl")) -> pd.DataFrame:
-    """Type, required columns, numeric columns, finite ``kl`` and one row per problem; returns a copy with kl
-    clipped at 0."""
-    if not isinstance(results, pd.DataFrame):
-        raise TypeError(f"results must be a pandas DataFrame from jtk.testbed.evaluate, got {type(results).__name__}")
-    missing = sorted(set(required) - set(results.columns))
-    if missing:
-        raise ValueError(f"results is missing the required columns {missing} (it has {sorted(results.columns)})")
-    if results.empty:
-        raise ValueError("results must hold at least one row, got an empty DataFrame")
-    for col in NUMERIC_COLUMNS:
-        if col in results.columns and not _numeric_column(results[col]):
-            values = results[col].dropna()
-            example = values[~values.map(lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool))]
-            shown = f" (e.g. {example.iloc[0]!r})" if len(example) else ""
-            raise TypeError(f"results[{col!r}] must be numeric, got dtype {results[col].dtype}{shown}; "
-                            f"convert it with pd.to_numeric")
-    kl = results["kl"].astype(float)
-    bad = ~np.isfinite(kl.to_numpy())
-    if bad.any():
-        agents = sorted(map(str, results.loc[bad, "agent"].unique()))
-        none_finite = ""
-        if "frac_finite" in results.columns and (pd.to_numeric(results.loc[bad, "frac_finite"], errors="coerce") == 0).any():
-            none_finite = (" (frac_finite = 0: no test τ-sample had a finite KL, the agent gave probability 0 to an "
-                           "observed label in every one; see jtk.testbed.check_agent's 'finite' probe)")
-        raise ValueError(f"results column 'kl' must be finite, but {int(bad.sum())} of {len(results)} rows are "
-                         f"NaN/inf or not numbers (agents {agents}){none_finite}; drop or rerun those problems first")
-    keys = [c for c in PROBLEM_COLUMNS if c in results.columns]
-    dup = results.duplicated(subset=keys, keep=False)
-    if dup.any():
-        first = results.loc[dup, keys].iloc[0].to_dict()
-        raise ValueError(f"results must hold one row per problem, but {int(dup.sum())} rows share their "
-                         f"{keys} with another row (e.g. {first}); concatenated the same run twice?")
-    df = results.copy()
-    df["kl"] = kl.clip(lower=0.0)  # negative estimates are Monte Carlo noise: 0, as in the reference
-    return df
-
-
-def _check_one_estimator(df: pd.DataFrame) -> None:
-    if "likelihood" not in df.columns:
-        return
-    for tau, sub in df.groupby("tau"):
-        kinds = sub.groupby("likelihood")["agent"].unique()
-        if len(kinds) > 1:
-            listing = "; ".join(f"{k}: {sorted(map(str, a))}" for k, a in kinds.items())
-            raise ValueError(f"results mixes likelihood estimators at tau={tau} ({listing}): exact enumeration and "
-                             f"Monte Carlo scores are not comparable; rerun with jtk.testbed.evaluate(..., "
-                             f"likelihood='mc') (or 'exact') for every agent, or pass allow_mixed=True")
-
-
-def seed_se(per_seed_means: pd.Series) -> float:
-    """The reference leaderboard's error bar: population std of per-seed means over sqrt(#seeds) (NaN below 2)."""
-    values = per_seed_means.to_numpy()
-    return float(np.std(values, ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
-
-
-def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -> tuple[float, float]:
-    """Mean d_KL^τ difference results − baseline over the problems both scored, and its seed-mean standard error.
-
-    Negative KL is set to 0 first, as in :func:`summarize`. Problems are matched on the columns of
-    ``PROBLEM_COLUMNS`` (but agent) both frames have; the error is :func:`seed_se` of the per-seed mean differences.
-
-    Args:
-      results: rows of one agent from :func:`evaluate`.
-      baseline: rows of the agent to compare with, on (some of) the same problems.
-      tau: the τ to compare.
-
-    Returns:
-      (mean difference, standard error); (NaN, NaN) when no problem is shared.
-    """
-    keys = [c for c in PROBLEM_COLUMNS if c != "agent" and c in results.columns and c in baseline.columns]
-    both = results[results["tau"] == tau].merge(baseline[baseline["tau"] == tau], on=keys, suffixes=("", "_base"))
-    if both.empty:
-        return np.nan, np.nan
-    diff = both["kl"].clip(lower=0.0) - both["kl_base"].clip(lower=0.0)
-    return float(diff.mean()), seed_se(diff.groupby(both["seed"]).mean())
-
-
-def _environment_se(values: pd.Series) -> float:
-    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else np.nan
-
-
-def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "seed",
-              allow_mixed: bool = False) -> pd.DataFrame:
-    """The leaderboard: mean d_KL^τ per agent with standard errors.
-
-    Negative per-problem KL (Monte Carlo noise) is set to 0 first, as in the
-    reference. Two standard errors (``se``; column ``kl_{τ}_se`` either way):
-
-    * ``"seed"`` (default; the reference leaderboard's, docs/reference.md,
-      "Statistics"): for each agent and τ, average the rows of each seed
-      (over num_train, temperature, input_dim), then
-      ``np.std(per-seed means, ddof=0) / sqrt(number of seeds)``. On the
-      paper grid the 10 seeds are the reference's 10 seed classes.
-    * ``"environment"``: average the rows of each training group (seed,
-      num_train, temperature, input_dim), then the sample std (ddof=1) of the
-      group means over sqrt(number of groups). It treats the spread of d_KL
-      across num_train and temperature as noise, so it is larger.
-
-    Args:
-      results: rows from :func:`evaluate` (one or several agents): columns
-        agent, tau, seed, kl, accuracy and ece at least (numeric but for
-        agent); one row per problem; finite kl.
-      baseline: optional agent name in ``results`` (e.g. "mlp" as in Fig. 2, or
-        "uniform"); adds columns ``kl_{τ}_rel`` = score / baseline's score.
-      se: "seed" or "environment" (above).
-      allow_mixed: accept a table in which agents were scored by different
-        likelihood estimators (column ``likelihood``) for one τ; by default
-        that raises, since exact enumeration reads lower than Monte Carlo.
-
-    Returns:
-      DataFrame indexed by agent with columns kl_{τ}, kl_{τ}_se for every τ,
-      accuracy, ece, frac_finite (the mean over the agent's problems of the
-      fraction of test τ-samples whose KL was finite; below 1, ``kl`` holds
-      clipped values and an :class:`InfiniteKLWarning` says so),
-      train_seconds, eval_seconds (when ``results`` has them), num_problems;
-      NaN standard errors with fewer than two seeds / groups.
-
-    Raises:
-      ValueError: missing columns, NaN/inf kl, duplicated problems, mixed
-        estimators (unless ``allow_mixed``), an unknown ``se`` or ``baseline``.
-      TypeError: ``results`` not a DataFrame, or a column such as kl that is not numeric.
-    """
-    _checks.one_of("se", se, SE_KINDS)
-    df = _check_results(results, required=SUMMARY_COLUMNS)
-    _warn_infinite_kl(df)
-    if not allow_mixed:
-        _check_one_estimator(df)
-    if se == "environment":
-        unit, se_fn = [c for c in GROUP_COLUMNS if c in df.columns], _environment_se
-    else:
-        unit, se_fn = ["seed"], seed_se
-    out = {}
-    for tau, sub in df.groupby("tau"):
-        unit_means = sub.groupby(["agent"] + unit)["kl"].mean()
-        out[f"kl_{tau}"] = sub.groupby("agent")["kl"].mean()
-        out[f"kl_{tau}_se"] = unit_means.groupby("agent").agg(se_fn)
-    table = pd.DataFrame(out)
-    aggs = {k: v for k, v in dict(accuracy=("accuracy", "mean"), ece=("ece", "mean"),
-                                   frac_finite=("frac_finite", "mean"),
-                                   train_seconds=("train_seconds", "sum"),
-                                   eval_seconds=("eval_seconds", "sum")).items() if v[0] in df.columns}
-    extra = df.groupby("agent").agg(**aggs, num_problems=("kl", "size"))
-    table = table.join(extra)
-    if baseline is not None:
-        if baseline not in table.index:
-            raise ValueError(f"baseline must be an agent in results ({sorted(table.index)}), got {baseline!r}")
-        for tau in sorted(df["tau"].unique()):
-            table[f"kl_{tau}_rel"] = table[f"kl_{tau}"] / table.loc[baseline, f"kl_{tau}"]
-    return table
-
-
-def breakdown(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean d_KL per agent × τ × temperature × num_train (the Fig. 13/14 breakdown).
-
-    Raises:
-      ValueError: columns missing (agent, tau, seed, kl, temperature,
-        num_train), NaN/inf kl or duplicated problems.
-      TypeError: a column such as kl or temperature that is not numeric.
-    """
-    df = _check_results(results, required=("agent", "tau", "seed", "kl", "temperature", "num_train"))
-    return df.pivot_table(index=["agent", "tau", "temperature"], columns="num_train", values="kl", aggfunc="mean")
-
-
-# ------------------------------------------------------------------ check_agent
-@dataclass(frozen=True)
-class Probe:
-    """One probe of :func:`check_agent`: its name, verdict, explanation and run time in seconds."""
-
-    name: str
-    ok: bool
-    message: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class AgentReport:
-    """What :func:`check_agent` found: ``ok`` is True when every probe passed.
-
-    Attributes:
-      agent: the agent's name.
-      probes: one :class:`Probe` per check, in the order run.
-      estimated_paper_seconds: estimated wall time of the 420-problem paper grid
-        on this machine (None when not estimated or when evaluation failed).
-    """
-
-    agent: str
-    probes: tuple[Probe, ...]
-    estimated_paper_seconds: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return all(p.ok for p in self.probes)
-
-    @property
-    def failures(self) -> list[Probe]:
-        return [p for p in self.probes if not p.ok]
-
-    def __str__(self) -> str:
-        verdict = "OK" if self.ok else f"FAILED ({len(self.failures)} of {len(self.probes)} probes)"
-        lines = [f"check_agent({self.agent}): {verdict}"]
-        lines += [f"  [{'ok' if p.ok else 'FAIL':>4}] {p.name:<16} {p.seconds:6.2f} s  {p.message}"
-                  for p in self.probes]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        import html
-        verdict = "OK" if self.ok else f"FAILED ({len(self.failures)} of {len(self.probes)} probes)"
-        rows = "".join(
-            f"<tr><td>{'✓' if p.ok else '✗'}</td><td>{html.escape(p.name)}</td><td>{p.seconds:.2f} s</td>"
-            f"<td style='text-align:left'>{html.escape(p.message)}</td></tr>" for p in self.probes)
-        return (f"<b>check_agent({html.escape(self.agent)}): {verdict}</b><table><tr><th></th><th>probe</th>"
-                f"<th>time</th><th style='text-align:left'>message</th></tr>{rows}</table>")
-
-
-def _probe(name: str, fn) -> Probe:
-    """Runs ``fn() -> (ok, message)``; an exception is a failed probe carrying its message."""
-    t0 = time.perf_counter()
-    try:
-        ok, message = fn()
-    except Exception as err:  # a probe reports; it never crashes the check
-        ok, message = False, f"raised {type(err).__name__}: {err}"
-    return Probe(name, bool(ok), message, time.perf_counter() - t0)
-
-
-def _paper_grid_estimate(agent, name: str, prior: agents_base.ProblemInfo, seed: int) -> tuple[bool, str, float]:
-    """Times one training group (τ = 1 and 10 at n = 100) twice and extrapolates to the 420 problems."""
-    group = [Problem(temperature=prior.temperature, num_train=100, tau=tau, seed=seed, input_dim=prior.input_dim,
-                     num_classes=prior.num_classes) for tau in PAPER_TAUS]
-    t0 = time.perf_counter()
-    evaluate(agent, group, name=name, progress=False)
-    first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    evaluate(agent, group, name=name, progress=False)
-    run = time.perf_counter() - t0
-    paper = paper_problems()
-    num_groups = len({p.training_problem for p in paper})
-    if isinstance(agent, agents_base.JaxAgent):
-        shapes = {(train_lib.capacity_for(c[0][0].num_train), train_lib.batch_bucket(c[0][0].num_train,
-                   agent.batch_size), c.size) for c in _chunks(paper, agent)}
-        compile_s = max(first - run, 0.0)
-        threads = executors.local_threads(len(shapes) + num_groups, [agent])
-        total = len(shapes) * compile_s + num_groups * run / threads
-        how = (f"{len(shapes)} minibatch sizes × {compile_s:.1f} s of compilation (at most: the sizes compile as "
-               f"branches of one program, for less) + {num_groups} training groups × {run:.2f} s / {threads} "
-               f"thread{'s' if threads > 1 else ''} (one group at n = 100, timed after compilation; vectorised chunks "
-               f"are usually faster per group)")
-    else:
-        total = num_groups * run
-        how = f"{num_groups} training groups × {run:.2f} s (one group at n = 100; the fit time depends on n)"
-    return True, f"estimate ≈ {total / 60:.1f} min for the paper grid: {how}", total
-
-
-def _nonfinite_logits(logits) -> tuple[int, int, int, int]:
-    """(NaN, ±inf, finite beyond float32's range, rows with a zero float32 probability) among logits [..., K].
-
-    What the testbed scores is the float32 log-softmax: a logit of ±1e300 is ±inf there, and so is a gap between
-    two classes beyond float32's range; either gives an observed label of that class probability exactly 0.
-    """
-    out = np.asarray(logits)
-    if not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)):
-        return 0, 0, 0, 0
-    wide = out.astype(np.float64)
-    nan, inf = int(np.isnan(wide).sum()), int(np.isinf(wide).sum())
-    huge = int((np.isfinite(wide) & (np.abs(wide) > np.finfo(np.float32).max)).sum())
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # numpy: no compilation in a worker
-        z = wide.astype(np.float32)
-        z = z - z.max(axis=-1, keepdims=True)  # float32, as scored: a gap beyond float32's range is -inf
-        lp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-    zero = int((np.isneginf(lp).any(axis=-1) & ~np.isnan(lp).any(axis=-1)).sum()) if lp.ndim else 0
-    return nan, inf, huge, zero
-
-
-def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: int = 0, num_samples: int = 100,
-                estimate_time: bool = True) -> AgentReport:
-    """Probes an agent for the mistakes that silently corrupt testbed scores, before a long run.
-
-    Fits the agent once on a testbed training set (from ``prior``: input_dim,
-    num_classes, num_train, temperature) and runs these probes:
-
-    * ``fit``: ``fit(x, y, seed, prior)`` returns without error.
-    * ``shapes``: ``sample_logits(x, M, seed)`` is a float array [M, n, K]; if
-      the posterior has ``components`` / ``num_components``: [C, n, K] with C
-      equal to ``num_components``.
-    * ``finite``: no NaN/inf among M × 500 sampled logits (inputs ~ N(0, 9 I),
-      beyond the training data; the components too for a finite mixture), no
-      logit beyond float32's range (±1e300 is ±inf once scored) and no class
-      of probability exactly 0 in float32 (-inf logits): a label of that class
-      would make its τ-sample's KL +inf, which d_KL clips (issue #46).
-    * ``coherence``: a call whose x repeats rows gives identical logits to the
-      repeated rows within every sample (``|Δ| ≤ 1e-5 · max(1, |logit|)``). Sample
-      m must be *one* function at all inputs; an agent that draws a fresh
-      member, dropout mask or weight sample per input row fails here.
-    * ``seed``: the same seed gives the same samples (a different seed may or
-      may not change them: a deterministic posterior is fine).
-    * ``mixture weights``: ``log_weights()``, when present, is [C], has no NaN
-      and logsumexp(log_weights) = 0 within 1e-4.
-    * ``joint dependence``: the marginal-only check. For 64 anchor inputs x it
-      asks for x and x + 1e-4·u (u a random unit direction) in one call and
-      correlates, across the M samples, the centred logits at the two. Any
-      posterior over functions that are continuous at the scale of 1e-4 gives a
-      correlation near 1, so its joint predictions of nearby (and repeated,
-      as in polyadic τ-batches) inputs differ from the product of its
-      marginals; samples drawn independently per input give a correlation
-      near 0, i.e. joint = product of marginals: d_KL^τ of such an agent is
-      that of a marginal predictor whatever its marginals. Fails when the
-      samples differ at the anchors (probability spread ≥ 1e-3) and the median
-      correlation is below 0.5. A posterior whose samples agree is reported,
-      not failed: it expresses no epistemic uncertainty, honestly. (Comparing
-      joint log-likelihoods of polyadic τ = 10 batches with the product of
-      marginals tests the same dependence, but with sampled labels it needs
-      thousands of batches to separate the two at realistic spreads; the
-      correlation at near-identical inputs sees it directly.)
-    * ``paper grid time`` (``estimate_time``): times ``evaluate`` on one
-      training group (τ = 1 and 10, n = 100, 1000 test τ-samples) twice —
-      compile + run, then run — and extrapolates to the 210 training groups of
-      the paper grid, adding one compilation per minibatch size (an upper
-      bound: the sizes compile as branches of one program). An estimate, not
-      a measurement: n changes the cost of non-JAX agents.
-
-    Args:
-      agent: an agent name or any object with ``fit`` (see :func:`evaluate`).
-      prior: the problem to probe on (default: d = 2, K = 2, n = 10, ρ = 0.1, τ = 10).
-      seed: seed of the problem and of the agent.
-      num_samples: M, posterior samples drawn per probe.
-      estimate_time: run the ``paper grid time`` probe.
-
-    Returns:
-      An :class:`AgentReport`; ``str(report)`` is one line per probe.
-    """
-    if isinstance(agent, str):
-        name, agent = agent, agents_base.make(agent)
-    else:
-        name = _agent_name(agent, None)
-    if not callable(getattr(agent, "fit", None)):
-        raise TypeError(f"agent must be an agent name or an object with a fit(x, y, seed, prior) method, "
-                        f"got {type(agent).__name__}")
-    if prior is None:
-        prior = agents_base.ProblemInfo(input_dim=2, num_classes=2, num_train=10, temperature=0.1, tau=10)
-    if not isinstance(prior, agents_base.ProblemInfo):
-        raise TypeError(f"prior must be a jtk.agents.ProblemInfo or None, got {type(prior).__name__}")
-    seed = _checks.seed_int("seed", seed)
-    m = _checks.integer("num_samples", num_samples, minimum=2)
-    problem = Problem(temperature=prior.temperature, num_train=max(prior.num_train, 1), tau=max(prior.tau, 1),
-                      seed=seed, input_dim=prior.input_dim, num_classes=prior.num_classes)
-    d, k = problem.input_dim, problem.num_classes
-    _, data, _ = load_problem(problem)
-    x_train, y_train = np.asarray(data.x[:problem.num_train]), np.asarray(data.y[:problem.num_train])
-    rng = np.random.default_rng(seed)
-    sample_seed = agent_seed(problem, problem.tau)
-    probes = []
-    state: dict[str, Any] = {}
-
-    def fit():
-        state["posterior"] = agent.fit(x_train, y_train, seed=agent_seed(problem, 0), prior=problem.prior())
-        return True, f"fit on n = {problem.num_train} (d = {d}, K = {k}, ρ = {problem.temperature:g})"
-
-    probes.append(_probe("fit", fit))
-    post = state.get("posterior")
-    if post is None:
-        return AgentReport(name, tuple(probes))
-
-    def draw(x, s=sample_seed, num=m):
-        return np.asarray(post.sample_logits(np.asarray(x, np.float32), num, s))
-
-    def shapes():
-        x = rng.normal(size=(8, d)).astype(np.float32)
-        out = draw(x)
-        if out.ndim != 3 or out.shape != (m, 8, k) or not np.issubdtype(out.dtype, np.floating):
-            return False, (f"sample_logits(x [8, {d}], {m}, seed) gave {out.dtype} {out.shape}; "
-                           f"expected float [{m}, 8, {k}]")
-        msg = f"sample_logits → {out.dtype} [{m}, 8, {k}]"
-        c = _num_components(post)
-        if c:
-            comps = np.asarray(post.components(x))
-            if comps.shape != (c, 8, k):
-                return False, f"components(x [8, {d}]) gave {comps.shape}; expected [num_components={c}, 8, {k}]"
-            msg += f"; components → [{c}, 8, {k}]"
-        return True, msg
-
-    def finite():
-        x = 3.0 * rng.normal(size=(500, d))
-        found = [("sampled logits", draw(x))]
-        if _num_components(post):
-            found.append(("components", np.asarray(post.components(np.asarray(x, np.float32)))))
-        counts = [_nonfinite_logits(out) for _, out in found]
-        nan, inf, huge, zero = (sum(c[i] for c in counts) for i in range(4))
-        size = sum(out.size for _, out in found)
-        what = " and ".join(w for w, _ in found)
-        if nan or inf or huge or zero:
-            return False, (f"{nan} NaN and {inf} ±inf of {size} {what} at inputs ~ N(0, 9 I), {huge} beyond "
-                           f"float32's range (±1e300-style: ±inf once scored in float32), {zero} rows with a class of "
-                           f"probability exactly 0 in float32: one label of that class makes the KL of its τ-sample "
-                           f"+inf. jtk.testbed's d_KL clips such values to the largest finite one, as the reference "
-                           f"does (frac_finite < 1, an InfiniteKLWarning), which can read better than an honest agent; "
-                           f"a class challenge marks the entry invalid. Keep logits finite, e.g. clip probabilities "
-                           f"before the log; NaN poisons the score")
-        return True, f"all {size} {what} finite, with no zero probability, at inputs ~ N(0, 9 I)"
-
-    def coherence():
-        base = rng.normal(size=(6, d)).astype(np.float32)
-        order = np.array([0, 1, 2, 3, 4, 5, 0, 3, 0, 5, 2])
-        out = draw(base[order])  # [M, 11, K]
-        first = {}
-        gaps = []
-        for row, src in enumerate(order):
-            if src in first:
-                a, b = out[:, first[src]], out[:, row]
-                gaps.append(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a)), axis=-1))  # [M]
-            else:
-                first[src] = row
-        gap = np.max(gaps, axis=0)  # [M] worst relative gap per sample
-        bad = int(np.sum(gap > 1e-5))
-        if bad:
-            return False, (f"identical input rows got different logits within {bad} of {m} samples (max relative "
-                           f"|Δ| {gap.max():.3g}): sample m must be one function evaluated at every input, not a "
-                           f"fresh member / noise draw per input row")
-        return True, f"repeated rows identical within every sample (max relative |Δ| {gap.max():.1e})"
-
-    def seed_probe():
-        x = rng.normal(size=(16, d))
-        a, b, c = draw(x, sample_seed), draw(x, sample_seed), draw(x, (sample_seed + 1) % 2 ** 31)
-        if not np.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True):
-            return False, f"the same seed gave different samples (max |Δ| {np.nanmax(np.abs(a - b)):.3g})"
-        other = "changes them" if not np.allclose(a, c) else "gives the same samples (a deterministic posterior)"
-        return True, f"the same seed gives identical samples; another seed {other}"
-
-    def weights():
-        mixture = agents_base.as_mixture(post)
-        if mixture is None:
-            return True, "not a finite mixture (no components / num_components): nothing to check"
-        c = int(mixture.num_components)
-        lw = mixture.log_weights()
-        if lw is None:
-            return True, f"uniform mixture of {c} component{'s' if c > 1 else ''}"
-        lw = np.asarray(lw, np.float64)
-        if lw.shape != (c,) or np.any(np.isnan(lw)) or np.any(lw == np.inf):
-            return False, f"log_weights() must be [{c}] without NaN/+inf, got shape {lw.shape}"
-        total = float(np.logaddexp.reduce(lw))
-        if abs(total) > 1e-4:
-            return False, f"log_weights() are not normalised: logsumexp = {total:.3g} (must be 0)"
-        return True, f"{c} weights, logsumexp = {total:.1e}, Kish ESS {np.exp(-np.logaddexp.reduce(2 * lw)):.1f}"
-
-    def dependence():
-        anchors = rng.normal(size=(64, d))
-        u = rng.normal(size=(64, d))
-        near = anchors + 1e-4 * u / np.linalg.norm(u, axis=1, keepdims=True)
-        out = draw(np.concatenate([anchors, near]))  # [M, 128, K]
-        z = out - out.mean(-1, keepdims=True)  # logits are defined up to a constant per class vector
-        za, zn = z[:, :64], z[:, 64:]
-        probs = np.exp(out - out.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        spread = probs[:, :64].std(axis=0).max(-1)  # [64] largest class-probability std over samples
-        varying = spread >= 1e-3
-        if not varying.any():
-            return True, ("samples agree at every anchor (probability spread < 1e-3): joint = product of "
-                          "marginals by construction; the agent expresses no epistemic uncertainty here")
-        za, zn = za[:, varying] - za[:, varying].mean(0), zn[:, varying] - zn[:, varying].mean(0)
-        cov = (za * zn).sum((0, 2))
-        corr = cov / np.sqrt((za ** 2).sum((0, 2)) * (zn ** 2).sum((0, 2)) + 1e-30)
-        med = float(np.median(corr))
-        if med < 0.5:
-            return False, (f"samples differ (median probability spread {np.median(spread[varying]):.3g}) but are "
-                           f"uncorrelated between inputs 1e-4 apart (median correlation {med:.2f} over "
-                           f"{int(varying.sum())} anchors): they behave as independent draws per input, so joint "
-                           f"predictions equal the product of marginals (marginal-only)")
-        return True, (f"median correlation {med:.3f} between samples at inputs 1e-4 apart over "
-                      f"{int(varying.sum())} anchors where samples differ: joint predictions carry the dependence")
-
-    for probe_name, fn in (("shapes", shapes), ("finite", finite), ("coherence", coherence), ("seed", seed_probe),
-                           ("mixture weights", weights), ("joint dependence", dependence)):
-        probes.append(_probe(probe_name, fn))
-    estimate = None
-    if estimate_time:
-        t0 = time.perf_counter()
-        try:
-            ok, msg, estimate = _paper_grid_estimate(agent, name, prior, seed)
-        except Exception as err:
-            ok, msg = False, f"evaluate raised {type(err).__name__}: {err}"
-        probes.append(Probe("paper grid time", ok, msg, time.perf_counter() - t0))
-    return AgentReport(name, tuple(probes), estimate)
