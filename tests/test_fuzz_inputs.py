@@ -24,8 +24,8 @@ import jtk.ppc.active
 import jtk.testbed.bandit
 import jtk.regression.coverage
 import jtk.testbed.ensemble_study
-import jtk.exercises
-import jtk.gradebook
+import jtk.course.exercises
+import jtk.course.gradebook
 import jtk.likelihood
 import jtk.results
 import jtk.testbed.sweep
@@ -690,7 +690,7 @@ case("likelihood.mixture_kl", "true-length", lambda: L.mixture_kl(np.zeros((3, 8
 case("likelihood.mixture_kl", "tau-float", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(8), 2.0), VE, "tau")
 
 # grading files and times
-G = jtk.gradebook
+G = jtk.course.gradebook
 GRADES_ROW = dict(student="a", notebook="n", score=1.0, max_score=2.0, status="graded")
 case("gradebook.check_grades", "score-above-max", lambda: G.check_grades(pd.DataFrame([{**GRADES_ROW, "score": 5.0}])),
      VE, "score max_score a/n")
@@ -705,15 +705,15 @@ case("gradebook.days_late", "text", lambda: G.days_late("2025-03-02T01:00", "202
 case("gradebook.days_late", "not-a-time", lambda: G.days_late("tomorrow", "2025-03-01"), VE, "submitted ISO")
 case("gradebook.days_late", "aware-and-naive", lambda: G.days_late("2025-03-02T01:00Z", "2025-03-01"), VE,
      "submitted deadline zone")
-case("exercises.read_bytes", "seconds-text", lambda: jtk.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
-case("exercises.read_bytes", "max_bytes-0", lambda: jtk.exercises.read_bytes("README.md", max_bytes=0), VE,
+case("exercises.read_bytes", "seconds-text", lambda: jtk.course.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
+case("exercises.read_bytes", "max_bytes-0", lambda: jtk.course.exercises.read_bytes("README.md", max_bytes=0), VE,
      "max_bytes")
 case("exercises.grade_notebook", "timeout-text",
-     lambda: jtk.exercises.grade_notebook(jtk.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
+     lambda: jtk.course.exercises.grade_notebook(jtk.course.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
                                           timeout="30"), TE, "timeout")
-case("exercises.grade_notebook", "not-a-submission", lambda: jtk.exercises.grade_notebook("s/n.ipynb", {}), TE,
+case("exercises.grade_notebook", "not-a-submission", lambda: jtk.course.exercises.grade_notebook("s/n.ipynb", {}), TE,
      "sub Submission")
-case("exercises.execute", "timeout-negative", lambda: jtk.exercises.execute(None, [], timeout=-1), VE, "timeout")
+case("exercises.execute", "timeout-negative", lambda: jtk.course.exercises.execute(None, [], timeout=-1), VE, "timeout")
 
 
 @pytest.mark.parametrize("build, exc, names", CASES)

@@ -75,7 +75,7 @@ def verify(path, sample: int = 10, seed: int = 0, *, progress: bool = False) -> 
         raise ValueError(f"path: {str(path)!r} belongs to a jtk class challenge board, whose problems come from "
                          f"its salt, not from public seeds: verify the board instead (jtk verify "
                          f"BOARD/leaderboard.csv [--config challenge.toml --submissions DIR]; "
-                         f"jtk.challenge.verify_board)")
+                         f"jtk.course.challenge.verify_board)")
     if not manifest.get("problems"):
         raise ValueError(f"path: the manifest of {str(path)!r} records no problems; only testbed results can be "
                          "verified")
