@@ -58,8 +58,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from jtk import results, testbed  # noqa: E402
-
+from jtk import results  # noqa: E402
 from jtk.testbed import engine  # noqa: E402
 
 # mlp with a short schedule: two chunks on the quick grid (n = 10 and n = 100 buckets), real training.
