@@ -29,3 +29,12 @@ __all__ = ["BBBRegression", "BLRPosterior", "BayesianLinearRegression", "DeepReg
            "FBNNPosterior", "FBNNRegression", "GPRegression", "GaussianProcessPosterior", "HMCPosterior",
            "HMCRegression", "KFACWeightPosterior", "MonteCarloGP", "NNGRegression", "RegressionPosterior",
            "SGLDRegression", "SampledRegressionPosterior", "make_regression"]
+
+
+def __getattr__(name: str):
+    """``jtk.regression.coverage`` (the study) loads on first use."""
+    if name == "coverage":
+        import importlib
+
+        return importlib.import_module("jtk.regression.coverage")
+    raise AttributeError(f"module 'jtk.regression' has no attribute {name!r}")
