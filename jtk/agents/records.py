@@ -1,5 +1,6 @@
-"""Agent records: a JSON description of an agent (:func:`agent_config`) from which :func:`make_agent` rebuilds a
-registered one. Results manifests (:mod:`jtk.results`) record agents this way, so ``jtk verify`` can re-run them.
+"""Agent records: a JSON description of an agent (:func:`~jtk.agents.records.agent_config`) from which
+:func:`~jtk.agents.records.make_agent` rebuilds a registered one. Results manifests (:mod:`jtk.results`) record
+agents this way, so ``jtk verify`` can re-run them.
 """
 
 from __future__ import annotations

@@ -23,7 +23,12 @@ column ``likelihood``; docs/reference.md, "Estimators"):
   log-mean-exp over M samples, so it reads lower than ``"mc"``;
 * ``"auto"`` (default): exact where the posterior is a finite mixture, else mc.
 
-Compare agents under one estimator: :func:`summarize` refuses a table that
+Compare agents under one estimator: :func:`~jtk.testbed.stats.summarize` refuses a table that
+mixes them for one τ unless ``allow_mixed=True``.
+
+Random numbers: every (seed, num_train, temperature) triple has its own
+environment and training set, shared by its τ = 1 and τ = 10 problems; the
+test set depends on τ as well.
 """
 
 from __future__ import annotations
@@ -595,7 +600,7 @@ def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks.
 
     Every chunk of one data shape (capacity, input dimension) holds the same number of groups
-    (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
+    (``_groups_per_chunk``, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
     and chunks of one problem setting, capacity and size share their training program (:attr:`Chunk.programs`).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """

@@ -1,4 +1,5 @@
-"""Testbed runs on disk: :func:`evaluate_to_file` (resumable, with a manifest) and :func:`verify` (re-run a sample).
+"""Testbed runs on disk: :func:`~jtk.testbed.runs.evaluate_to_file` (resumable, with a manifest) and
+:func:`~jtk.testbed.runs.verify` (re-run a sample).
 
 The file safety (atomic writes, locks, chunk stores, manifests) is :mod:`jtk.results`'; what is testbed-specific
 (which problems, which agent, how rows are recomputed) is here.

@@ -1,7 +1,5 @@
 """The testbed's summary statistics: leaderboards (:func:`summarize`), paired differences and breakdowns.
 
-test set depends on τ as well.
-
 Standard errors (:func:`summarize`, ``se=``): ``"seed"`` (default) is the
 reference leaderboard's: average each agent's rows of one seed, then the
 population std of those per-seed means over sqrt(number of seeds)
@@ -137,7 +135,7 @@ def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -
     ``PROBLEM_COLUMNS`` (but agent) both frames have; the error is :func:`seed_se` of the per-seed mean differences.
 
     Args:
-      results: rows of one agent from :func:`evaluate`.
+      results: rows of one agent from :func:`~jtk.testbed.engine.evaluate`.
       baseline: rows of the agent to compare with, on (some of) the same problems.
       tau: the τ to compare.
 
@@ -174,7 +172,7 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
       across num_train and temperature as noise, so it is larger.
 
     Args:
-      results: rows from :func:`evaluate` (one or several agents): columns
+      results: rows from :func:`~jtk.testbed.engine.evaluate` (one or several agents): columns
         agent, tau, seed, kl, accuracy and ece at least (numeric but for
         agent); one row per problem; finite kl.
       baseline: optional agent name in ``results`` (e.g. "mlp" as in Fig. 2, or
