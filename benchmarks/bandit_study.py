@@ -6,7 +6,7 @@
     python benchmarks/bandit_study.py --speed            # steps per second only (ensemble+ K = 10, d = 2)
 
 Paper and subset presets (Figs. 8/9, App. E.3): for each d, agent and initialisation seed s the bandit runs on
-the preset's problems (``jtk.bandit.run``, one vmapped scan); one point per (agent, d, s) is its mean total
+the preset's problems (``jtk.testbed.bandit.run``, one vmapped scan); one point per (agent, d, s) is its mean total
 regret at T against the agent's mean d_KL^τ on the 2-D testbed (the paper grid's problems of seed s; rows
 already measured are reused, the missing ones evaluated). Pearson r on log scales with bootstrap 5–95 %
 intervals, one per d and never pooled across d, beside the paper's −0.12 (−0.34, 0.09) and 0.69 (0.62, 0.75).
@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 import jtk
-from jtk import bandit, testbed
+from jtk import testbed
+from jtk.testbed import bandit
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for comparisons and estimates
@@ -118,7 +119,7 @@ def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, che
 
     Resumable at two levels: finished runs are rows of ``files["regret"]`` (rewritten atomically after each run,
     so rows are never lost or redone), and the run in progress saves its state under ``checkpoints`` at least
-    every minute (``jtk.bandit.run(checkpoint=...)``), so a killed run continues from its last save. Order: seed
+    every minute (``jtk.testbed.bandit.run(checkpoint=...)``), so a killed run continues from its last save. Order: seed
     by seed, and within a seed the cheapest agent first, so that an interrupted session leaves whole seeds.
     """
     regret = pd.DataFrame() if fresh else read_regret(files["regret"], horizon)

@@ -2,7 +2,7 @@
 
 The covariance is the oracle GP posterior (ReLU kernel, d = 9, 45 training
 points) over pool ∪ test, as in one round of the synthetic TAL protocol. Times
-are the median of ``--repeats`` calls of ``jtk.active.batch_mig`` including its
+are the median of ``--repeats`` calls of ``jtk.ppc.active.batch_mig`` including its
 input validation (symmetry and a PSD Cholesky check), and separately the greedy
 selection alone. Target for the small case: < 0.5 s on 2 cores.
 
@@ -23,7 +23,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from jtk import active  # noqa: E402
+from jtk.ppc import active  # noqa: E402
 from jtk.regression.gp import GPRegression  # noqa: E402
 from jtk._numerics import serial_blas  # noqa: E402
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402

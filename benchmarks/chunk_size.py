@@ -24,6 +24,7 @@ import jax
 
 import jtk
 from jtk import testbed
+from jtk.testbed import engine
 from jtk.agents.ensemble import EnsembleAgent
 
 try:
@@ -50,13 +51,13 @@ def time_chunks(agent, groups, size: int, per_block: int | None, threads: int = 
     try:
         jax.clear_caches()  # compiled programs are keyed on the agent, not on the patched block size
         count = 4 if 4 * size <= len(groups) else 2
-        calls = [testbed._train_inputs(agent, groups[i * size:(i + 1) * size], size)[1] for i in range(count)]
-        jax.block_until_ready(testbed._train_chunk(*calls[0]))  # compile
+        calls = [engine._train_inputs(agent, groups[i * size:(i + 1) * size], size)[1] for i in range(count)]
+        jax.block_until_ready(engine._train_chunk(*calls[0]))  # compile
         best = float("inf")
         for _ in range(2):
             with ThreadPoolExecutor(threads) as pool:
                 t0 = time.perf_counter()
-                list(pool.map(lambda a: jax.block_until_ready(testbed._train_chunk(*a)), calls))
+                list(pool.map(lambda a: jax.block_until_ready(engine._train_chunk(*a)), calls))
                 best = min(best, time.perf_counter() - t0)
     finally:
         EnsembleAgent.members_per_block = original
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
             groups = sorted({p.training_problem for p in testbed.problems("paper") if p.num_train in bucket},
                             key=lambda p: (p.num_train, p.temperature, p.seed))
             spec = agent.specialize(groups[0].prior())
-            chosen = (testbed._chunks(groups, agent)[0].size,
+            chosen = (engine.make_chunks(groups, agent)[0].size,
                       spec.members_per_block() if hasattr(spec, "members_per_block") else None)
             per = {}
             for size, per_block in sizes:

@@ -40,7 +40,7 @@ import pandas as pd  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from _docs import md_table, write_section  # noqa: E402
-from jtk import coverage as cv  # noqa: E402
+from jtk.regression import coverage as cv  # noqa: E402
 from jtk.envs.regression import SinusoidRegression  # noqa: E402
 from jtk.regression.deep import make_regression  # noqa: E402
 

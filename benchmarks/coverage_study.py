@@ -58,7 +58,7 @@ import pandas as pd  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from jtk import coverage as cv  # noqa: E402
+from jtk.regression import coverage as cv  # noqa: E402
 from jtk.regression.deep import make_regression  # noqa: E402
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression  # noqa: E402
 

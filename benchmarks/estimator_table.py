@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 
 import jtk  # noqa: E402
 from jtk import testbed  # noqa: E402
+from jtk.testbed import engine
 from jtk.agents import base as agents_base  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +49,8 @@ def run_agent(name: str, problems) -> tuple[pd.DataFrame, float]:
     if isinstance(agent, agents_base.JaxAgent):
         modes = ("auto", "mc") if agent.is_mixture else ("mc",)
         rows = []
-        for chunk in testbed._chunks(problems, agent):
-            rows += testbed._evaluate_jax_chunk(agent, chunk, name, modes)
+        for chunk in engine.make_chunks(problems, agent):
+            rows += engine._evaluate_jax_chunk(agent, chunk, name, modes)
         df = pd.DataFrame(rows, columns=testbed.RESULT_COLUMNS)
     else:  # a generic agent: two evaluations (it is trained twice)
         df = pd.concat([testbed.evaluate(agent, problems, name=name, progress=False, likelihood=m)

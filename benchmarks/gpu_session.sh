@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/gpu_session.sh probe    # compiler options, threads and chunk width, mlp and ensemble+ K = 100
 #   bash benchmarks/gpu_session.sh final    # the chosen defaults: cold / warm rows and the whole zoo
-#   bash benchmarks/gpu_session.sh split    # jtk.testbed.SPLIT_BRANCHES_AHEAD against the default, same machine
+#   bash benchmarks/gpu_session.sh split    # jtk.testbed.engine.SPLIT_BRANCHES_AHEAD against the default, same machine
 #
 # Every run is benchmarks/testbed_speed.py (or agent_zoo.py) with a tag; results go to benchmarks/results/ and are
 # packed after each run into $OUT/gpu_results.tar.gz with the log, so a run cut off by its time limit keeps the rest.
@@ -55,17 +55,17 @@ case "${1:-probe}" in
     speed 120 "${tagdev}-base" JTK_FAST_COMPILE=0 -- --agents mlp --cold-only --no-new-grid
     speed 120 "${tagdev}-at0nt" JTK_COMPILER_OPTIONS="$AT0NT" -- --agents ensemble+_K100 --cold-only --no-new-grid
     speed 90 "${tagdev}-at0nt-wide" JTK_COMPILER_OPTIONS="$AT0NT" -- --agents ensemble+_K100 --cold-only --no-new-grid \
-      --patch jtk.testbed.MEMBERS_PER_CHUNK=16384
+      --patch jtk.testbed.engine.MEMBERS_PER_CHUNK=16384
     speed 60 "${tagdev}-at0nt-t2" JTK_COMPILER_OPTIONS="$AT0NT" JTK_THREADS=2 -- --agents mlp --cold-only --no-new-grid
     speed 60 "${tagdev}-at0" JTK_FAST_COMPILE=0 JTK_COMPILER_OPTIONS="$AT0" -- --agents mlp --cold-only --no-new-grid
     speed 120 "${tagdev}-base" JTK_FAST_COMPILE=0 -- --agents ensemble+_K100 --cold-only --no-new-grid
     ;;
-  split)  # testbed.SPLIT_BRANCHES_AHEAD: one training program per minibatch size, against jtk's path on the same machine
+  split)  # jtk.testbed.engine.SPLIT_BRANCHES_AHEAD: one training program per minibatch size, against jtk's path on the same machine
     speed 120 "${tagdev}-pair" -- --agents mlp --no-new-grid
-    speed 120 "${tagdev}-split" -- --agents mlp --no-new-grid --patch jtk.testbed.SPLIT_BRANCHES_AHEAD=True
+    speed 120 "${tagdev}-split" -- --agents mlp --no-new-grid --patch jtk.testbed.engine.SPLIT_BRANCHES_AHEAD=True
     speed 90 "${tagdev}-pair" -- --agents ensemble+_K100 --cold-only --no-new-grid
     speed 90 "${tagdev}-split" -- --agents ensemble+_K100 --cold-only --no-new-grid \
-      --patch jtk.testbed.SPLIT_BRANCHES_AHEAD=True
+      --patch jtk.testbed.engine.SPLIT_BRANCHES_AHEAD=True
     ;;
   final)
     speed 150 "$tagdev" -- --agents mlp

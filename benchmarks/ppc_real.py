@@ -11,7 +11,7 @@ such as the paper's own.
 
 Protocol (§5.1, the paper's UCI set-up), per data set and seed (10 seeds):
 
-* **Split** (:func:`jtk.active.split_data`): 20 % initial training set, 20 % test, 60 % pool, standardised with
+* **Split** (:func:`jtk.ppc.active.split_data`): 20 % initial training set, 20 % test, 60 % pool, standardised with
   the training + pool statistics.
 * **Prediction model, the paper's "Oracle".** A GP whose hyperparameters are fitted by ML-II on train + pool (the
   paper's rule), then frozen; it predicts the test set from train + queried points. The paper's kernel is a
@@ -55,7 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ppc_study  # noqa: E402
 from _docs import md_table, write_section  # noqa: E402
 
-from jtk import active, ppc  # noqa: E402
+from jtk import ppc  # noqa: E402
+from jtk.ppc import active
 from jtk._numerics import numpy_rng  # noqa: E402
 from jtk.regression.gp import GPRegression, rbf_kernel  # noqa: E402
 

@@ -62,7 +62,8 @@ from tqdm.auto import tqdm  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _docs import md_table, write_section  # noqa: E402
 
-from jtk import active, ppc, train as train_lib  # noqa: E402
+from jtk import ppc, train as train_lib  # noqa: E402
+from jtk.ppc import active
 from jtk._numerics import numpy_rng  # noqa: E402
 from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP  # noqa: E402
 from jtk.regression import bnn, deep  # noqa: E402

@@ -34,7 +34,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import scipy.stats  # noqa: E402
 
-from jtk import active, ppc  # noqa: E402
+from jtk import ppc  # noqa: E402
+from jtk.ppc import active
 from jtk.regression.bnn import BBBRegression, SGLDRegression  # noqa: E402
 from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402

@@ -48,7 +48,7 @@ MACHINES = {
                   "compiled on first call",
     "h200-at0nt-t2": "NVIDIA H200 machine 1, autotuning off and cuBLAS products, two testbed threads (`JTK_THREADS=2`)",
     "h200-at0nt-wide": "NVIDIA H200 machine 1, autotuning off and cuBLAS products, chunks of up to 16 384 member "
-                       "trainings (`--patch jtk.testbed.MEMBERS_PER_CHUNK=16384`, 8 × the default)",
+                       "trainings (`--patch jtk.testbed.engine.MEMBERS_PER_CHUNK=16384`, 8 × the default)",
 }
 GPU_TAGS = ("h200", "h200-base", "h200-at0", "h200-at0nt", "h200-at0nt-t2", "h200-at0nt-wide")  # docs/platforms.md
 AGENTS = {
@@ -79,6 +79,7 @@ def _run_one(label: str, grid: str, new_grid: bool = True, tag: str = "", patch:
 
     import jtk
     from jtk import _compile, executors, testbed
+    from jtk.testbed import engine
 
     compile_s = [0.0, 0]
     python_s = {"trace": 0.0, "lower": 0.0}  # JAX's own Python work before XLA: the persistent cache cannot skip it
@@ -135,7 +136,7 @@ def _run_one(label: str, grid: str, new_grid: bool = True, tag: str = "", patch:
         "accuracy": round(summary.accuracy, 3), "ece": round(summary.ece, 3),
         "jax": jax.__version__, "cpus": os.cpu_count(),
         "device": f"{jax.default_backend()}: {jax.devices()[0].device_kind}",
-        "threads": executors.local_threads(len(testbed._chunks(problems, agent)), [agent]),
+        "threads": executors.local_threads(len(engine.make_chunks(problems, agent)), [agent]),
         "compiler_options": json.dumps(_compile.compiler_options(True) or {}, sort_keys=True),
         "costliest_compiles": "; ".join(f"{k} {v:.2f} s" for k, v in costliest),
         "patch": " ".join(patch),
@@ -236,7 +237,7 @@ def main() -> None:
     parser.add_argument("--docs", action="store_true",
                         help="no run: write the table of the stored CSVs into docs/results.md (its own section)")
     parser.add_argument("--patch", nargs="*", default=[], metavar="MODULE.NAME=VALUE",
-                        help="set a jtk module constant in each run, e.g. jtk.testbed.MEMBERS_PER_CHUNK=8192")
+                        help="set a jtk module constant in each run, e.g. jtk.testbed.engine.MEMBERS_PER_CHUNK=8192")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.docs:

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 
 import jtk
 from jtk import executors, testbed
+from jtk.testbed import engine
 
 AGENTS = {"mlp": ("mlp", {}), "ensemble+_K10": ("ensemble+", {"num_members": 10}),
           "ensemble+_K100": ("ensemble+", {"num_members": 100})}
@@ -57,9 +58,9 @@ def grid_training_flops(agent, problems) -> float:
     """Training FLOPs of ``testbed.evaluate(agent, problems)`` as jtk runs them: every chunk's padded training groups
     × networks × steps × minibatch rows × :func:`step_flops` (the padding, computed and dropped, counts too)."""
     total = 0.0
-    for chunk in testbed._chunks(problems, agent):
+    for chunk in engine.make_chunks(problems, agent):
         heads = [g[0] for g in chunk]
-        spec = agent.specialize(heads[0].prior())  # the minibatch bucket of this chunk, as testbed._train_inputs
+        spec = agent.specialize(heads[0].prior())  # the minibatch bucket of this chunk, as engine._train_inputs
         total += (chunk.size * spec.num_networks * spec.num_steps * spec.batch_size
                   * step_flops(spec, heads[0].input_dim, heads[0].num_classes))
     return total
@@ -71,17 +72,17 @@ def measure(label: str, grid: str) -> dict:
     problems = testbed.problems(grid)
     seconds = 0.0
     calls = []
-    for chunk in testbed._chunks(problems, agent):
+    for chunk in engine.make_chunks(problems, agent):
         heads = [g[0] for g in chunk]
-        _, args = testbed._train_inputs(agent, heads, chunk.size)
-        jax.block_until_ready(testbed._train_chunk(*args))  # compile (and a first run)
-        seconds += _timed(lambda: jax.block_until_ready(testbed._train_chunk(*args)))
+        _, args = engine._train_inputs(agent, heads, chunk.size)
+        jax.block_until_ready(engine._train_chunk(*args))  # compile (and a first run)
+        seconds += _timed(lambda: jax.block_until_ready(engine._train_chunk(*args)))
         calls.append(args)
     # The same calls as the testbed runs them: one chunk per thread (jtk.executors.local_threads), costliest first.
     threads = executors.local_threads(len(calls), [agent])
     with ThreadPoolExecutor(threads) as pool:
         threaded = _timed(lambda: [f.result() for f in [pool.submit(
-            lambda a=a: jax.block_until_ready(testbed._train_chunk(*a))) for a in calls]])
+            lambda a=a: jax.block_until_ready(engine._train_chunk(*a))) for a in calls]])
     flops = grid_training_flops(agent, problems)
     return {"agent": label, "grid": grid, "train_seconds": seconds, "gflop": flops / 1e9,
             "gflops_per_s": flops / seconds / 1e9, "threads": threads, "threaded_seconds": threaded,

@@ -86,7 +86,7 @@ def _cycle(values, n):
 
 
 def bench_01_to_03(r, plain, refits):
-    from jtk.ensemble_study import make_ensemble_comparison
+    from jtk.testbed.ensemble_study import make_ensemble_comparison
     from jtk.widgets import coins as wc, ensembles as we, joint as wj
 
     t0 = time.perf_counter()
@@ -135,7 +135,7 @@ def _png(fig):
 def bench_04(r, plain):
     from matplotlib.figure import Figure
 
-    from jtk import coverage as cv
+    from jtk.regression import coverage as cv
     from jtk.widgets import coverage as wcov
 
     t0 = time.perf_counter()
@@ -165,7 +165,7 @@ def bench_05(r, plain):
     import matplotlib.pyplot as plt
 
     from jtk.plots.active import plot_toy_view
-    from jtk.active import make_toy_state, toy_view
+    from jtk.ppc.active import make_toy_state, toy_view
 
     t0 = time.perf_counter()
     state = make_toy_state(seed=0)

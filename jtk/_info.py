@@ -150,7 +150,7 @@ def provenance() -> dict:
     """What produced a result: jtk version and git commit, JAX / jaxlib and backend, Python, platform, host, and what
     the bits depend on (``numerics``: CPU, the vector ISA XLA targets, BLAS kernels; :func:`numerics`).
 
-    The one owner of provenance: result files (:mod:`jtk.results`, :mod:`jtk.sweep`) store it; ``jtk info``
+    The one owner of provenance: result files (:mod:`jtk.results`, :mod:`jtk.testbed.sweep`) store it; ``jtk info``
     (:func:`info`) shows the same versions and commit with the devices and extras added."""
     import socket
 

@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--all", action="store_true", help="every lab in ./notebooks (00_… to 06_…)")
     xp.add_argument("--out", required=True, help="folder for the pages and index.html")
     xp.add_argument("--max-frames", type=_positive_int, default=None,
-                    help="most control combinations exported per app (default: jtk.export.MAX_FRAMES)")
+                    help="most control combinations exported per app (default: jtk.course.export.MAX_FRAMES)")
     ch = sub.add_parser("challenge", help="class challenge: score students' agents on hidden seeds (new|score|practice)")
     chs = ch.add_subparsers(dest="challenge_command", required=True)
     chn = chs.add_parser("new", help="write a challenge file with a fresh secret salt (mode 0600) and practice.toml")
@@ -256,6 +256,7 @@ def _fail(command: str, message: str, code: int = 2) -> int:
 
 def _testbed(args) -> int:
     from jtk import agents, executors, results as results_lib, testbed
+    from jtk.testbed import runs
 
     hyperparameters = dict(args.hyperparameters)
     estimator = args.likelihood
@@ -272,7 +273,7 @@ def _testbed(args) -> int:
                     f"--out: expected no unfinished run, but {str(parts)!r} holds the finished chunks of one; pass "
                     "--resume to continue it, --force to discard it, or choose another name")
         agent = agents.make(args.agent, **hyperparameters)
-        executors._check_scheduler(args.scheduler)
+        executors.check_scheduler(args.scheduler)
     except (TypeError, ValueError) as err:
         return _fail("testbed", str(err))
     problems = testbed.problems(args.grid, seeds=args.seeds)
@@ -288,7 +289,7 @@ def _testbed(args) -> int:
     try:
         with results_lib.DeferredInterrupt() as interrupt, executors.executor(args.scheduler) as ex:
             if args.out:
-                results = results_lib.evaluate_to_file(
+                results = runs.evaluate_to_file(
                     args.agent, problems, args.out, name=args.agent, hyperparameters=hyperparameters, executor=ex,
                     resume=args.resume, force=args.force, progress=not args.no_progress, estimator=estimator,
                     config={"command": "testbed", "grid": args.grid, "seeds": args.seeds, "scheduler": args.scheduler},
@@ -317,7 +318,8 @@ def _testbed(args) -> int:
 
 
 def _sweep(args) -> int:
-    from jtk import executors, results as results_lib, sweep, testbed
+    from jtk import executors, results as results_lib, testbed
+    from jtk.testbed import sweep
 
     try:
         grids = sweep.sweep_by_name(args.sweep)
@@ -326,7 +328,7 @@ def _sweep(args) -> int:
                    for c in sweep.configs(grids, args.agents)]
         for c in configs:
             c.make()
-        executors._check_scheduler(args.scheduler)
+        executors.check_scheduler(args.scheduler)
         results_lib.check_output(args.results, option="--results", directory=True)
         root = pathlib.Path(args.results)
         if args.new and root.is_dir() and any(root.iterdir()):
@@ -359,7 +361,8 @@ def _sweep(args) -> int:
 
 
 def _verify_board(args) -> int:
-    from jtk import challenge, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import challenge
 
     try:
         table = challenge.verify_board(args.csv, config=args.config, submissions=args.submissions,
@@ -382,12 +385,14 @@ def _verify_board(args) -> int:
 
 
 def _verify(args) -> int:
-    from jtk import challenge, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import challenge
+    from jtk.testbed import runs
 
     if args.config is not None or args.submissions is not None or challenge.is_board(args.csv):
         return _verify_board(args)
     try:
-        table = results_lib.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
+        table = runs.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:
         return _fail("verify", f"FAILED: {err}", 1)
     except (TypeError, ValueError) as err:
@@ -409,14 +414,16 @@ def _bandit(args) -> int:
 
     import numpy as np
 
-    from jtk import bandit, results as results_lib
+    from jtk import results as results_lib
+    from jtk.agents import records
+    from jtk.testbed import bandit
 
     with contextlib.ExitStack() as stack:
         try:
             if args.out:  # before the run: never compute what cannot be written, and one writer per file
                 results_lib.check_output(args.out, option="--out", force=args.force)
                 stack.enter_context(results_lib.Lock(args.out))
-            started = results_lib._now()
+            started = results_lib.timestamp()
             result = bandit.run(args.agent, input_dim=args.input_dim, horizon=args.horizon, seeds=args.seeds,
                                 temperature=args.temperature, agent_kwargs=dict(args.hyperparameters),
                                 progress=not args.no_progress)
@@ -432,7 +439,7 @@ def _bandit(args) -> int:
             try:
                 results_lib.save_results(
                     result.frame(every=max(1, args.horizon // 100)), args.out, force=True, started=started,
-                    agent=results_lib.agent_config(args.agent, hyperparameters=dict(args.hyperparameters)),
+                    agent=records.agent_config(args.agent, hyperparameters=dict(args.hyperparameters)),
                     config={"command": "bandit", "input_dim": args.input_dim, "horizon": args.horizon,
                             "seeds": args.seeds, "temperature": args.temperature,
                             "hyperparameters": dict(args.hyperparameters)})
@@ -443,7 +450,8 @@ def _bandit(args) -> int:
 
 
 def _exercises(args) -> int:
-    from jtk import exercises, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import exercises
 
     if args.action == "autograder":
         return _autograder(args)
@@ -467,7 +475,7 @@ def _exercises(args) -> int:
 
 
 def _autograder(args) -> int:
-    from jtk import gradescope
+    from jtk.course import gradescope
 
     if not args.out or args.salt is None:
         return _fail("exercises autograder", "--out FILE.zip and --salt SECRET are required (the salt seeds each "
@@ -486,7 +494,7 @@ def _autograder(args) -> int:
 
 
 def _nbgrader_course(args) -> int:
-    from jtk import nbgrader
+    from jtk.course import nbgrader
 
     if not args.course:
         return _fail("exercises nbgrader", "--course DIR is required (the nbgrader course directory), got none")
@@ -506,7 +514,7 @@ def _nbgrader_course(args) -> int:
 def _grade(args) -> int:
     import json
 
-    from jtk import exercises, sandbox
+    from jtk.course import exercises, sandbox
 
     def fail(message: str) -> int:
         print(f"jtk grade: {message}", file=sys.stderr)
@@ -546,7 +554,7 @@ def _grade(args) -> int:
         if fb.exists() and not fb.is_dir():
             return fail(f"--feedback: {str(fb)!r} exists and is not a directory")
     if mode == "none":
-        print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.sandbox)", file=sys.stderr)
+        print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.course.sandbox)", file=sys.stderr)
     started = time.perf_counter()
     if args.memory < exercises.MIN_MEMORY:
         return fail(f"--memory: expected at least 2G (the grading worker needs that for Python, JAX, jtk and a "
@@ -576,7 +584,7 @@ def _grade(args) -> int:
         written = exercises.write_feedback(rows, args.feedback)
         print(f"{len(written)} feedback pages written to {args.feedback}", file=out)
     if args.gradescope:
-        from jtk import gradescope
+        from jtk.course import gradescope
 
         gradescope.write_results(rows, args.gradescope, hidden_visibility=args.hidden_visibility,
                                  execution_time=time.perf_counter() - started)
@@ -592,7 +600,7 @@ def _grade(args) -> int:
 
 
 def _gradebook(args) -> int:
-    from jtk import gradebook
+    from jtk.course import gradebook
     from jtk.results import OutputError, check_output
 
     def fail(message: str, code: int = 2) -> int:
@@ -673,7 +681,7 @@ def _gradebook(args) -> int:
 
 
 def _export(args) -> int:
-    from jtk import export
+    from jtk.course import export
 
     try:
         paths = list(args.notebooks) + ([str(p) for p in export.lab_notebooks()] if args.all else [])
@@ -692,7 +700,7 @@ def _export(args) -> int:
 
 
 def _challenge(args) -> int:
-    from jtk import challenge
+    from jtk.course import challenge
 
     try:
         if args.challenge_command == "new":
@@ -725,7 +733,7 @@ def _labs(args) -> int:
     import importlib.util
     import shlex
 
-    from jtk import labs
+    from jtk.course import labs
 
     try:
         written = labs.write_labs(args.out, exercises_only=args.exercises_only, force=args.force)

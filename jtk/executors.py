@@ -1,6 +1,6 @@
 """Where testbed work runs: in this process, on an embedded Dask cluster, or on an existing one.
 
-``jtk.testbed.evaluate`` (and ``jtk.sweep``) accept any object with
+``jtk.testbed.evaluate`` (and ``jtk.testbed.sweep``) accept any object with
 ``submit(fn, *args) -> future`` and ``future.result()``, the
 ``concurrent.futures.Executor`` protocol that ``dask.distributed.Client`` also
 speaks. Work is shipped in chunks of problems that share compiled code, so each
@@ -48,16 +48,21 @@ def local_threads(num_tasks: int, agents=()) -> int:
     Returns:
       The number of worker threads, ≥ 1.
     """
+    import sys
+
     import jax
 
-    from jtk.agents.base import JaxAgent
+    # jtk's own agents are instances of jtk.agents.base.JaxAgent; read from sys.modules, not imported: the platform
+    # imports no agent code, and where that module is not loaded no agent can be one of them.
+    agents_base = sys.modules.get("jtk.agents.base")
+    JaxAgent = getattr(agents_base, "JaxAgent", None)
 
     setting = os.environ.get("JTK_THREADS", "").strip()
     if setting:
         if not setting.isdigit() or int(setting) < 1:
             raise ValueError(f"JTK_THREADS must be a positive integer, got {setting!r}")
         wanted = int(setting)
-    elif jax.default_backend() != "cpu" or not all(isinstance(a, JaxAgent) for a in agents):
+    elif jax.default_backend() != "cpu" or not all(JaxAgent is not None and isinstance(a, JaxAgent) for a in agents):
         return 1
     else:
         wanted = min(host_cores(), MAX_LOCAL_THREADS)
@@ -142,7 +147,8 @@ def _require_dask() -> None:
                          "(or conda install dask distributed)") from None
 
 
-def _check_scheduler(scheduler: str) -> str:
+def check_scheduler(scheduler: str) -> str:
+    """``scheduler`` if it is "local", "dask" or a tcp:// address (Dask installed for the latter two), else raises."""
     if not isinstance(scheduler, str) or not (scheduler in SCHEDULERS or scheduler.startswith("tcp://")):
         raise ValueError(f"scheduler must be 'local', 'dask' or a tcp://HOST:PORT address, got {scheduler!r}")
     if scheduler != "local":
@@ -164,7 +170,7 @@ def executor(scheduler: str = "local", n_workers: int = 2, threads_per_worker: i
     Yields:
       None for "local", else a ``dask.distributed.Client``.
     """
-    _check_scheduler(scheduler)
+    check_scheduler(scheduler)
     if scheduler == "local":
         yield None
         return

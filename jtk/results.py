@@ -51,7 +51,6 @@ import io
 import json
 import os
 import pathlib
-import shutil
 import signal
 import socket
 import sys
@@ -64,9 +63,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from jtk import _info
+from jtk._json import canonical as _canonical, jsonable  # noqa: F401  (jsonable: a re-export)
+from jtk._deprecation import moved_names
 
 #: Float tolerance of ``jtk verify`` when it compares recorded and recomputed d_KL values on a machine with the same
-#: numerics key as the one that wrote them (see :func:`verify`).
+#: numerics key as the one that wrote them (see :func:`jtk.testbed.runs.verify`).
 VERIFY_RTOL, VERIFY_ATOL = 1e-4, 1e-5
 #: The tolerance across numerics keys (another vector ISA or architecture, or a manifest that records none): a
 #: trained agent's d_KL moves by up to 0.75 % between AVX-512 and AVX2 (docs/reference.md, "Reproducibility across
@@ -106,28 +107,9 @@ class LockedError(RuntimeError):
 
 
 # ------------------------------------------------------------------ helpers
-def _now() -> str:
+def timestamp() -> str:
+    """Now, as the ISO time (seconds) manifests and locks record."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON types (tuples become lists, numpy scalars Python numbers, anything else its repr)."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "shape", None) == ():
-        return jsonable(item())
-    return repr(value)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(jsonable(value), sort_keys=True, separators=(",", ":"))
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -205,99 +187,12 @@ def manifest_path(path) -> pathlib.Path:
 
 
 # ------------------------------------------------------------------ provenance
-git_commit = _info.git_commit  # one owner: jtk._info (also behind `jtk info`)
-provenance = _info.provenance
-
-
-def _config_fields(agent) -> dict:
-    """A dataclass agent's configuration: its constructor fields (``init=False`` fields are derived state)."""
-    return {f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init}
-
-
-def agent_config(agent: Any, name: str | None = None, hyperparameters: Mapping[str, Any] | None = None) -> dict:
-    """A JSON description of an agent from which :func:`make_agent` can rebuild it.
-
-    Args:
-      agent: an agent object, a registered agent name, or a dict already made by this function.
-      name: the registered name ``agent`` was made from (found by search among
-        registered agents of the same class when not given).
-      hyperparameters: the keyword arguments given to ``jtk.agents.make``
-        (found as the fields that differ from the registered defaults when not given).
-
-    Returns:
-      ``{"name", "registered", "hyperparameters", "class", "fields"}`` for a
-      registered agent; ``{"name", "registered": False, "class", "repr"}`` otherwise.
-    """
-    from jtk.agents import base as agents_base
-
-    if isinstance(agent, Mapping) and "registered" in agent:
-        return dict(agent)
-    if isinstance(agent, str):
-        if agent not in agents_base.names():
-            return {"name": agent, "registered": False, "class": None, "repr": agent}
-        name, agent = agent, agents_base.make(agent, **dict(hyperparameters or {}))
-    cls = f"{type(agent).__module__}.{type(agent).__qualname__}"
-    fields = _config_fields(agent) if dataclasses.is_dataclass(agent) else None
-    candidates = [name] if name is not None else [n for n in agents_base.names()]
-    for n in candidates:
-        if n not in agents_base.names() or fields is None:
-            continue
-        try:
-            default = agents_base.make(n)
-            if type(default) is not type(agent):
-                continue
-            hp = dict(hyperparameters) if hyperparameters is not None and n == name else {
-                k: v for k, v in fields.items() if getattr(default, k) != v}
-            if agents_base.make(n, **hp) != agent:
-                continue
-        except Exception:  # noqa: BLE001 - an agent whose equality or factory fails is recorded by repr
-            continue
-        return {"name": n, "registered": True, "hyperparameters": jsonable(hp), "class": cls,
-                "fields": jsonable(fields)}
-    return {"name": name or getattr(agent, "name", type(agent).__name__), "registered": False, "class": cls,
-            "repr": repr(agent)}
-
-
-def make_agent(config: Mapping[str, Any]):
-    """Rebuilds a registered agent from :func:`agent_config`'s record.
-
-    Raises:
-      ValueError: the record is not of a registered agent, or the rebuilt agent's
-        fields differ from the recorded ones (jtk's defaults changed since).
-    """
-    from jtk.agents import base as agents_base
-
-    if not isinstance(config, Mapping) or not config.get("registered"):
-        what = config.get("class") or config.get("name") if isinstance(config, Mapping) else config
-        raise ValueError(f"agent must be a registered jtk agent to be rebuilt, got {what!r} (class path and repr "
-                         "are recorded, but jtk cannot construct a user's agent)")
-    hp = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(config.get("hyperparameters") or {}).items()}
-    recorded = config.get("fields")
-    proto = agents_base._default_agent(agents_base._REGISTRY[config["name"]]) \
-        if config.get("name") in agents_base.names() else None
-    if proto is not None:  # a record written before a keyword was renamed (e.g. length_scale → l2_scale)
-        hp = agents_base.translate_renamed(type(proto), hp, f"jtk.agents.{config['name']}", warn=False)
-        if recorded is not None:
-            recorded = jsonable(agents_base.translate_renamed(type(proto), dict(recorded), "fields", warn=False))
-    agent = agents_base.make(config["name"], **hp)
-    now = jsonable(_config_fields(agent))
-    if recorded is not None and now != recorded:
-        diff = {k: (recorded.get(k), now.get(k)) for k in set(now) | set(recorded) if recorded.get(k) != now.get(k)}
-        raise ValueError(f"agent {config['name']!r} rebuilt with {hp} differs from the recorded configuration "
-                         f"(field: (recorded, now)) {diff}")
-    return agent
+# One owner: jtk._info (also behind `jtk info`); the names results once re-exported warn (module __getattr__ below).
 
 
 def problems_record(problems: Iterable[Any]) -> list[dict]:
     """Testbed problems as a list of plain dicts (every field of :class:`jtk.testbed.Problem`)."""
     return [jsonable(dataclasses.asdict(p)) for p in problems]
-
-
-def problems_from_record(record: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The inverse of :func:`problems_record`."""
-    from jtk import testbed
-
-    return [testbed.Problem(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in record]
 
 
 # ------------------------------------------------------------------ output paths and locks
@@ -377,7 +272,7 @@ class Lock:
             return None
 
     def acquire(self) -> "Lock":
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now(), "argv": sys.argv}
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": timestamp(), "argv": sys.argv}
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -514,7 +409,7 @@ class ChunkStore:
                     f"{_describe_difference(recorded, self.identity)}; jtk does not mix them, so choose another "
                     "directory (or remove this one)")
         else:
-            write_json_atomic(path, {"manifest_version": MANIFEST_VERSION, "created": _now(),
+            write_json_atomic(path, {"manifest_version": MANIFEST_VERSION, "created": timestamp(),
                                      "identity": self.identity})
 
     def csv_path(self, chunk_id: str) -> pathlib.Path:
@@ -570,7 +465,7 @@ class ChunkStore:
         data = csv_bytes(df)
         write_atomic(self.csv_path(chunk_id), data)
         write_json_atomic(self.sidecar_path(chunk_id), {"rows": len(df), "sha256": sha256_bytes(data),
-                                                        "written": _now(), **dict(extra or {})})
+                                                        "written": timestamp(), **dict(extra or {})})
 
     def read(self, chunk_id: str) -> pd.DataFrame:
         """One finished chunk (raises :class:`ManifestMismatch` if it is damaged)."""
@@ -628,6 +523,11 @@ def save_results(df: pd.DataFrame, path, *, agent: Any = None, agents: Mapping[s
     path = check_output(path, option="path", force=force)
     if isinstance(started, datetime.datetime):
         started = started.isoformat(timespec="seconds")
+    # Agent records belong to jtk.agents (its registry rebuilds them); results reads them only here, and late, so that
+    # the platform imports no agent code unless a caller hands it an agent (the one import above the platform layer,
+    # declared in pyproject.toml's import-linter contract).
+    from jtk.agents.records import agent_config
+
     configs = {str(k): agent_config(v) for k, v in (agents or {}).items()}
     if agent is not None:
         one = agent_config(agent)
@@ -635,8 +535,8 @@ def save_results(df: pd.DataFrame, path, *, agent: Any = None, agents: Mapping[s
     data = csv_bytes(df)
     manifest = {
         "manifest_version": MANIFEST_VERSION, "csv": path.name, "rows": len(df), "sha256": sha256_bytes(data),
-        "columns": list(map(str, df.columns)), "started": started or _now(), "ended": _now(),
-        "provenance": provenance(), "agent": next(iter(configs.values())) if len(configs) == 1 else None,
+        "columns": list(map(str, df.columns)), "started": started or timestamp(), "ended": timestamp(),
+        "provenance": _info.provenance(), "agent": next(iter(configs.values())) if len(configs) == 1 else None,
         "agents": configs, "agent_column": agent_column, "config": jsonable(dict(config or {})),
         "problems": problems_record(problems) if problems is not None else None,
         "estimator": {"requested": estimator,
@@ -695,102 +595,6 @@ def load_results(path) -> pd.DataFrame:
     return df
 
 
-# ------------------------------------------------------------------ verification
-_KEY_COLUMNS = ("temperature", "num_train", "tau", "seed", "input_dim", "test_inputs")
-
-
-def _key(row: Mapping[str, Any], columns: Sequence[str]) -> tuple:
-    return tuple(float(row[c]) if c == "temperature" else str(row[c]) if c == "test_inputs" else int(row[c])
-                 for c in columns)
-
-
-def verify(path, sample: int = 10, seed: int = 0, *, progress: bool = False) -> pd.DataFrame:
-    """Re-runs a random sample of a results file's problems and compares d_KL with the recorded values.
-
-    Where the manifest's numerics key (machine and the vector ISA XLA compiled for, :func:`jtk._info.numerics`)
-    is this machine's, values agree if ``|recorded − recomputed| ≤ VERIFY_ATOL + VERIFY_RTOL · |recomputed|``
-    (rtol 1e-4, atol 1e-5: a sample is evaluated as its own chunks, whose float sums may differ in the last
-    digits). Across keys, floating-point rounding differs from the first training step on and a trained agent's
-    d_KL moves by up to about 1 % (docs/reference.md, "Reproducibility across machines"), so values agree within
-    CROSS_MACHINE_RTOL / CROSS_MACHINE_ATOL (rtol 2e-2, atol 5e-3), still far below a seed mean's standard error.
-    The table's ``attrs["tolerance"]`` says which applied.
-
-    Args:
-      path: a results CSV with its manifest (:func:`load_results` checks them first).
-      sample: how many rows to recompute (all rows if it is at least their number).
-      seed: picks the sample.
-      progress: show the testbed's progress bar.
-
-    Returns:
-      One row per sampled problem: its key columns, agent, ``recorded``,
-      ``recomputed``, ``abs_diff`` and ``ok``.
-
-    Raises:
-      ValueError: the file does not match its manifest, the manifest lacks the
-        problems or a rebuildable (registered) agent configuration.
-    """
-    import numpy as np
-
-    from jtk import testbed
-
-    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
-        raise ValueError(f"sample must be a positive integer, got {sample!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    df = load_results(path)
-    manifest = df.attrs["manifest"]
-    if isinstance(manifest.get("challenge"), dict):
-        raise ValueError(f"path: {str(path)!r} belongs to a jtk class challenge board, whose problems come from "
-                         f"its salt, not from public seeds: verify the board instead (jtk verify "
-                         f"BOARD/leaderboard.csv [--config challenge.toml --submissions DIR]; "
-                         f"jtk.challenge.verify_board)")
-    if not manifest.get("problems"):
-        raise ValueError(f"path: the manifest of {str(path)!r} records no problems; only testbed results can be "
-                         "verified")
-    column = manifest.get("agent_column") or "agent"
-    configs = manifest.get("agents") or {}
-    if column not in df or "kl" not in df:
-        raise ValueError(f"path: expected columns {column!r} and 'kl' in {str(path)!r}, got {list(df.columns)}")
-    missing = sorted(set(map(str, df[column].unique())) - set(configs))
-    if missing:
-        raise ValueError(f"path: the manifest records no agent configuration for {missing}")
-    agents = {name: make_agent(cfg) for name, cfg in configs.items() if name in set(map(str, df[column]))}
-    key_cols = [c for c in _KEY_COLUMNS if c in df.columns]
-    by_key = {}
-    for p in problems_from_record(manifest["problems"]):
-        by_key[_key(dataclasses.asdict(p), key_cols)] = p
-    recorded_key = ((manifest.get("provenance") or {}).get("numerics") or {}).get("numerics_key")
-    same_key = recorded_key is not None and recorded_key == _info.numerics()["numerics_key"]
-    rtol, atol = (VERIFY_RTOL, VERIFY_ATOL) if same_key else (CROSS_MACHINE_RTOL, CROSS_MACHINE_ATOL)
-    rng = np.random.default_rng(seed)
-    picked = np.sort(rng.choice(len(df), size=min(sample, len(df)), replace=False))
-    rows = df.iloc[picked]
-    out = []
-    for name, sub in rows.groupby(column, sort=True):
-        problems, unknown = [], []
-        for _, r in sub.iterrows():
-            k = _key(r, key_cols)
-            (problems.append(by_key[k]) if k in by_key else unknown.append(k))
-        if unknown:
-            raise ValueError(f"path: rows {unknown[:3]} of {str(path)!r} are not among the manifest's problems")
-        requested = (manifest.get("estimator") or {}).get("requested")
-        new = testbed.evaluate(agents[str(name)], problems, name=str(name), progress=progress,
-                               likelihood=requested or "auto")
-        new_by_key = {_key(r, key_cols): r for _, r in new.iterrows()}
-        for _, r in sub.iterrows():
-            n = new_by_key[_key(r, key_cols)]
-            rec, now = float(r["kl"]), float(n["kl"])
-            same = bool(np.isclose(rec, now, rtol=rtol, atol=atol, equal_nan=True))
-            if "likelihood" in r and "likelihood" in n:
-                same = same and str(r["likelihood"]) == str(n["likelihood"])
-            out.append({column: name, **{c: r[c] for c in key_cols}, "recorded": rec, "recomputed": now,
-                        "abs_diff": abs(rec - now), "ok": same})
-    table = pd.DataFrame(out)
-    where = "the same numerics key" if same_key else f"numerics key {recorded_key} recorded, {_info.numerics()['numerics_key']} here"
-    table.attrs["tolerance"] = f"rtol {rtol:g}, atol {atol:g} ({where})"
-    return table
-
-
 # ------------------------------------------------------------------ resumable testbed runs
 class Interrupted(Exception):
     """A run stopped on Ctrl-C after saving its finished chunks.
@@ -812,11 +616,13 @@ def parts_dir(out) -> pathlib.Path:
     return out.with_name(out.name + ".parts")
 
 
-def _identity_hash(identity: Mapping[str, Any]) -> str:
+def identity_hash(identity: Mapping[str, Any]) -> str:
+    """A SHA-256 of a run's identity (agent record, problems, estimator) in canonical JSON."""
     return sha256_bytes(_canonical(identity).encode())
 
 
-def _distinct(items: Iterable[Any]) -> list:
+def distinct_values(items: Iterable[Any]) -> list:
+    """``items`` without repeats (compared as canonical JSON), in first-seen order."""
     seen, out = set(), []
     for item in items:
         key = _canonical(item)
@@ -903,113 +709,8 @@ def run_chunks(tasks: Sequence[Any], job, save, *, executor=None, threads: int =
 POLL_SECONDS = 0.05  # how often run_chunks looks for finished futures and for Ctrl-C
 
 
-def evaluate_to_file(agent, problems: Sequence[Any], out, *, name: str | None = None,
-                     hyperparameters: Mapping[str, Any] | None = None, executor=None, resume: bool = False,
-                     force: bool = False, progress: bool = True, estimator: str | None = None,
-                     config: Mapping[str, Any] | None = None,
-                     interrupt: DeferredInterrupt | None = None) -> pd.DataFrame:
-    """:func:`jtk.testbed.evaluate` that saves each finished chunk, resumes, and writes ``out`` with a manifest.
-
-    Finished chunks go to ``out``'s sibling ``<out>.parts/`` (see :class:`ChunkStore`)
-    as they finish; when all are done, ``out`` and ``<out-stem>.manifest.json`` are
-    written atomically and the parts directory is removed. A chunk is identified
-    by a hash of its problems and the agent configuration, so a resumed run
-    recomputes exactly the chunks that are missing or damaged.
-
-    Args:
-      agent: a registered agent name or agent object.
-      problems: the :class:`jtk.testbed.Problem` list.
-      out: the CSV to write (checked before any computation).
-      name: value of the ``agent`` column (default: the registered name).
-      hyperparameters: the keyword arguments the agent was made with (recorded in the manifest).
-      executor: optional ``submit``-style executor (:mod:`jtk.executors`).
-      resume: continue from ``<out>.parts/`` (or return a complete ``out`` of
-        the same configuration without recomputing).
-      force: discard an existing ``out`` and parts directory and start over.
-      progress: show a progress bar.
-      estimator: the requested likelihood estimator, passed to the testbed where it takes one.
-      config: more run settings for the manifest (grid name, seeds).
-      interrupt: a :class:`DeferredInterrupt` checked between chunks (the CLI installs one).
-
-    Returns:
-      The rows, ordered as :func:`jtk.testbed.evaluate` orders them.
-
-    Raises:
-      OutputError: ``out`` cannot be written, exists, or has parts of an
-        unfinished run, without ``force`` / ``resume``.
-      LockedError: another process is writing ``out``.
-      ConfigMismatch: ``resume`` with results of a different configuration.
-      Interrupted: Ctrl-C; finished chunks are saved.
-    """
-    from tqdm.auto import tqdm
-
-    from jtk import executors, testbed
-    from jtk.agents import base as agents_base
-
-    if resume and force:
-        raise ValueError("resume and force are exclusive: resume continues a run, force discards it; got both")
-    executors.check_executor(executor)
-    out = check_output(out, option="--out", force=force, resume=resume)
-    parts = parts_dir(out)
-    if parts.exists() and not (resume or force):
-        raise OutputError(f"--out: expected no unfinished run, but {str(parts)!r} holds the finished chunks of one; "
-                          "pass --resume to continue it, --force to discard it, or choose another name")
-    if isinstance(agent, str):
-        name = name or agent
-        agent_cfg = agent_config(agent, name=agent, hyperparameters=hyperparameters or {})
-        agent = agents_base.make(agent, **dict(hyperparameters or {}))
-    else:
-        agent_cfg = agent_config(agent, hyperparameters=hyperparameters)
-    name = testbed._agent_name(agent, name)
-    problems = list(problems)
-    if not problems:
-        raise ValueError("problems must hold at least one Problem, got an empty list")
-    identity = {"kind": "testbed", "name": name, "agent": agent_cfg, "problems": problems_record(problems),
-                "estimator": estimator}
-    started = _now()
-    with Lock(out):
-        if resume and out.exists() and not parts.exists():
-            try:
-                done = load_results(out)
-            except ManifestMismatch as err:
-                raise ConfigMismatch(f"--out: {str(out)!r} exists but cannot be resumed: {err}; pass --force to "
-                                     "overwrite it or choose another name") from None
-            if done.attrs["manifest"].get("identity") != _identity_hash(identity):
-                raise ConfigMismatch(f"--out: {str(out)!r} holds the complete results of a different configuration; "
-                                     "jtk does not mix them: choose another name, or pass --force to overwrite it")
-            return done
-        if force and parts.exists():
-            shutil.rmtree(parts)
-        store = ChunkStore(parts, identity, label="--out")
-        chunks = testbed._chunks(problems, agent)
-        ids = [chunk_id(c, identity) for c in chunks]
-        sizes = [sum(len(g) for g in c) for c in chunks]
-        todo = [i for i, cid in enumerate(ids) if not store.finished(cid)]
-        kept = sum(sizes) - sum(sizes[i] for i in todo)
-        bar = tqdm(total=len(problems), initial=kept, desc=f"testbed {name}", unit="problem", disable=not progress)
-        prov = provenance()
-
-        def save(i, frame):
-            nonlocal kept
-            store.write(ids[i], frame, {"provenance": prov, "problems": sizes[i]})
-            kept += sizes[i]
-            bar.update(sizes[i])
-
-        def stop():
-            bar.close()
-            return Interrupted(f"interrupted: {kept} of {len(problems)} problems are saved in {str(parts)!r}",
-                               kept, len(problems), parts)
-
-        testbed.run_grid(todo, lambda i: (agent, chunks[i], name, estimator or "auto"), save, executor=executor,
-                         interrupt=interrupt, stop=stop, bar=bar)
-        bar.close()
-        if interrupt is not None and interrupt.requested and kept < len(problems):  # pragma: no cover
-            raise stop()
-        frames = [store.read(cid) for cid in ids]
-        chunk_prov = _distinct(store.sidecar(cid).get("provenance") for cid in ids)
-        df = testbed.sort_rows(pd.concat(frames, ignore_index=True))
-        save_results(df, out, agent=agent_cfg, problems=problems, estimator=estimator, started=started, force=True,
-                     config=config, extra={"identity": _identity_hash(identity), "chunks": len(ids),
-                                           "chunk_provenance": chunk_prov})
-        shutil.rmtree(parts, ignore_errors=True)
-        return load_results(out)
+__getattr__ = moved_names("jtk.results", {
+    "verify": ("jtk.testbed.runs", "verify"), "evaluate_to_file": ("jtk.testbed.runs", "evaluate_to_file"),
+    "problems_from_record": ("jtk.testbed.runs", "problems_from_record"),
+    "agent_config": ("jtk.agents.records", "agent_config"), "make_agent": ("jtk.agents.records", "make_agent"),
+    "git_commit": ("jtk._info", "git_commit"), "provenance": ("jtk._info", "provenance")})

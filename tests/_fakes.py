@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jtk.coverage import CoverageResult
+from jtk.regression.coverage import CoverageResult
 
 
 def coverage_result(method: str, k: int = 6, seed: int = 0) -> CoverageResult:

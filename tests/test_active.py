@@ -5,7 +5,8 @@ import pytest
 import scipy.stats
 from hypothesis import given, settings, strategies as st
 
-from jtk import active, ppc
+from jtk import ppc
+from jtk.ppc import active
 from jtk.regression.gp import GPRegression
 from jtk.envs.gp import ReLUKernelGP
 

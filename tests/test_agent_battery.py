@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jtk
+from jtk.agents import records
 from jtk.agents import base
 
 # Small settings per agent (fast on 2 CPU cores); agents not listed use their defaults.
@@ -234,12 +235,11 @@ def test_third_party_agent_without_mixture_methods():
 
 def test_results_rebuild_records_with_old_keyword_names():
     """A manifest written before the l2_scale rename rebuilds the same agent, without a warning."""
-    from jtk import results
 
-    cfg = results.agent_config("sgmcmc", name="sgmcmc", hyperparameters={"l2_scale": 5.0})
+    cfg = records.agent_config("sgmcmc", name="sgmcmc", hyperparameters={"l2_scale": 5.0})
     fields = dict(cfg["fields"])
     fields["prior_variance"] = 1.0 / fields.pop("l2_scale")
     old = {**cfg, "hyperparameters": {"prior_variance": 0.2}, "fields": fields}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert results.make_agent(old) == jtk.agents.make("sgmcmc", l2_scale=5.0)
+        assert records.make_agent(old) == jtk.agents.make("sgmcmc", l2_scale=5.0)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import jtk
-from jtk import bandit
+from jtk.testbed import bandit
 
 
 @pytest.fixture(scope="module")

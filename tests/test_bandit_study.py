@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jtk import bandit
+from jtk.testbed import bandit
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,6 +6,7 @@ import pytest
 import _fakes
 import jtk
 from jtk import testbed
+from jtk.testbed import engine
 import _readme
 
 
@@ -141,7 +142,7 @@ def test_cli_check_runs_first_and_stops_with_exit_2(monkeypatch, capsys):
     failing = testbed.AgentReport("mlp", (testbed.Probe("coherence", False, "identical input rows differ", 0.1),))
     monkeypatch.setattr(testbed, "check_agent", lambda agent, prior=None: failing)
     called = []
-    monkeypatch.setattr(testbed, "evaluate_chunk", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(engine, "evaluate_chunk", lambda *a, **k: called.append(1))
     assert cli.main(["testbed", "--agent", "mlp", "--check", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "check_agent: coherence: identical input rows differ" in err and not called

@@ -58,7 +58,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from jtk import results, testbed  # noqa: E402
+from jtk import results  # noqa: E402
+from jtk.testbed import engine  # noqa: E402
 
 # mlp with a short schedule: two chunks on the quick grid (n = 10 and n = 100 buckets), real training.
 MLP = ["testbed", "--agent", "mlp", "--grid", "quick", "--seeds", "1", "--set", "num_steps=50", "--no-progress"]
@@ -89,7 +90,7 @@ def test_out_is_checked_before_any_computation(tmp_path, capsys, monkeypatch):
     def no_compute(*args, **kwargs):
         raise AssertionError("computed before checking --out")
 
-    monkeypatch.setattr(testbed, "evaluate_chunk", no_compute)
+    monkeypatch.setattr(engine, "evaluate_chunk", no_compute)
     assert cli.main([*MLP, "--out", str(tmp_path / "missing" / "rows.csv")]) == 2  # no_compute: nothing ran first
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "jtk testbed: --out: expected an existing directory" in err and "missing" in err
@@ -114,7 +115,7 @@ def test_force_overwrites_and_resume_of_a_complete_file_recomputes_nothing(tmp_p
     assert cli.main([*args, "--force"]) == 0
     rows = results.load_results(out)
     assert len(rows) == 8 and rows.attrs["manifest"]["agent"]["name"] == "uniform"
-    monkeypatch.setattr(testbed, "evaluate_chunk", lambda *a, **k: pytest.fail("recomputed a complete run"))
+    monkeypatch.setattr(engine, "evaluate_chunk", lambda *a, **k: pytest.fail("recomputed a complete run"))
     assert cli.main([*args, "--resume"]) == 0
     assert cli.main(["testbed", "--agent", "uniform", "--grid", "quick", "--seeds", "2", "--no-progress",
                      "--out", str(out), "--resume"]) == 2  # another problem set: not mixed in
@@ -173,17 +174,17 @@ def test_sigkill_loses_at_most_the_running_chunk(tmp_path, capsys, uninterrupted
     assert len(kept) == 1  # the finished chunk survived
     assert (tmp_path / "rows.csv.lock").exists()
     seen = []
-    original = testbed.evaluate_chunk
+    original = engine.evaluate_chunk
 
     def spy(agent, chunk, name, *args, **kwargs):
         seen.append(sum(len(g) for g in chunk))
         return original(agent, chunk, name, *args, **kwargs)
 
-    testbed.evaluate_chunk, restore = spy, testbed.evaluate_chunk
+    engine.evaluate_chunk, restore = spy, engine.evaluate_chunk
     try:
         assert cli.main([*MLP, "--out", str(out), "--resume"]) == 0
     finally:
-        testbed.evaluate_chunk = restore
+        engine.evaluate_chunk = restore
     assert seen == [4]  # only the chunk that was running is recomputed
     assert "taking over the stale lock" in capsys.readouterr().err
     _rows_equal_bitwise(results.load_results(out), uninterrupted)

@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jtk import _compile, testbed
+from jtk import _compile
+
+from jtk.testbed import engine
 
 
 def test_options_on_the_cpu_and_the_opt_out(monkeypatch):
@@ -69,9 +71,9 @@ def test_an_option_this_jaxlib_does_not_know_is_left_out(monkeypatch):
 def test_the_testbeds_grid_programs_are_long_running_and_its_data_programs_compile_fast(monkeypatch):
     """Training and scoring run for seconds per chunk (the faster program pays); drawing data and initialising start
     every cold run's critical path (the faster compile pays). The golden test checks the scores stayed put."""
-    assert testbed._finish_states._long_running and testbed._train_states._long_running
-    assert testbed._eval_chunk._long_running
-    assert not testbed._start_states._long_running and not testbed._make_training_batch._long_running
+    assert engine._finish_states._long_running and engine._train_states._long_running
+    assert engine._eval_chunk._long_running
+    assert not engine._start_states._long_running and not engine._make_training_batch._long_running
     seen = []
     real = _compile.compiler_options
     monkeypatch.setattr(_compile, "compiler_options", lambda long_running=False: seen.append(long_running) or
@@ -91,7 +93,7 @@ def test_jit_matches_jax_jit_and_sets_no_global_flags():
     assert fast.__name__ == "f" and "xla_backend_optimization_level" not in (jax.config.values.get("xla_flags") or "")
     assert "sine" in fast.lower(x, 2).as_text()  # lowering works
     # the testbed's programs are built this way
-    assert isinstance(testbed._train_states, _compile._Jit) and isinstance(testbed._eval_chunk, _compile._Jit)
+    assert isinstance(engine._train_states, _compile._Jit) and isinstance(engine._eval_chunk, _compile._Jit)
 
 
 def test_every_jitted_function_in_jtk_compiles_through_jtk_compile():
@@ -111,7 +113,7 @@ def test_every_jitted_function_in_jtk_compiles_through_jtk_compile():
                     and node.value.id == "jax"):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert found == [], found
-    from jtk import bandit
+    from jtk.testbed import bandit
     from jtk.agents import base
 
     assert isinstance(bandit._run_chunk, _compile._Jit) and isinstance(base.train_many, _compile._Jit)

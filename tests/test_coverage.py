@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jtk import coverage as cv
+from jtk.regression import coverage as cv
 from jtk.regression import deep as dr
 from jtk.envs.regression import SinusoidRegression
 

@@ -147,7 +147,7 @@ def test_testbed_scores_it_by_sampling():
 
 
 def test_runs_online_in_the_bandit():
-    from jtk import bandit
+    from jtk.testbed import bandit
     problems = bandit.make_problems(input_dim=2, seeds=2)
     assert "epinet" in bandit.online_agents()
     res = bandit.run("epinet", problems=problems, horizon=60, progress=False)

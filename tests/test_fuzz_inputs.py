@@ -20,15 +20,15 @@ import pandas as pd
 import pytest
 
 import jtk
-import jtk.active
-import jtk.bandit
-import jtk.coverage
-import jtk.ensemble_study
-import jtk.exercises
-import jtk.gradebook
+import jtk.ppc.active
+import jtk.testbed.bandit
+import jtk.regression.coverage
+import jtk.testbed.ensemble_study
+import jtk.course.exercises
+import jtk.course.gradebook
 import jtk.likelihood
 import jtk.results
-import jtk.sweep
+import jtk.testbed.sweep
 import jtk.testbed
 import jtk.widgets
 from jtk import _memory
@@ -403,7 +403,7 @@ case("summarize_kl", "nan", call(L.summarize_kl, [0.1, np.nan]), VE, "kl_values"
 case("summarize_kl", "str", call(L.summarize_kl, ["0.1"]), TE, "kl_values")
 
 # --- active learning
-A = jtk.active
+A = jtk.ppc.active
 
 
 def cp(**kw):
@@ -499,7 +499,7 @@ case("xll_table", "covs-wrong-n", lambda: jtk.ppc.xll_table(YN()[:5], {"a": YN()
 case("reference_batch_size", "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
 
 # --- coverage
-C = jtk.coverage
+C = jtk.regression.coverage
 case("coverage_study", "k-1", lambda: C.coverage_study(reg_env(), ["BLR"], k=1, progress=False), VE, "k")
 case("coverage_study", "k-float", lambda: C.coverage_study(reg_env(), ["BLR"], k=10.0, progress=False), TE, "k")
 case("coverage_study", "k-huge", lambda: C.coverage_study(reg_env(), ["BLR"], k=10 ** 9, progress=False), VE, "k")
@@ -524,7 +524,7 @@ case("at_inputs", "coordinates-nested", lambda: C.at_inputs(pd.DataFrame({"coord
      "coordinates")
 
 # --- bandit
-B = jtk.bandit
+B = jtk.testbed.bandit
 run = lambda **kw: B.run(**{**dict(agent="uniform", horizon=5, seeds=1, progress=False), **kw})  # noqa: E731
 case("bandit.run", "agent-unknown", lambda: run(agent="ensembel"), VE, "agent")
 case("bandit.run", "agent-knn", lambda: run(agent="knn"), VE, "agent")
@@ -536,7 +536,7 @@ for sid, s, e in [("0", 0, VE), ("neg-entry", [-1], VE), ("2**32", [2 ** 32], VE
     case("bandit.run", f"seeds-{sid}", lambda s=s: run(seeds=s), e, "seeds")
 case("bandit.run", "seeds-duplicate", lambda: run(seeds=[0, 0]), VE, "seeds [0]")
 case("bandit.run", "seeds-duplicates", lambda: run(seeds=[3, 1, 3, 1, 2]), VE, "seeds [1, 3]")
-case("bandit.make_problems", "seeds-duplicate", call(jtk.bandit.make_problems, seeds=[5, 5]), VE, "seeds [5]")
+case("bandit.make_problems", "seeds-duplicate", call(jtk.testbed.bandit.make_problems, seeds=[5, 5]), VE, "seeds [5]")
 case("bandit.run", "input_dim-0", lambda: run(input_dim=0), VE, "input_dim")
 case("bandit.run", "input_dim-huge", lambda: run(input_dim=10 ** 9), VE, "input_dim")
 case("bandit.run", "num_actions-1", lambda: run(num_actions=1), VE, "num_actions")
@@ -566,7 +566,7 @@ case("bandit.regret_correlation", "num_bootstrap-10", lambda: B.regret_correlati
 
 # --- widgets (builders and their pure update functions)
 W = jtk.widgets
-ES = jtk.ensemble_study
+ES = jtk.testbed.ensemble_study
 case("coin_flip_app", "seed-neg", call(W.coin_flip_app, seed=-1), VE, "seed")
 case("coin_flip_app", "seed-2**32", call(W.coin_flip_app, seed=2 ** 32), VE, "seed")
 case("coin_flip_app", "seed-str", call(W.coin_flip_app, seed="0"), TE, "seed")
@@ -592,10 +592,10 @@ case("make_ensemble_comparison", "resolution-huge", call(MAKE_COMP, resolution=1
 case("kl_vs_num_train", "seeds-0", call(ES.kl_vs_num_train, seeds=0), VE, "seeds")
 case("kl_vs_num_train", "num_test-huge", call(ES.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
 case("kl_vs_num_train", "temperature-1e-45", call(ES.kl_vs_num_train, temperature=1e-45), VE, "temperature")
-case("make_toy_state", "seed-2**32", call(jtk.active.make_toy_state, seed=2 ** 32), VE, "seed")
-case("make_toy_state", "num_pool-0", call(jtk.active.make_toy_state, num_pool=0), VE, "num_pool")
-case("make_toy_state", "unknown-kwarg", call(jtk.active.make_toy_state, num_pools=5), TE, "num_pools")
-case("make_toy_state", "models-empty", call(jtk.active.make_toy_state, models={}), VE, "models")
+case("make_toy_state", "seed-2**32", call(jtk.ppc.active.make_toy_state, seed=2 ** 32), VE, "seed")
+case("make_toy_state", "num_pool-0", call(jtk.ppc.active.make_toy_state, num_pool=0), VE, "num_pool")
+case("make_toy_state", "unknown-kwarg", call(jtk.ppc.active.make_toy_state, num_pools=5), TE, "num_pools")
+case("make_toy_state", "models-empty", call(jtk.ppc.active.make_toy_state, models={}), VE, "models")
 case("coverage_app", "results-none", call(W.coverage_app, None), TE, "results")
 case("ensemble_app", "comp-none", call(W.ensemble_app, None), TE, "comp")
 case("query_app", "state-wrong", call(W.query_app, state=3), TE, "state")
@@ -633,10 +633,10 @@ for eid, ex in [("str-dask", "dask"), ("str-tcp", "tcp://127.0.0.1:8786"), ("str
 case("testbed.evaluate", "executor-dask-hint", lambda: evaluate_user(jtk.agents.make("uniform"), executor="dask"), TE,
      "executor 'dask' jtk.executors.executor('dask') --scheduler")
 case("evaluate_to_file", "executor-str",
-     lambda: jtk.results.evaluate_to_file("uniform", [good_problem()], "unused.csv", executor="dask", progress=False),
+     lambda: jtk.testbed.runs.evaluate_to_file("uniform", [good_problem()], "unused.csv", executor="dask", progress=False),
      TE, "executor 'dask'")
 case("sweep.run", "executor-str",
-     lambda: jtk.sweep.run([jtk.sweep.Config("uniform")], [good_problem()], "unused", executor="dask", progress=False),
+     lambda: jtk.testbed.sweep.run([jtk.testbed.sweep.Config("uniform")], [good_problem()], "unused", executor="dask", progress=False),
      TE, "executor 'dask'")
 # the agent's own faults, named with the agent and the problem (message and __cause__: tests below)
 for fid, fill in [("inf", np.inf), ("nan", np.nan)]:
@@ -672,8 +672,8 @@ case("testbed.breakdown", "missing-num_train", lambda: T.breakdown(results_frame
 case("testbed.breakdown", "temperature-str", lambda: T.breakdown(with_col(results_frame(), temperature="0.1")), TE,
      "results['temperature']")
 SWEEP_ROWS = lambda taus: with_col(results_frame()[results_frame()["tau"].isin(taus)], config="mlp__l2_scale=1")  # noqa
-case("sweep.best_configs", "tau-1-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
-case("sweep.best_configs", "tau-10-only", lambda: jtk.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
+case("sweep.best_configs", "tau-1-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
+case("sweep.best_configs", "tau-10-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
 
 # the mixture likelihoods (shapes are static, so these checks hold under jit too)
 L = jtk.likelihood
@@ -690,7 +690,7 @@ case("likelihood.mixture_kl", "true-length", lambda: L.mixture_kl(np.zeros((3, 8
 case("likelihood.mixture_kl", "tau-float", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(8), 2.0), VE, "tau")
 
 # grading files and times
-G = jtk.gradebook
+G = jtk.course.gradebook
 GRADES_ROW = dict(student="a", notebook="n", score=1.0, max_score=2.0, status="graded")
 case("gradebook.check_grades", "score-above-max", lambda: G.check_grades(pd.DataFrame([{**GRADES_ROW, "score": 5.0}])),
      VE, "score max_score a/n")
@@ -705,15 +705,15 @@ case("gradebook.days_late", "text", lambda: G.days_late("2025-03-02T01:00", "202
 case("gradebook.days_late", "not-a-time", lambda: G.days_late("tomorrow", "2025-03-01"), VE, "submitted ISO")
 case("gradebook.days_late", "aware-and-naive", lambda: G.days_late("2025-03-02T01:00Z", "2025-03-01"), VE,
      "submitted deadline zone")
-case("exercises.read_bytes", "seconds-text", lambda: jtk.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
-case("exercises.read_bytes", "max_bytes-0", lambda: jtk.exercises.read_bytes("README.md", max_bytes=0), VE,
+case("exercises.read_bytes", "seconds-text", lambda: jtk.course.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
+case("exercises.read_bytes", "max_bytes-0", lambda: jtk.course.exercises.read_bytes("README.md", max_bytes=0), VE,
      "max_bytes")
 case("exercises.grade_notebook", "timeout-text",
-     lambda: jtk.exercises.grade_notebook(jtk.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
+     lambda: jtk.course.exercises.grade_notebook(jtk.course.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
                                           timeout="30"), TE, "timeout")
-case("exercises.grade_notebook", "not-a-submission", lambda: jtk.exercises.grade_notebook("s/n.ipynb", {}), TE,
+case("exercises.grade_notebook", "not-a-submission", lambda: jtk.course.exercises.grade_notebook("s/n.ipynb", {}), TE,
      "sub Submission")
-case("exercises.execute", "timeout-negative", lambda: jtk.exercises.execute(None, [], timeout=-1), VE, "timeout")
+case("exercises.execute", "timeout-negative", lambda: jtk.course.exercises.execute(None, [], timeout=-1), VE, "timeout")
 
 
 @pytest.mark.parametrize("build, exc, names", CASES)
@@ -786,7 +786,7 @@ def test_nan_scores_of_a_vectorised_agent_name_agent_and_problem():
     kl = np.array([0.1, np.nan, 0.3])
     with pytest.raises(ValueError, match="agent 'mlp' gave sampled logits that are not finite on problem "
                                          "seed=0 num_train=10 temperature=0.1 tau=10: 1 of 3"):
-        jtk.testbed._rows([p], [kl], [np.full((3, 2), 0.5)], [np.zeros(3, int)], "exact", 0.0, 0.0, "mlp")
+        jtk.testbed.engine.result_rows([p], [kl], [np.full((3, 2), 0.5)], [np.zeros(3, int)], "exact", 0.0, 0.0, "mlp")
 
 
 # ------------------------------------------------------------------ float64 precision and seeds
@@ -846,7 +846,7 @@ def test_agents_make_suggests_close_names():
     with pytest.raises(TypeError, match="did you mean 'num_members'"):
         jtk.agents.make("ensemble", num_member=3)
     with pytest.raises(TypeError, match="did you mean 'num_members'"):
-        jtk.bandit.run("ensemble", horizon=5, seeds=1, agent_kwargs={"num_membres": 3}, progress=False)
+        jtk.testbed.bandit.run("ensemble", horizon=5, seeds=1, agent_kwargs={"num_membres": 3}, progress=False)
 
 
 # ------------------------------------------------------------------ size bombs under RLIMIT_AS = 6 GB
@@ -867,9 +867,9 @@ BOMBS = {
     "widget-resolution-1e6": "jtk.widgets.JointPredictions(resolution=10**6)",
     "toy_split-pool-1e6": "jtk.envs.toy_split_1d(num_pool=10**6)",
     "gp-split-pool-1e6": "jtk.envs.ReLUKernelGP().sample_split(num_pool=10**6)",
-    "bandit-horizon-1e12": "jtk.bandit.run('uniform', horizon=10**12, seeds=1, progress=False)",
-    "bandit-dim-1e8": "jtk.bandit.run('uniform', input_dim=10**8, horizon=5, seeds=1, progress=False)",
-    "coverage-k-1e9": "jtk.coverage.coverage_study(jtk.envs.SinusoidRegression(1.0), ['BLR'], k=10**9, progress=False)",
+    "bandit-horizon-1e12": "jtk.testbed.bandit.run('uniform', horizon=10**12, seeds=1, progress=False)",
+    "bandit-dim-1e8": "jtk.testbed.bandit.run('uniform', input_dim=10**8, horizon=5, seeds=1, progress=False)",
+    "coverage-k-1e9": "jtk.regression.coverage.coverage_study(jtk.envs.SinusoidRegression(1.0), ['BLR'], k=10**9, progress=False)",
     "blr-samples-1e10": ("e = jtk.envs.SinusoidRegression(1.0); x, y = e.sample_train(0)\n"
                          "jtk.regression.BayesianLinearRegression(e.features, e.noise_std).fit(x, y)"
                          ".sample_functions(e.test_inputs(), 10**10)"),
@@ -879,7 +879,7 @@ import json, resource, sys, time
 limit = {limit} * 2**30
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import numpy as np
-import jtk, jtk.bandit, jtk.coverage, jtk.widgets
+import jtk, jtk.testbed.bandit, jtk.regression.coverage, jtk.widgets
 jtk.envs.MLPClassification(0.1).sample(2)  # start JAX's backend before any clock starts
 for name, code in json.loads(sys.argv[1]).items():
     setup, _, call = code.rpartition("\\n")

@@ -25,7 +25,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from jtk import exercises, sandbox
+from jtk.course import exercises, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -84,7 +84,7 @@ def _reference_answers(record):
             gram = phi.T @ phi
             return _np.linalg.solve(gram, phi.T @ y), sigma ** 2 * _np.linalg.inv(gram)
         if name == "batch_mig_step":
-            from jtk import active
+            from jtk.ppc import active
             cov, chosen, pool, test, noise_var = args
             return int(_np.asarray(active.batch_mig(cov, pool, test, noise_var, len(chosen) + 1))[len(chosen)])
         if name == "thompson_action":

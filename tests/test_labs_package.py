@@ -13,7 +13,9 @@ import zipfile
 
 import pytest
 
-from jtk import cli, labs
+from jtk import cli
+from jtk.course import labs
+from jtk import _info
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -118,7 +120,6 @@ def test_bad_arguments_are_named(tmp_path, capsys):
 
 def test_one_version_for_package_info_manifests_and_citation():
     import jtk
-    from jtk import results
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
@@ -127,7 +128,7 @@ def test_one_version_for_package_info_manifests_and_citation():
     assert f"\nversion: {jtk.__version__}\n" in (ROOT / "CITATION.cff").read_text()
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "## [Unreleased]" in changelog and f"## [{jtk.__version__}]" in changelog
-    assert results.provenance()["jtk"] == jtk.__version__
+    assert _info.provenance()["jtk"] == jtk.__version__
 
 
 # ------------------------------------------------------------------ the wheel, installed outside the checkout
@@ -183,7 +184,7 @@ def test_installed_wheel_writes_the_labs_outside_the_checkout(wheel, tmp_path):
     assert _files(out) == labs.lab_files(ROOT)
     _assert_identical(out, _files(out))
     # It was the installed package, not the checkout, that ran and provided the files.
-    where = subprocess.run([sys.executable, "-c", "import jtk, jtk.labs; print(jtk.__file__); print(jtk.labs.labs_root())"],
+    where = subprocess.run([sys.executable, "-c", "import jtk, jtk.course.labs; print(jtk.__file__); print(jtk.course.labs.labs_root())"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert where.returncode == 0, where.stderr[-3000:]
     module, root = where.stdout.split()

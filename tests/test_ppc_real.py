@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jtk import active
+from jtk.ppc import active
 
 ROOT = Path(__file__).resolve().parents[1]
 

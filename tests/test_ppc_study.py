@@ -1,4 +1,4 @@
-"""The PPC study's library pieces (jtk.ppc.xll_table, split_mean_correlation, jtk.active.select_many,
+"""The PPC study's library pieces (jtk.ppc.xll_table, split_mean_correlation, jtk.ppc.active.select_many,
 split_data) against independent computations, and benchmarks/ppc_study.py end to end on toy sizes."""
 
 import sys
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from jtk import active, ppc
+from jtk import ppc
+from jtk.ppc import active
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 from jtk.regression.gp import GPRegression
 

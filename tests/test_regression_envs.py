@@ -52,7 +52,7 @@ def test_bad_input_scale(bad):
 
 
 def test_anchor_covers_95_under_input_scale():
-    from jtk import coverage as cv
+    from jtk.regression import coverage as cv
 
     env = SinusoidRegression(2.0, input_scale=8.0, seed=0)
     res = cv.coverage_study(env, ["BLR"], k=400, seed=0, progress=False)["BLR"]

@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 
 from jtk import results, testbed
+from jtk.testbed import runs
+from jtk.agents import records
 
 
 # ---------------------------------------------------------------- atomic writes under concurrency
@@ -217,8 +219,8 @@ def test_load_results_refuses_a_csv_that_does_not_match_its_manifest(tmp_path):
 def test_agent_config_records_registered_and_user_agents():
     from jtk import agents
 
-    cfg = results.agent_config(agents.make("ensemble+", num_members=3))
-    rebuilt = results.make_agent(cfg)
+    cfg = records.agent_config(agents.make("ensemble+", num_members=3))
+    rebuilt = records.make_agent(cfg)
     assert rebuilt == agents.make("ensemble+", num_members=3)
 
     class MyAgent:
@@ -228,22 +230,22 @@ def test_agent_config_records_registered_and_user_agents():
         def __repr__(self):
             return "MyAgent(k=3)"
 
-    cfg = results.agent_config(MyAgent())
+    cfg = records.agent_config(MyAgent())
     assert not cfg["registered"] and cfg["class"].endswith("MyAgent") and cfg["repr"] == "MyAgent(k=3)"
     with pytest.raises(ValueError, match="registered jtk agent"):
-        results.make_agent(cfg)
-    changed = results.agent_config("mlp")
+        records.make_agent(cfg)
+    changed = records.agent_config("mlp")
     changed["fields"]["hidden"] = [20, 20]
     with pytest.raises(ValueError, match="differs from the recorded configuration"):
-        results.make_agent(changed)
+        records.make_agent(changed)
 
 
 # ---------------------------------------------------------------- verification
 def test_verify_recomputes_and_catches_a_consistently_rewritten_kl(tmp_path):
     out = tmp_path / "rows.csv"
-    df = results.evaluate_to_file("uniform", testbed.problems("quick", seeds=1), out, progress=False)
+    df = runs.evaluate_to_file("uniform", testbed.problems("quick", seeds=1), out, progress=False)
     assert len(df) == 8 and not results.parts_dir(out).exists()
-    table = results.verify(out, sample=8)
+    table = runs.verify(out, sample=8)
     assert len(table) == 8 and table["ok"].all() and (table["abs_diff"] <= 1e-5).all()
 
     # Tamper with one kl and rewrite the manifest's checksum consistently: only recomputation catches it.
@@ -255,11 +257,11 @@ def test_verify_recomputes_and_catches_a_consistently_rewritten_kl(tmp_path):
     manifest["sha256"] = results.sha256_bytes(data)
     results.manifest_path(out).write_text(json.dumps(manifest))
     assert len(results.load_results(out)) == 8  # passes the checksum ...
-    table = results.verify(out, sample=8)
+    table = runs.verify(out, sample=8)
     bad = table[~table["ok"]]  # ... but not the recomputation
     assert len(bad) == 1 and bad.iloc[0]["recorded"] == pytest.approx(rows.loc[3, "kl"])
     with pytest.raises(ValueError, match="sample must be a positive integer"):
-        results.verify(out, sample=0)
+        runs.verify(out, sample=0)
 
 
 def test_manifests_record_the_numerics_and_verify_picks_its_tolerance_by_them(tmp_path):
@@ -267,15 +269,15 @@ def test_manifests_record_the_numerics_and_verify_picks_its_tolerance_by_them(tm
     from jtk import _info
 
     out = tmp_path / "rows.csv"
-    results.evaluate_to_file("uniform", testbed.problems("quick", seeds=1), out, progress=False)
+    runs.evaluate_to_file("uniform", testbed.problems("quick", seeds=1), out, progress=False)
     manifest = json.loads(results.manifest_path(out).read_text())
     numerics = manifest["provenance"]["numerics"]
     assert numerics["numerics_key"] == _info.numerics()["numerics_key"]
     assert numerics["numerics_key"].startswith(f"{numerics['machine']}/{numerics['xla_cpu_isa'] or 'native'}")
-    assert "the same numerics key" in results.verify(out, sample=2).attrs["tolerance"]
+    assert "the same numerics key" in runs.verify(out, sample=2).attrs["tolerance"]
     manifest["provenance"]["numerics"]["numerics_key"] = "x86_64/AVX512"
     results.manifest_path(out).write_text(json.dumps(manifest))
-    table = results.verify(out, sample=2)
+    table = runs.verify(out, sample=2)
     assert table["ok"].all() and table.attrs["tolerance"].startswith(
         f"rtol {results.CROSS_MACHINE_RTOL:g}, atol {results.CROSS_MACHINE_ATOL:g} (numerics key x86_64/AVX512 recorded")
 

@@ -6,7 +6,9 @@ import time
 import pandas as pd
 import pytest
 
-from jtk import cli, sweep, testbed
+from jtk import cli, testbed
+from jtk.testbed import runs
+from jtk.testbed import sweep
 
 ARGS = ["sweep", "--agents", "mlp", "--grid", "quick", "--seeds", "1", "--set", "num_steps=20", "--no-progress"]
 
@@ -87,7 +89,7 @@ def test_sweep_directory_records_its_problems_and_refuses_others(tmp_path):
     pd.testing.assert_frame_equal(combined, rows)
     assert combined.attrs["manifest"]["agent_column"] == "config"
     assert set(combined.attrs["manifest"]["agents"]) == {"uniform"}
-    assert results.verify(root / sweep.RESULTS_CSV, sample=8)["ok"].all()  # jtk verify works on sweeps too
+    assert runs.verify(root / sweep.RESULTS_CSV, sample=8)["ok"].all()  # jtk verify works on sweeps too
 
 
 def test_damaged_chunks_are_reported_and_recomputed(tmp_path):

@@ -11,7 +11,9 @@ from scipy.special import log_softmax
 
 import _fakes
 import jtk
+from jtk.testbed import runs
 from jtk import testbed, train as train_lib
+from jtk.testbed import engine
 from jtk.agents import ProblemInfo
 
 # every temperature and τ, the smallest / a middle / the largest training set, 2 seeds
@@ -216,7 +218,7 @@ def test_evaluate_stops_between_chunks_when_interrupted(monkeypatch):
 
     monkeypatch.setenv("JTK_THREADS", "1")
     problems = testbed.problems("quick")
-    assert len(testbed._chunks(problems, jtk.agents.make("mlp"))) > 1
+    assert len(engine.make_chunks(problems, jtk.agents.make("mlp"))) > 1
     with pytest.raises(Interrupted) as err:
         testbed.evaluate("mlp", problems, progress=False, interrupt=_AfterFirstCheck())
     assert 0 < err.value.kept < err.value.total == len(problems)
@@ -228,7 +230,7 @@ THREAD_GRID = testbed.grid(temperatures=(0.1,), num_train=(1, 3, 10, 30), seeds=
 
 def test_chunks_in_threads_give_bitwise_the_serial_results(monkeypatch):
     agent = jtk.agents.make("ensemble+", num_members=3, num_steps=30)
-    assert len(testbed._chunks(THREAD_GRID, agent)) >= 4
+    assert len(engine.make_chunks(THREAD_GRID, agent)) >= 4
     frames = {}
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("JTK_THREADS", threads)
@@ -243,7 +245,7 @@ def test_interrupt_keeps_the_chunks_running_in_threads_and_cancels_the_rest(monk
 
     monkeypatch.setenv("JTK_THREADS", "2")
     agent = jtk.agents.make("mlp", num_steps=30)
-    sizes = [sum(len(g) for g in c) for c in testbed._chunks(THREAD_GRID, agent)]
+    sizes = [sum(len(g) for g in c) for c in engine.make_chunks(THREAD_GRID, agent)]
     with pytest.raises(Interrupted) as err:
         testbed.evaluate(agent, THREAD_GRID, progress=False, interrupt=_AfterFirstCheck())
     # the two chunks that had started finish and are kept; the two queued ones never start
@@ -273,18 +275,18 @@ def test_local_threads_one_per_core_only_for_jtk_agents_on_the_cpu(monkeypatch):
                                                ("dropout", 1, 32)])
 def test_chunks_share_one_size_are_bounded_and_costliest_first(name, members, size):
     agent = jtk.agents.make(name, **({"num_members": members} if name != "dropout" else {}))
-    chunks = testbed._chunks(testbed.problems("paper"), agent)
+    chunks = engine.make_chunks(testbed.problems("paper"), agent)
     assert sorted(len(g) for c in chunks for g in c) == [2] * 210  # every group once, both τ in it
     assert {c.size for c in chunks} == {size}  # one shape per program, whatever the minibatch size
     for c in chunks:
         spec = agent.specialize(c[0][0].prior())
-        assert len(c) <= c.size <= testbed.MAX_GROUPS_PER_CHUNK and c.size * members <= testbed.MEMBERS_PER_CHUNK
+        assert len(c) <= c.size <= engine.MAX_GROUPS_PER_CHUNK and c.size * members <= engine.MEMBERS_PER_CHUNK
         if hasattr(spec, "members_per_block"):  # an ensemble: problems × member blocks fill the cache budget
             nominal = agent.specialize(testbed.Problem(temperature=0.1, num_train=1000, tau=1, seed=0).prior())
             assert c.size == 1 or c.size * nominal.members_per_block() * (agent.batch_size + train_lib.PARAMETER_ROWS) \
                 <= train_lib.CPU_BLOCK_ROWS
         else:
-            assert c.size == 1 or c.size * members * agent.batch_size <= testbed.MEMBER_ROWS_PER_CHUNK
+            assert c.size == 1 or c.size * members * agent.batch_size <= engine.MEMBER_ROWS_PER_CHUNK
     cost = [c.size * agent.specialize(c[0][0].prior()).batch_size for c in chunks]
     assert cost == sorted(cost, reverse=True)
 
@@ -292,24 +294,24 @@ def test_chunks_share_one_size_are_bounded_and_costliest_first(name, members, si
 def test_a_small_grid_is_not_padded_beyond_its_largest_minibatch_size():
     """The quick grid has 4 groups per minibatch size: chunks of 4 (dropout: not of the paper grid's 32)."""
     for agent in (jtk.agents.make("mlp"), jtk.agents.make("dropout")):
-        assert {c.size for c in testbed._chunks(testbed.problems("quick"), agent)} == {4}
+        assert {c.size for c in engine.make_chunks(testbed.problems("quick"), agent)} == {4}
 
 
 def test_chunks_pickle_with_their_size_and_programs(monkeypatch):
     import pickle
 
-    monkeypatch.setattr(testbed, "_PROGRAMS", {})  # no program of an earlier test
+    monkeypatch.setattr(engine, "_PROGRAMS", {})  # no program of an earlier test
 
-    chunk = testbed._chunks(testbed.problems("quick"), jtk.agents.make("mlp"))[0]
+    chunk = engine.make_chunks(testbed.problems("quick"), jtk.agents.make("mlp"))[0]
     again = pickle.loads(pickle.dumps(chunk))
-    assert isinstance(again, testbed.Chunk) and again.size == chunk.size and list(again) == list(chunk)
+    assert isinstance(again, engine.Chunk) and again.size == chunk.size and list(again) == list(chunk)
     assert again.programs == chunk.programs and len(chunk.programs) == 2  # minibatches 16 and 100
 
 
 def test_the_paper_grid_trains_every_minibatch_size_in_one_program(monkeypatch):
-    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    monkeypatch.setattr(engine, "_PROGRAMS", {})
     agent = jtk.agents.make("mlp")
-    chunks = testbed._chunks(testbed.problems("paper"), agent)
+    chunks = engine.make_chunks(testbed.problems("paper"), agent)
     assert {c.programs for c in chunks} == {tuple(agent.specialize(ProblemInfo(input_dim=2, num_classes=2, num_train=n))
                                                   for n in (1, 3, 10, 30, 100))}
     assert [a.batch_size for a in chunks[0].programs] == [1, 4, 16, 32, 100]
@@ -322,17 +324,17 @@ def test_one_program_for_all_minibatch_sizes_gives_the_bits_of_one_program_each(
     """A grid of three minibatch sizes compiles one training program, and every row equals evaluating each size on its
     own in a fresh process's state (then each chunk's program has its single branch, the program the switch
     replaced)."""
-    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    monkeypatch.setattr(engine, "_PROGRAMS", {})
     agent = jtk.agents.make(name, num_steps=60, **({"burn_in": 20, "thin": 20, "warm_start_steps": 10}
                                                      if name == "sgld" else {}))
     problems = testbed.grid(temperatures=(0.1,), num_train=(1, 10, 100), seeds=1, taus=(1,))
-    program = testbed._finish_states if agent.incremental else testbed._train_states
+    program = engine._finish_states if agent.incremental else engine._train_states
     before = program._cache_size()
     together = testbed.evaluate(agent, problems, progress=False)
     assert program._cache_size() == before + 1
     apart = []
     for p in problems:
-        monkeypatch.setattr(testbed, "_PROGRAMS", {})  # else the three-branch program serves each
+        monkeypatch.setattr(engine, "_PROGRAMS", {})  # else the three-branch program serves each
         apart.append(testbed.evaluate(agent, [p], progress=False))
     assert program._cache_size() == before + 4
     apart = pd.concat(apart, ignore_index=True)
@@ -344,21 +346,21 @@ def test_one_program_for_all_minibatch_sizes_gives_the_bits_of_one_program_each(
 def test_chunks_on_a_gpu_are_as_wide_as_the_accelerator_limit(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     for members, largest, size in ((1, 90, 96), (10, 90, 96), (100, 16, 16)):  # 90: the n ≥ 100 groups
-        chunks = testbed._chunks(testbed.problems("paper"), jtk.agents.make("ensemble+", num_members=members))
+        chunks = engine.make_chunks(testbed.problems("paper"), jtk.agents.make("ensemble+", num_members=members))
         assert max(len(c) for c in chunks) == largest
         assert {c.size for c in chunks} == {size}  # one shape: the small minibatch sizes are padded to it
-        assert all(c.size * members <= testbed.MEMBERS_PER_CHUNK for c in chunks)
+        assert all(c.size * members <= engine.MEMBERS_PER_CHUNK for c in chunks)
 
 
 def test_components_in_blocks_of_inputs_equal_the_whole_evaluation():
     agent = jtk.agents.make("ensemble+", num_members=300, num_steps=2)
-    block = testbed.COMPONENT_ROWS_PER_BLOCK // 300
-    _, args = testbed._train_inputs(agent, [testbed.Problem(temperature=0.1, num_train=10, tau=1, seed=0)])
-    _, states = testbed._train_chunk(*args)
+    block = engine.COMPONENT_ROWS_PER_BLOCK // 300
+    _, args = engine._train_inputs(agent, [testbed.Problem(temperature=0.1, num_train=10, tau=1, seed=0)])
+    _, states = engine._train_chunk(*args)
     state = jax.tree_util.tree_map(lambda a: a[0], states)
     x = jax.random.normal(jax.random.key(0), (10 * block + 7, 2))  # 11 blocks, the last one padded
     whole = agent.components(state, x)
-    blocked = jax.jit(testbed._blocked_components, static_argnums=0)(agent, state, x)
+    blocked = jax.jit(engine._blocked_components, static_argnums=0)(agent, state, x)
     assert blocked.shape == whole.shape == (300, x.shape[0], 2)
     np.testing.assert_allclose(np.asarray(blocked), np.asarray(whole), rtol=1e-5, atol=1e-5)
 
@@ -384,7 +386,7 @@ def test_the_gpu_path_in_its_cpu_form_scores_as_the_cpu_path(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     jax.clear_caches()  # traces made on the CPU path would be reused: the backend is read while tracing
     assert agent.specialize(problems[0].prior()).members_per_block() == 20
-    assert {c.size for c in testbed._chunks(problems, agent)} == {2}  # all groups of a minibatch size at once
+    assert {c.size for c in engine.make_chunks(problems, agent)} == {2}  # all groups of a minibatch size at once
     gpu = testbed.evaluate(agent, problems, progress=False)
     jax.clear_caches()
     pd.testing.assert_frame_equal(gpu[["kl", "accuracy"]], cpu[["kl", "accuracy"]], check_exact=False,
@@ -394,24 +396,24 @@ def test_the_gpu_path_in_its_cpu_form_scores_as_the_cpu_path(monkeypatch):
 def test_a_later_grid_reuses_the_program_that_has_its_minibatch_sizes(monkeypatch):
     """After a grid of minibatch sizes 1, 16 and 100, new num_train values in those sizes compile nothing; a new size
     compiles one program with all four."""
-    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    monkeypatch.setattr(engine, "_PROGRAMS", {})
     agent = jtk.agents.make("mlp", num_steps=20)
     grid = lambda *ns: testbed.grid(temperatures=(0.1,), num_train=ns, seeds=1, taus=(1,))  # noqa: E731
     testbed.evaluate(agent, grid(1, 10, 100), progress=False)
-    before = testbed._finish_states._cache_size()
+    before = engine._finish_states._cache_size()
     testbed.evaluate(agent, grid(9, 700), progress=False)
-    assert testbed._finish_states._cache_size() == before
-    chunks = testbed._chunks(grid(2, 300), agent)
+    assert engine._finish_states._cache_size() == before
+    chunks = engine.make_chunks(grid(2, 300), agent)
     assert [a.batch_size for a in chunks[0].programs] == [1, 2, 16, 100]
 
 
 def test_programs_are_shared_only_between_grids_of_one_chunk_size(monkeypatch):
     """A program's shapes include the chunk size: the quick grid's chunks of 4 do not take the paper grid's five
     branches (compiled for chunks of 32), which would compile three branches it never runs."""
-    monkeypatch.setattr(testbed, "_PROGRAMS", {})
+    monkeypatch.setattr(engine, "_PROGRAMS", {})
     agent = jtk.agents.make("dropout")
-    paper = testbed._chunks(testbed.problems("paper"), agent)
-    quick = testbed._chunks(testbed.problems("quick"), agent)
+    paper = engine.make_chunks(testbed.problems("paper"), agent)
+    quick = engine.make_chunks(testbed.problems("quick"), agent)
     assert {c.size for c in paper} == {32} and {c.size for c in quick} == {4}
     assert len(paper[0].programs) == 5 and [a.batch_size for a in quick[0].programs] == [16, 100]
 
@@ -436,7 +438,7 @@ def _evaluate_compiling_ahead(agent, monkeypatch, request=None):
         if event.endswith("backend_compile_duration"):
             compiled.append((kw.get("fun_name", ""), threading.current_thread().name))
 
-    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
+    monkeypatch.setattr(engine, "compiles_ahead", lambda executor=None: executor is None)
     monitoring.register_event_duration_secs_listener(listener)
     try:
         ahead = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
@@ -463,10 +465,10 @@ def test_compiling_ahead_compiles_every_grid_program_first_and_changes_no_score(
 
 
 def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(monkeypatch, request):
-    """testbed.SPLIT_BRANCHES_AHEAD (a GPU trial): where the grid compiles ahead, each minibatch size gets its own
+    """engine.SPLIT_BRANCHES_AHEAD (a GPU trial): where the grid compiles ahead, each minibatch size gets its own
     training program, all compiled in compile threads, and the rows stay bitwise those of one program, also with
     the compile threads and the chunk threads beside 2 × the cores of busy processes."""
-    monkeypatch.setattr(testbed, "SPLIT_BRANCHES_AHEAD", True)  # the plain run does not compile ahead: one program
+    monkeypatch.setattr(engine, "SPLIT_BRANCHES_AHEAD", True)  # the plain run does not compile ahead: one program
     plain, split, compiled = _evaluate_compiling_ahead(jtk.agents.make("mlp", num_steps=29), monkeypatch, request)
     training = [thread for fun, thread in compiled if fun == "jit(_finish_states)"]
     assert len(training) == 2 and all(t.startswith("jtk-compile") for t in training), compiled  # minibatch 4 and 100
@@ -477,19 +479,19 @@ def test_split_branches_compile_one_training_program_per_minibatch_size_ahead(mo
 def test_every_grid_runner_compiles_ahead_the_chunks_it_then_runs(runner, tmp_path, monkeypatch):
     """evaluate, jtk testbed --out (evaluate_to_file) and jtk sweep all run a grid through testbed.run_grid: off the
     CPU (forced here) compile_ahead gets exactly the evaluate_chunk calls that then run, and with an executor none."""
-    from jtk import results, sweep
+    from jtk.testbed import sweep
 
     agent_kwargs = (("num_steps", 23),)
     agent = jtk.agents.make("mlp", **dict(agent_kwargs))
     ahead, ran = [], []
-    monkeypatch.setattr(testbed, "compiles_ahead", lambda executor=None: executor is None)
-    monkeypatch.setattr(testbed, "compile_ahead", lambda tasks, threads=None: ahead.extend(tasks) or len(tasks))
+    monkeypatch.setattr(engine, "compiles_ahead", lambda executor=None: executor is None)
+    monkeypatch.setattr(engine, "compile_ahead", lambda tasks, threads=None: ahead.extend(tasks) or len(tasks))
     real_chunk = testbed.evaluate_chunk
-    monkeypatch.setattr(testbed, "evaluate_chunk", lambda *args: ran.append(args) or real_chunk(*args))
+    monkeypatch.setattr(engine, "evaluate_chunk", lambda *args: ran.append(args) or real_chunk(*args))
     if runner == "evaluate":
         rows = testbed.evaluate(agent, AHEAD_GRID, progress=False)
     elif runner == "evaluate_to_file":
-        rows = results.evaluate_to_file(agent, AHEAD_GRID, tmp_path / "mlp.csv", progress=False)
+        rows = runs.evaluate_to_file(agent, AHEAD_GRID, tmp_path / "mlp.csv", progress=False)
     else:
         rows = sweep.run([sweep.Config("mlp", agent_kwargs)], AHEAD_GRID, tmp_path / "sweep", progress=False)
     assert len(rows) == len(AHEAD_GRID) and len(ran) == 2  # two minibatch sizes: two chunks
@@ -504,10 +506,10 @@ def test_every_grid_runner_compiles_ahead_the_chunks_it_then_runs(runner, tmp_pa
 
 def test_compile_ahead_lowers_each_program_once_and_skips_other_agents():
     agent = jtk.agents.make("mlp", num_steps=41)
-    chunks = testbed._chunks(testbed.problems("paper"), agent)  # five minibatch sizes, one training program
+    chunks = engine.make_chunks(testbed.problems("paper"), agent)  # five minibatch sizes, one training program
     tasks = [(agent, c, "mlp", "auto") for c in chunks]
     seen: dict = {}
-    lowered = [low for t in tasks for low in testbed._lower_chunk(*t, seen)]
+    lowered = [low for t in tasks for low in engine._lower_chunk(*t, seen)]
     names = sorted(re.search(r"module @(\w+)", low.as_text()).group(1) for low in lowered)
     assert len(chunks) > 5 and names == ["jit__eval_chunk"] * 2 + ["jit__finish_states", "jit__make_training",
                                                                    "jit__start_states"]  # scoring at τ = 1 and 10
@@ -531,7 +533,7 @@ def test_infinite_kl_is_clipped_as_the_reference_but_reported_and_warned(low):
     agent.fit(np.asarray(data.x[:10]), np.asarray(data.y[:10]))
     with np.errstate(over="ignore"):  # -1e300 is -inf in float32, as the testbed scores it
         logits = agent.sample_logits(np.asarray(test.x), 10).astype(np.float32)
-    kl, _ = testbed._score_numpy(logits, test, 1)
+    kl, _ = engine.score_numpy(logits, test, 1)
     finite = np.isfinite(kl)
     assert rows.loc[rows["tau"] == 1, "frac_finite"].iloc[0] == finite.mean()
     assert rows.loc[rows["tau"] == 1, "kl"].iloc[0] == pytest.approx(np.where(finite, kl, kl[finite].max()).mean())

@@ -27,10 +27,10 @@ def test_the_speed_tables_in_docs_are_what_the_stored_csvs_give():
 
 
 def test_patch_sets_a_module_constant_and_refuses_unknown_names(monkeypatch):
-    from jtk import testbed
+    from jtk.testbed import engine
 
-    monkeypatch.setattr(testbed, "MEMBERS_PER_CHUNK", testbed.MEMBERS_PER_CHUNK)  # restored after the test
-    testbed_speed._patch(["jtk.testbed.MEMBERS_PER_CHUNK=4096"])
-    assert testbed.MEMBERS_PER_CHUNK == 4096
+    monkeypatch.setattr(engine, "MEMBERS_PER_CHUNK", engine.MEMBERS_PER_CHUNK)  # restored after the test
+    testbed_speed._patch(["jtk.testbed.engine.MEMBERS_PER_CHUNK=4096"])
+    assert engine.MEMBERS_PER_CHUNK == 4096
     with pytest.raises(SystemExit, match="jtk.testbed has no NO_SUCH_CONSTANT"):
         testbed_speed._patch(["jtk.testbed.NO_SUCH_CONSTANT=1"])

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import jtk
-from jtk import results, testbed, train as train_lib
+from jtk.agents import records
+from jtk import testbed, train as train_lib
+from jtk.testbed import engine
 from jtk.agents import ProblemInfo
 
 
@@ -72,7 +74,7 @@ def test_specialize_marks_whole_set_buckets_and_the_flag_is_no_hyperparameter():
     assert not dataclasses.replace(agent.specialize(ProblemInfo(2, 2, 30)), num_classes=3).whole_set
     with pytest.raises(TypeError, match="whole_set"):
         jtk.agents.make("mlp", whole_set=True)
-    assert "whole_set" not in results.agent_config(agent)["fields"]  # manifests record hyperparameters only
+    assert "whole_set" not in records.agent_config(agent)["fields"]  # manifests record hyperparameters only
 
 
 def _member_blocks(monkeypatch, per_block):
@@ -85,12 +87,12 @@ def test_member_blocks_train_the_members_the_whole_ensemble_trains(monkeypatch, 
     """Blocks of members on the same minibatches: the same ensemble up to float rounding of the batched products."""
     agent = jtk.agents.make("ensemble+", num_members=6, num_steps=60)
     problem = testbed.Problem(temperature=0.1, num_train=num_train, tau=1, seed=2)
-    _, args = testbed._train_inputs(agent, [problem])
+    _, args = engine._train_inputs(agent, [problem])
     states = {}
     for per_block in (None, 2, 3):
         _member_blocks(monkeypatch, per_block)
         jax.clear_caches()  # the compiled programs are keyed on the agent, not on the patched method
-        states[per_block] = testbed._train_chunk(*args)[1]
+        states[per_block] = engine._train_chunk(*args)[1]
     for per_block in (2, 3):
         for a, b in zip(jax.tree_util.tree_leaves(states[None]), jax.tree_util.tree_leaves(states[per_block])):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-4, atol=2e-5)
@@ -100,10 +102,10 @@ def test_split_training_is_the_one_program_training():
     """The testbed's init program + steps program give the bits of agent.train in one program."""
     agent = jtk.agents.make("ensemble+", num_members=4, num_steps=50)
     problems = [testbed.Problem(temperature=0.1, num_train=n, tau=1, seed=s) for n, s in ((10, 0), (10, 1))]
-    _, args = testbed._train_inputs(agent, problems)
+    _, args = engine._train_inputs(agent, problems)
     spec, cfg, seeds, temps, ns, hyper, agent_seeds = args
-    _, data = testbed._make_training_batch(cfg, seeds, temps, ns)
-    one = testbed._train_states((spec,), jnp.int32(0), data, hyper, agent_seeds)
-    _, split = testbed._train_chunk(*args)
+    _, data = engine._make_training_batch(cfg, seeds, temps, ns)
+    one = engine._train_states((spec,), jnp.int32(0), data, hyper, agent_seeds)
+    _, split = engine._train_chunk(*args)
     for a, b in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(split)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

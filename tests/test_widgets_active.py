@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jtk.active import make_toy_state, toy_view  # noqa: E402
+from jtk.ppc.active import make_toy_state, toy_view  # noqa: E402
 from jtk.widgets.active import query_app  # noqa: E402
 
 

@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jtk.coverage import CoverageResult  # noqa: E402
+from jtk.regression.coverage import CoverageResult  # noqa: E402
 from jtk.widgets import coverage as wc  # noqa: E402
 
 

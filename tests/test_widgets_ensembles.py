@@ -1,4 +1,4 @@
-"""ensemble vs ensemble+: jtk.ensemble_study fits, the Fig. 12 app, the Fig. 5 study (exact d_KL^τ: test_likelihood).
+"""ensemble vs ensemble+: jtk.testbed.ensemble_study fits, the Fig. 12 app, the Fig. 5 study (exact d_KL^τ: test_likelihood).
 
 Fits use tiny settings (3 members, 10 steps) so the whole file runs in seconds;
 the notebook's settings are exercised by executing the notebook.
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from jax import monitoring
 
-from jtk import ensemble_study as es
+from jtk.testbed import ensemble_study as es
 from jtk.widgets import ensembles as we
 
 TINY = es.FitSettings(num_members=3, num_steps=10, batch_size=8, capacity=16)

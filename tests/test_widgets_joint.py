@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from jax import monitoring
 
-from jtk import ensemble_study as es
+from jtk.testbed import ensemble_study as es
 from jtk.envs import MLPClassification
 from jtk.widgets import joint as wj
 

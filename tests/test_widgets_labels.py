@@ -9,9 +9,10 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jtk import ensemble_study as es, export  # noqa: E402
-from jtk.active import make_toy_state  # noqa: E402
-from jtk.coverage import CoverageResult  # noqa: E402
+from jtk.course import export  # noqa: E402
+from jtk.testbed import ensemble_study as es
+from jtk.ppc.active import make_toy_state  # noqa: E402
+from jtk.regression.coverage import CoverageResult  # noqa: E402
 from jtk.widgets import active as wa, bandit as wb, coins as wc, coverage as wcov  # noqa: E402
 from jtk.widgets import ensembles as we, joint as wj  # noqa: E402
 

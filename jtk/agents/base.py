@@ -17,7 +17,7 @@ pure functions of one problem, ``train(key, data, hyper) -> state`` and
 problem; the testbed ``vmap``s the same functions over many problems at once.
 Gradient-trained agents build ``train`` from ``init`` / ``loss`` /
 ``finalize`` and the shared loop of :mod:`jtk.train`; the neural bandit
-(:mod:`jtk.bandit`) runs the same pieces online.
+(:mod:`jtk.testbed.bandit`) runs the same pieces online.
 
 Agents are frozen, keyword-only dataclasses (hashable: static ``jax.jit``
 arguments). The fields every agent shares are declared and checked once:
@@ -359,7 +359,7 @@ class JaxAgent:
     * either ``init(key, data, hyper) -> (trainable, fixed)``,
       ``loss(trainable, fixed, batch, hyper, key)`` and optionally
       ``finalize(trainable, fixed) -> state`` (gradient-trained agents: the
-      generic ``train`` runs the shared loop, and ``jtk.bandit`` can update
+      generic ``train`` runs the shared loop, and ``jtk.testbed.bandit`` can update
       them online with ``online_hyper``), or their own
       ``train(key, data, hyper) -> state``: one problem, pure;
     * either ``components(state, x) -> [C, n, K]`` for a posterior that is a
@@ -415,7 +415,7 @@ class JaxAgent:
     # ------------------------------------------------------------ learners
     # Gradient-trained agents implement init / loss / finalize instead of train:
     # the generic ``train`` below runs them through the shared training loop,
-    # and the neural bandit (jtk.bandit) updates them online, a few steps per
+    # and the neural bandit (jtk.testbed.bandit) updates them online, a few steps per
     # observation, with the entries of ``annealed`` in hyper decayed as 1/t.
     annealed: ClassVar[tuple[str, ...]] = ()
 

@@ -34,7 +34,7 @@ Presets:
 
 Defaults: learning rate 1e-4, momentum 0.9, l2_scale 10 (prior_variance 0.1), T = 1
 (docs/reference.md, "Agent defaults").
-The paper's Table 2 row is the best configuration of its sweep (``jtk.sweep.PAPER_SWEEPS["sgmcmc"]``,
+The paper's Table 2 row is the best configuration of its sweep (``jtk.testbed.sweep.PAPER_SWEEPS["sgmcmc"]``,
 learning rate × prior variance, selected on d_KL^1 + d_KL^10 / 10). On jtk's paper grid with the fast
 preset that is ``make("sgmcmc", learning_rate=5e-3, l2_scale=5.0)`` (prior variance 0.2); docs/results.md,
 "sgmcmc: the reference defaults vs the paper's tuned row", compares it with the defaults.

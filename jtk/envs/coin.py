@@ -127,7 +127,8 @@ def paper_coins() -> dict[str, Coin]:
     return {"£": Coin((0.5,), (1.0,)), "$": Coin((0.0, 1.0), (0.5, 0.5))}
 
 
-def _check_coins(coins) -> dict[str, Coin]:
+def check_coins(coins) -> dict[str, Coin]:
+    """``coins`` (name → :class:`Coin`) checked, or the paper's two coins for None (:func:`paper_coins`)."""
     if coins is None:
         return paper_coins()
     if not isinstance(coins, Mapping) or not coins:
@@ -237,7 +238,7 @@ def expected_cumulative_heads(policy: str, horizon: int, coins: Mapping[str, Coi
     """
     _checks.one_of("policy", policy, POLICIES)
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
-    cs = tuple(_check_coins(coins).values())
+    cs = tuple(check_coins(coins).values())
     t = np.arange(1, horizon + 1, dtype=np.float64)
     if policy == "marginal":
         return t * max(c.marginal() for c in cs)
@@ -269,7 +270,7 @@ def decision_table(horizon: int, coins: Mapping[str, Coin] | None = None) -> pd.
     Results are cached per (horizon, coins), so a slider returning to a horizon costs nothing.
     """
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=MAX_HORIZON)
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     return _decision_table(horizon, tuple(coins.items())).copy()
 
 

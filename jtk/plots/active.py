@@ -106,7 +106,7 @@ def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likeliho
     """Fig. 3: mean ± stderr of the test log-likelihood against the training-set size, one line a criterion.
 
     Args:
-      df: long table from :func:`jtk.active.tal_comparison` (columns criterion, num_train, ``value``, split).
+      df: long table from :func:`jtk.ppc.active.tal_comparison` (columns criterion, num_train, ``value``, split).
       ax: axes (new figure when None).
 
     Returns:

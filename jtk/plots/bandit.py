@@ -68,7 +68,7 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
 
     Args:
       curves: a long DataFrame (``BanditResult.frame`` rows: agent, seed, t, cumulative_regret)
-        or a list of :class:`jtk.bandit.BanditResult`.
+        or a list of :class:`jtk.testbed.bandit.BanditResult`.
       ax: matplotlib axes (a new figure when None).
       average: plot regret(t) / t instead of regret(t).
       title: axes title.
@@ -112,7 +112,7 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
       points: DataFrame with columns agent, ``metric`` and total_regret.
       metric: "kl_1" or "kl_10".
       ax: matplotlib axes (a new figure when None).
-      correlation: optional ``jtk.bandit.regret_correlation`` result shown in the title.
+      correlation: optional ``jtk.testbed.bandit.regret_correlation`` result shown in the title.
       scores: which testbed problems the scores come from, for the x label ("ρ = 0.1": the lab preset's
         problems at the bandit's temperature; "2-D paper grid": Figs. 8/9).
 

@@ -23,7 +23,7 @@ def misconception_figure(summary: pd.DataFrame, num_students: int) -> Figure:
     """Horizontal bars: one per (check, code), length = students who hit it.
 
     Args:
-      summary: :func:`jtk.exercises.misconception_summary`'s frame (columns check, code, students).
+      summary: :func:`jtk.course.exercises.misconception_summary`'s frame (columns check, code, students).
       num_students: class size, for the axis limit and the title.
     """
     rows = max(len(summary), 1)

@@ -1,7 +1,7 @@
 """Figures for the deep-regression coverage study (Schmähling, Martin & Elster, Fig. 1–3, 7).
 
-Each function draws from :class:`jtk.coverage.CoverageResult` objects or the
-DataFrames of :mod:`jtk.coverage`, returns the matplotlib Figure, and titles
+Each function draws from :class:`jtk.regression.coverage.CoverageResult` objects or the
+DataFrames of :mod:`jtk.regression.coverage`, returns the matplotlib Figure, and titles
 and labels every axis. Methods differ by colour, line style and marker
 (:data:`METHOD_STYLES`), and each figure stores a text alternative written from
 its data (the ``*_alt`` functions; :func:`jtk.plots.layout.alt_text`).
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks
-from jtk.coverage import Z95, CoverageResult
+from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
 from jtk.plots.layout import legend_outside, set_alt_text
 
@@ -152,7 +152,7 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
     """Fig. 3 / 6 analogue: deviation, uncertainty and coverage (95 % Wilson interval) vs ``param``.
 
     Args:
-      table: per-input table of a sweep (:func:`jtk.coverage.per_input_table`; columns coverage and k).
+      table: per-input table of a sweep (:func:`jtk.regression.coverage.per_input_table`; columns coverage and k).
       coordinates: test inputs, one row of panels each (e.g. −2.38, 1.2, −5.11).
       param: the swept column ("f_main" or "dim").
       methods: which methods to draw (default: all in the table).
@@ -229,7 +229,7 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
     """Fig. 7 analogue (E.3): one row per method; columns deviation, uncertainty (log10) and coverage.
 
     Args:
-      table: per-input table (``CoverageResult.per_input`` / ``jtk.coverage.per_input_table``,
+      table: per-input table (``CoverageResult.per_input`` / ``jtk.regression.coverage.per_input_table``,
         or a CSV of it from ``benchmarks/results``).
       grid_shape: (rows, cols) of the test grid, ``env.grid_shape()``.
       methods: rows of the figure (default: every method in the table).

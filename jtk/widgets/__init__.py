@@ -1,11 +1,16 @@
 """ipywidgets apps for the notebooks: one builder per app, pure update functions tested in tests/.
 
+The package wires controls to the library; it may import everything below it (the platform, models, studies and
+:mod:`jtk.plots`), never :mod:`jtk.course` (whose export renders its apps) or :mod:`jtk.cli`
+(tests/test_architecture.py).
+
 Naming: ``<topic>_app(...)`` builds and returns an app; constructors of the state an app indexes are named for
-what they build and live in the library with the fitting and scoring (``jtk.active.make_toy_state``,
-``jtk.ensemble_study.make_ensemble_comparison``), never here.
+what they build and live in the library with the fitting and scoring (``jtk.ppc.active.make_toy_state``,
+``jtk.testbed.ensemble_study.make_ensemble_comparison``), never here.
 """
 
 from jtk.widgets import active, bandit, coins, coverage, ensembles, joint  # noqa: F401
+from jtk.widgets._app import CAPTION_CLASS, App
 from jtk.widgets.active import query_app
 from jtk.widgets.bandit import BanditExplorer, bandit_app
 from jtk.widgets.coins import coin_flip_app, decision_app, joint_grid_app
@@ -14,7 +19,7 @@ from jtk.widgets.ensembles import ensemble_app
 from jtk.widgets.joint import JointPredictions, joint_predictions_app
 from jtk._deprecation import moved_names
 
-__all__ = ["BanditExplorer", "JointPredictions", "bandit_app", "coin_flip_app", "coverage_app", "decision_app",
+__all__ = ["App", "CAPTION_CLASS", "BanditExplorer", "JointPredictions", "bandit_app", "coin_flip_app", "coverage_app", "decision_app",
            "ensemble_app", "joint_grid_app", "joint_predictions_app", "query_app"]
 
 # Deprecated names (#19): old name -> (module, new name).
@@ -22,10 +27,10 @@ _DEPRECATED = {
     "build_toy_app": ("jtk.widgets", "query_app"),
     "build_bandit_app": ("jtk.widgets", "bandit_app"),
     "build_coverage_app": ("jtk.widgets", "coverage_app"),
-    "build_comparison": ("jtk.ensemble_study", "make_ensemble_comparison"),
-    "kl_vs_num_train": ("jtk.ensemble_study", "kl_vs_num_train"),
-    "make_toy_state": ("jtk.active", "make_toy_state"),
-    "toy_view": ("jtk.active", "toy_view"),
+    "build_comparison": ("jtk.testbed.ensemble_study", "make_ensemble_comparison"),
+    "kl_vs_num_train": ("jtk.testbed.ensemble_study", "kl_vs_num_train"),
+    "make_toy_state": ("jtk.ppc.active", "make_toy_state"),
+    "toy_view": ("jtk.ppc.active", "toy_view"),
 }
 
 

@@ -1,15 +1,15 @@
 """The Fig. 2 app: where TIG, MIG and BatchMIG query on a 1-D toy, and what the oracle predicts after.
 
-The computations are the library's (:mod:`jtk.active`): :func:`jtk.active.make_toy_state`
-fits every selection model once; :func:`jtk.active.toy_view` maps control values
+The computations are the library's (:mod:`jtk.ppc.active`): :func:`jtk.ppc.active.make_toy_state`
+fits every selection model once; :func:`jtk.ppc.active.toy_view` maps control values
 (criterion, batch size, selection model) to the plotted data. The widget built
 by :func:`query_app` only calls them and plots.
 """
 
 from __future__ import annotations
 
-from jtk import active
-from jtk.active import ToyState
+from jtk.ppc import active
+from jtk.ppc.active import ToyState
 from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
 from jtk._deprecation import moved_names
 
@@ -28,7 +28,7 @@ def query_app(state: ToyState | None = None):
 
     state = active.make_toy_state() if state is None else state
     if not isinstance(state, ToyState):
-        raise TypeError(f"state must be a ToyState from jtk.active.make_toy_state() or None, "
+        raise TypeError(f"state must be a ToyState from jtk.ppc.active.make_toy_state() or None, "
                         f"got {type(state).__name__}")
     criterion = w.Dropdown(options=[("BatchMIG", "batchmig"), ("MIG", "mig"), ("TIG", "tig"),
                                     ("random", "random")], value="batchmig", description="criterion",
@@ -60,9 +60,9 @@ def query_app(state: ToyState | None = None):
     return app
 
 
-# Deprecated names (#19: ``<topic>_app``; the toy's computations are jtk.active's): old name -> (module, new name).
+# Deprecated names (#19: ``<topic>_app``; the toy's computations are jtk.ppc.active's): old name -> (module, new name).
 _DEPRECATED = {"build_toy_app": ("jtk.widgets.active", "query_app"),
-               **{name: ("jtk.active", name) for name in ("make_toy_state", "toy_view", "default_toy_models")}}
+               **{name: ("jtk.ppc.active", name) for name in ("make_toy_state", "toy_view", "default_toy_models")}}
 
 
 __getattr__ = moved_names("jtk.widgets.active", _DEPRECATED)

@@ -21,7 +21,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from jtk import _checks, _memory, bandit, executors
+from jtk import _checks, _memory, executors
+from jtk.testbed import bandit
 from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
 from jtk._deprecation import moved_names
 
@@ -78,12 +79,12 @@ class BanditExplorer:
         The new runs go to :func:`jtk.executors.map_local`'s worker threads (one per core, ``JTK_THREADS`` to
         change): XLA compiles and runs with the GIL released, so on two cores two agents' programs compile at
         once, and most of a first run is compilation. The costliest runs start first
-        (:attr:`jtk.bandit.Policy.relative_cost`), so that the threads finish together. Each result is
+        (:attr:`jtk.testbed.bandit.Policy.relative_cost`), so that the threads finish together. Each result is
         bit-identical to the agent's run alone, and the results are kept in the order of ``agents``; a run's
         ``seconds`` is its wall time beside the others.
 
         Args:
-          agents: agent names (:func:`jtk.bandit.make_policy`); every name is checked before anything runs.
+          agents: agent names (:func:`jtk.testbed.bandit.make_policy`); every name is checked before anything runs.
           input_dim: action dimension d.
           temperature: environment temperature ρ.
           progress: a tqdm bar over the agents, which advances as each run finishes.

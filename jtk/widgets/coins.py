@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks
-from jtk.envs.coin import MAX_HORIZON, POLICIES, Coin, _check_coins, decision_table, paper_coins  # noqa: F401
+from jtk.envs.coin import MAX_HORIZON, POLICIES, Coin, check_coins, decision_table, paper_coins  # noqa: F401
 from jtk.plots import coins as coin_plots
 from jtk.plots.layout import alt_text
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png
@@ -62,7 +62,7 @@ def joint_table(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> pd.D
       [0.5, 0.0, 0.0, 0.5]
     """
     flips = _checks.integer("flips", flips, minimum=1, maximum=MAX_FLIPS)
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     table = pd.DataFrame({name: c.joint(flips).reshape(-1) for name, c in coins.items()},
                          index=pd.Index(coin_plots.sequence_labels(flips), name="sequence"))
     return table
@@ -71,7 +71,7 @@ def joint_table(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> pd.D
 def joint_grid_update(flips: int, coins: Mapping[str, Coin] | None = None) -> dict:
     """Data of the joint-grid figure for n flips: {"joints": name → (2,)*n array, "marginals": name → P(H)}."""
     flips = _checks.integer("flips", flips, minimum=1, maximum=MAX_FLIPS)
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     return {"joints": {n: c.joint(flips) for n, c in coins.items()},
             "marginals": {n: c.marginal() for n, c in coins.items()}}
 
@@ -85,7 +85,7 @@ def joint_grid_figure(flips: int, coins: Mapping[str, Coin] | None = None):
 # ------------------------------------------------------------------ flipping
 def hidden_biases(coins: Mapping[str, Coin] | None = None, seed: int = 0) -> tuple[float, ...]:
     """Draws each coin's true bias from its prior (what the flipping game hides from the student)."""
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     rng = np.random.default_rng([_checks.seed_int("seed", seed), 1])
     return tuple(float(rng.choice(c.biases, p=c.prior)) for c in coins.values())
 
@@ -115,7 +115,7 @@ def flip_update(history: Sequence[tuple[int, int]], coins: Mapping[str, Coin] | 
       ``counts`` ((heads, tails)); and ``history_text`` ("$:H £:T ...") and
       ``total_heads``.
     """
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     names = list(coins)
     outcomes: list[list[int]] = [[] for _ in names]
     parts = []
@@ -142,7 +142,7 @@ def flip_update(history: Sequence[tuple[int, int]], coins: Mapping[str, Coin] | 
 
 def flip_figure(history: Sequence[tuple[int, int]], coins: Mapping[str, Coin] | None = None):
     """Figure of :func:`flip_update`: posterior over each coin's bias and the joint of its next two flips."""
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     return coin_plots.plot_coin_posterior(flip_update(history, coins), list(coins))
 
 
@@ -170,7 +170,7 @@ def joint_grid_app(flips: int = 2, coins: Mapping[str, Coin] | None = None) -> w
       VBox(slider, image); ``.controls["flips"]`` is the slider and ``.image``
       the PNG widget, for tests.
     """
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     flips = _checks.integer("flips", flips, minimum=1, maximum=MAX_FLIPS)
     slider = widgets.IntSlider(value=flips, min=1, max=MAX_FLIPS, description="flips n",
                                tooltip="number of flips n whose joint probabilities the grids show",
@@ -203,7 +203,7 @@ def coin_flip_app(seed: int = 0, coins: Mapping[str, Coin] | None = None) -> wid
       VBox; ``.buttons`` (dict name → Button, plus "reset"), ``.image``,
       ``.history`` (list of (coin index, outcome)), ``.reveal`` for tests.
     """
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     names = list(coins)
     state = {"seed": _checks.seed_int("seed", seed), "history": []}
     state["biases"] = hidden_biases(coins, state["seed"])
@@ -254,7 +254,7 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
       VBox(slider, table, image); ``.controls["horizon"]``, ``.image`` and
       ``.table`` (HTML of the totals) for tests.
     """
-    coins = _check_coins(coins)
+    coins = check_coins(coins)
     max_horizon = _checks.integer("max_horizon", max_horizon, minimum=1, maximum=MAX_HORIZON)
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=max_horizon)
     slider = widgets.IntSlider(value=horizon, min=1, max=max_horizon, description="horizon H",

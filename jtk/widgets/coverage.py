@@ -3,7 +3,7 @@
 The builder only wires widgets to two pure functions of the control values,
 :func:`fit_panel_data` and :func:`sweep_panel_data`, which read precomputed
 sweep results ({(f_main, method): CoverageResult}, from
-:func:`jtk.coverage.sweep_f_main`) — moving a slider never retrains.
+:func:`jtk.regression.coverage.sweep_f_main`) — moving a slider never retrains.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks
-from jtk.coverage import Z95, CoverageResult
+from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval
 from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
 from jtk._deprecation import moved_names
@@ -172,7 +172,7 @@ def coverage_app(results, x: float = 1.2):
     """Builds the explorer: f_main slider, method dropdown, k slider, x slider and the figure.
 
     Args:
-      results: {(f_main, method): CoverageResult} from :func:`jtk.coverage.sweep_f_main`.
+      results: {(f_main, method): CoverageResult} from :func:`jtk.regression.coverage.sweep_f_main`.
       x: initial test input.
 
     Returns:

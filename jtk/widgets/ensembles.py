@@ -1,8 +1,8 @@
 """ensemble vs ensemble+ (Osband et al. 2022, App. D.1 / Fig. 12 and §4.2 / Fig. 5), as widgets.
 
-Thin: the fits and scores come from :mod:`jtk.ensemble_study`
-(:func:`~jtk.ensemble_study.make_ensemble_comparison`,
-:func:`~jtk.ensemble_study.kl_vs_num_train`); every slider position is
+Thin: the fits and scores come from :mod:`jtk.testbed.ensemble_study`
+(:func:`~jtk.testbed.ensemble_study.make_ensemble_comparison`,
+:func:`~jtk.testbed.ensemble_study.kl_vs_num_train`); every slider position is
 precomputed there, so a slider move here is numpy indexing plus one PNG render.
 """
 
@@ -13,18 +13,18 @@ import ipywidgets as widgets
 import pandas as pd
 
 from jtk import _checks
-from jtk.ensemble_study import EnsembleComparison
+from jtk.testbed.ensemble_study import EnsembleComparison
 from jtk.plots import testbed as tb_plots
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png, significant_frame
 from jtk._deprecation import moved_names
 
 # Deprecated names (#19: fitting and scoring left the widgets): old name -> (module, new name).
-_DEPRECATED = {name: ("jtk.ensemble_study", name) for name in (
+_DEPRECATED = {name: ("jtk.testbed.ensemble_study", name) for name in (
     "CHUNK", "NUM_MEMBERS", "NUM_STEPS", "BATCH_SIZE", "EXTENT", "TEST_POOL", "FitSettings", "fit_ensembles",
     "member_probs", "member_label_logprobs", "probability_grid", "kl_vs_num_train")}
-_DEPRECATED["build_comparison"] = ("jtk.ensemble_study", "make_ensemble_comparison")
+_DEPRECATED["build_comparison"] = ("jtk.testbed.ensemble_study", "make_ensemble_comparison")
 _DEPRECATED["kl_by_tau"] = ("jtk.likelihood", "mixture_kl_by_tau")
-_DEPRECATED["environment_data"] = ("jtk.ensemble_study", "lab_data")
+_DEPRECATED["environment_data"] = ("jtk.testbed.ensemble_study", "lab_data")
 
 
 __getattr__ = moved_names("jtk.widgets.ensembles", _DEPRECATED)
@@ -35,7 +35,7 @@ def comparison_update(comp: EnsembleComparison, prior_scale: float, num_members:
     """The data of the Fig. 12 figure for one slider position (pure numpy indexing).
 
     Args:
-      comp: from :func:`jtk.ensemble_study.make_ensemble_comparison`.
+      comp: from :func:`jtk.testbed.ensemble_study.make_ensemble_comparison`.
       prior_scale: one of ``comp.prior_scales`` (the ensemble+ row).
       num_members: ensemble size k in 1 … K (mean over the first k members).
       num_train: one of ``comp.num_train_values``.
@@ -47,7 +47,7 @@ def comparison_update(comp: EnsembleComparison, prior_scale: float, num_members:
       "ensemble+".
     """
     if not isinstance(comp, EnsembleComparison):
-        raise TypeError(f"comp must be an EnsembleComparison from jtk.ensemble_study.make_ensemble_comparison, "
+        raise TypeError(f"comp must be an EnsembleComparison from jtk.testbed.ensemble_study.make_ensemble_comparison, "
                         f"got {type(comp).__name__}")
     scale = _checks.positive("prior_scale", prior_scale, allow_zero=True)
     if scale not in comp.prior_scales:
@@ -82,7 +82,7 @@ def ensemble_app(comp: EnsembleComparison, prior_scale: float | None = None, num
       ``.image`` for tests.
     """
     if not isinstance(comp, EnsembleComparison):
-        raise TypeError(f"comp must be an EnsembleComparison from jtk.ensemble_study.make_ensemble_comparison, "
+        raise TypeError(f"comp must be an EnsembleComparison from jtk.testbed.ensemble_study.make_ensemble_comparison, "
                         f"got {type(comp).__name__}")
     scales = [s for s in comp.prior_scales]
     default_scale = 3.0 if 3.0 in scales else max(scales)
@@ -128,7 +128,7 @@ def kl_summary(results: pd.DataFrame, digits: int | None = None) -> pd.DataFrame
     """Mean d_KL^τ over seeds: rows (tau, agent), columns num_train (the Fig. 5 numbers).
 
     Args:
-      results: from :func:`jtk.ensemble_study.kl_vs_num_train`.
+      results: from :func:`jtk.testbed.ensemble_study.kl_vs_num_train`.
       digits: None for floats; else strings with this many significant digits (what a notebook prints under a
         ``nbval-check-output`` tag and quotes in its prose: stable across CPUs, unlike float32's last digits).
     """

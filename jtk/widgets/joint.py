@@ -43,7 +43,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from jtk import _checks
-from jtk.ensemble_study import AgentFits, FitSettings, fit_joint_agents, probability_grid
+from jtk.testbed.ensemble_study import AgentFits, FitSettings, fit_joint_agents, probability_grid
 from jtk.envs.classification import sample_lab_data
 from jtk.plots import testbed as tb_plots
 from jtk.widgets._app import (
