@@ -793,7 +793,8 @@ def write_docs(tag: str, args, preset: dict, out: dict) -> None:
     data_words = {"independent": "a fresh draw of inputs and function per data set",
                   "shared": "one draw re-partitioned per split"}.get(m["data"], m["data"])
     command = f"python benchmarks/ppc_study.py --preset {args.preset}" + (
-        f" --protocol {protocol}" if protocol and protocol != "text" else "")
+        f" --protocol {protocol}" if protocol and protocol != "text" else "") + (
+        f" --tag {tag}" if args.tag else "")
     lines = [f"### Preset `{tag}` (protocol: {protocol or 'none recorded'}; data: {data_words}; "
              f"{int(m['splits'])} data sets at d = {int(m['dim'])} with {5 * int(m['dim'])} training, {test} test "
              f"and {pool} pool points; wall time {out['wall']:.0f} s on {int(m['cpus'])} CPU cores, load average "

@@ -164,7 +164,7 @@ def full_batch(x, y) -> train_lib.Batch:
 
 
 def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
-    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for ``jax.vmap``.
+    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for :func:`map_datasets`.
 
     Every data set has the same n (as the PPC study's splits); each is padded as :func:`full_batch` pads it.
     """
@@ -178,13 +178,55 @@ def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *batches), xs.shape[1], xs.shape[2]
 
 
-def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any):
-    """``fn(key, batch, hyper)`` on every data set of a stack at once (``jax.vmap``); data set i gets split(key)[i].
+def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any, *, vectorize: bool = False):
+    """``fn(key, batch, hyper)`` on every data set of a stack, one data set at a time (``jax.lax.map`` in one
+    compiled program); data set i gets split(key)[i]. Leaves of the result are [B, ...].
+
+    ``vectorize=True`` vmaps over the data sets instead (faster on the CPU for HMC, twice on 50 data sets), for an
+    ``fn`` without linear-algebra decompositions only: :func:`lapack_calls` of its program must be empty (HMC's test
+    checks it).
 
     This is how the PPC study trains one setting on all its splits: ``fit_many`` of HMC, NNG and FBNN use it.
+
+    Not ``jax.vmap``: vmapped over data sets, every ``eigh`` / ``cholesky`` inside ``fn`` becomes one *batched*
+    LAPACK call, and jaxlib's CPU kernels split a large enough batch into tasks on XLA's intra-op thread pool and
+    then block a pool thread until those tasks finish (``ParallelBatchMap``). When as many batched calls run at once
+    as the pool has threads (NNG's independent Kronecker-factor ``eigh`` s, two threads on a 2-core machine), every
+    thread waits on tasks no thread is left to run: the process sleeps at 0 % CPU forever (the hang of the
+    all-families PPC run, docs/ppc.md "Speed of the trainers"). One data set at a time, each decomposition is a single
+    matrix, which the kernels run inline on the calling thread.
     """
     keys = jax.random.split(key, batches.x.shape[0])
-    return jax.vmap(fn, in_axes=(0, 0, None))(keys, batches, hyper)
+    if vectorize:
+        return jax.vmap(fn, in_axes=(0, 0, None))(keys, batches, hyper)
+    return _map_datasets_fn(fn)(keys, batches, hyper)
+
+
+def lapack_calls(fn, *args) -> list[tuple[str, tuple[int, ...]]]:
+    """(custom-call target, first operand's shape) of every CPU LAPACK call in the program of ``fn(*args)``.
+
+    A shape of rank above 2 is a batched decomposition, which can deadlock XLA's thread pool (:func:`map_datasets`).
+    """
+    import re
+
+    out = []
+    for line in jax.jit(fn).lower(*args).as_text().splitlines():
+        call = re.search(r"custom_call @(lapack_\w+)\(", line)
+        if call:  # the operand types follow the attributes: ... : (tensor<AxBxf32>, ...) -> (...)
+            operand = re.search(r"\}\s*:\s*\(tensor<([^>]*)>", line)
+            dims = tuple(int(v) for v in operand.group(1).split("x")[:-1]) if operand else ()
+            out.append((call.group(1), dims))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _map_datasets_fn(fn):
+    """One compiled program per training function ``fn`` (itself cached by its owner)."""
+
+    def run(keys, batches, hyper):
+        return jax.lax.map(lambda a: fn(a[0], a[1], hyper), (keys, batches))
+
+    return _compile.jit(run)
 
 
 def unstack(tree: Any, i: int) -> Any:
