@@ -210,7 +210,7 @@ def lapack_calls(fn, *args) -> list[tuple[str, tuple[int, ...]]]:
     import re
 
     out = []
-    for line in jax.jit(fn).lower(*args).as_text().splitlines():
+    for line in _compile.jit(fn).lower(*args).as_text().splitlines():
         call = re.search(r"custom_call @(lapack_\w+)\(", line)
         if call:  # the operand types follow the attributes: ... : (tensor<AxBxf32>, ...) -> (...)
             operand = re.search(r"\}\s*:\s*\(tensor<([^>]*)>", line)
