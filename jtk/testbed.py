@@ -198,6 +198,7 @@ def agent_seed(problem: Problem, purpose: int) -> int:
     directly; jtk's vectorised path turns the same integers into keys, so a jtk
     agent gives identical results through either path.
     """
+    _checks.instance("problem", problem, Problem), _checks.integer("purpose", purpose, minimum=0)
     ints = (problem.seed, problem.num_train, round(problem.temperature * 1e6), problem.input_dim, purpose)
     return int(np.random.SeedSequence(ints).generate_state(1)[0] >> 1)
 
@@ -423,6 +424,7 @@ def padded_count(num_groups: int) -> int:
     two all the way up wasted up to half a chunk (the paper grid's 90 groups with n ≥ 100 trained 128), multiples of
     32 waste less than 32 (96), at the price of one more compiled shape for every further 32 groups.
     """
+    _checks.integer("num_groups", num_groups, minimum=1)
     return train_lib.next_pow2(num_groups) if num_groups <= PAD_STEP else -(-num_groups // PAD_STEP) * PAD_STEP
 
 
@@ -857,6 +859,7 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
 
 def sort_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Results rows in the testbed's order: by τ, num_train, temperature, seed (stable)."""
+    _checks.frame("results", results, ["tau", "num_train", "temperature", "seed"])
     return results.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -1008,7 +1011,7 @@ def _check_one_estimator(df: pd.DataFrame) -> None:
 
 def seed_se(per_seed_means: pd.Series) -> float:
     """The reference leaderboard's error bar: population std of per-seed means over sqrt(#seeds) (NaN below 2)."""
-    values = per_seed_means.to_numpy()
+    values = _checks.as_float_array("per_seed_means", per_seed_means, ndim=1, finite=False, dtype=np.float64)
     return float(np.std(values, ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
 
 
@@ -1026,6 +1029,8 @@ def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -
     Returns:
       (mean difference, standard error); (NaN, NaN) when no problem is shared.
     """
+    _checks.frame("results", results, ["tau", "kl"]), _checks.frame("baseline", baseline, ["tau", "kl"])
+    _checks.integer("tau", tau, minimum=1)
     keys = [c for c in PROBLEM_COLUMNS if c != "agent" and c in results.columns and c in baseline.columns]
     both = results[results["tau"] == tau].merge(baseline[baseline["tau"] == tau], on=keys, suffixes=("", "_base"))
     if both.empty:

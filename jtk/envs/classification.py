@@ -38,6 +38,8 @@ def sample_prior_params(key: jax.Array, input_dim: int = 2, hidden: Sequence[int
     Returns:
       Tuple of (w [fan_in, fan_out], b [fan_out]) pairs of the MLP ``(input_dim, *hidden, num_classes)``.
     """
+    _checks.prng_key("key", key), _checks.integer("input_dim", input_dim, minimum=1)
+    _checks.widths("hidden", hidden), _checks.integer("num_classes", num_classes, minimum=2)
     return nets.init_mlp(key, nets.mlp_sizes(input_dim, hidden, num_classes),
                          first_bias_std=1.0 / np.sqrt(input_dim))
 
@@ -48,11 +50,13 @@ def sample_labels(key: jax.Array, logits: jax.Array) -> jax.Array:
     The Gumbel noise depends on the key only: the same key at another temperature flips only the labels whose
     logits are close (what the joint-predictions lab shows as ρ moves).
     """
+    _checks.prng_key("key", key)
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
 def sample_inputs(key: jax.Array, n: int, input_dim: int) -> jax.Array:
     """n inputs x ~ N(0, I_d) (the testbed's input distribution): [n, d]."""
+    _checks.prng_key("key", key), _checks.integer("n", n, minimum=0), _checks.integer("input_dim", input_dim, minimum=1)
     return jax.random.normal(key, (n, input_dim))
 
 
@@ -64,6 +68,7 @@ def environment_logits(params: nets.Params, x: jax.Array, temperature, activatio
 def sample_data(key: jax.Array, params: nets.Params, temperature, n: int, activation: str = "relu"
                 ) -> tuple[jax.Array, jax.Array]:
     """n i.i.d. pairs of one environment: x [n, d] ~ N(0, I), y [n] ~ softmax(f(x) / ρ) (pure, jittable)."""
+    _checks.prng_key("key", key), _checks.integer("n", n, minimum=0)
     kx, ky = jax.random.split(key)
     x = sample_inputs(kx, n, params[0][0].shape[0])
     return x, sample_labels(ky, environment_logits(params, x, temperature, activation))
@@ -282,7 +287,7 @@ def sample_lab_data(seed: int, temperature: float, num_train: int, num_test: int
     lab = _checks.one_of("lab", lab, LAB_SCHEDULES)
     out = _lab_data(jnp.uint32(seed), jnp.float32(_checks.temperature("temperature", temperature)),
                     _checks.integer("num_train", num_train, minimum=1), max(num_test, LAB_TEST_POOL),
-                    jnp.asarray(grid, jnp.float32), lab)
+                    jnp.asarray(_checks.as_float_array("grid", grid, ndim=2), jnp.float32), lab)
     x_tr, y_tr, x_te, y_te, true_lp, grid_probs = (np.asarray(a) for a in out)
     return LabData(x_tr, y_tr, x_te[:num_test], y_te[:num_test], true_lp[:num_test], grid_probs)
 
