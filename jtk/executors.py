@@ -50,7 +50,10 @@ def local_threads(num_tasks: int, agents=()) -> int:
     """
     import jax
 
+    from jtk import _checks
     from jtk.agents.base import JaxAgent
+
+    _checks.integer("num_tasks", num_tasks, minimum=0)
 
     setting = os.environ.get("JTK_THREADS", "").strip()
     if setting:
@@ -92,6 +95,10 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
       The results, in the order of ``items``.
     """
     from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from jtk import _checks
+
+    _checks.function("fn", fn)
 
     from tqdm.auto import tqdm
 
@@ -165,6 +172,10 @@ def executor(scheduler: str = "local", n_workers: int = 2, threads_per_worker: i
       None for "local", else a ``dask.distributed.Client``.
     """
     _check_scheduler(scheduler)
+    from jtk import _checks
+
+    _checks.integer("n_workers", n_workers, minimum=1)
+    _checks.integer("threads_per_worker", threads_per_worker, minimum=1)
     if scheduler == "local":
         yield None
         return

@@ -538,6 +538,8 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
 def compiles_ahead(executor=None) -> bool:
     """Whether a grid run in this process compiles its programs first, side by side (:func:`compile_ahead`): with no
     executor, when JAX's default backend is not the CPU."""
+    if executor is not None:
+        executors.check_executor(executor)
     return executor is None and jax.default_backend() != "cpu"
 
 
@@ -889,6 +891,8 @@ class OracleAgent:
     """
 
     def __init__(self, problems: Sequence[Problem], exact: bool = True):
+        for i, p in enumerate(_checks.nonempty("problems", problems, "Problem")):
+            _checks.instance(f"problems[{i}]", p, Problem, "a jtk.testbed.Problem")
         self._envs = {}
         for p in problems:
             params, data, _ = load_problem(p)

@@ -97,6 +97,12 @@ class ProblemSettings:
     test_inputs: str = "iid"
     num_anchors: int = 2
 
+    def __post_init__(self):
+        _checks.integer("input_dim", self.input_dim, minimum=1), _checks.integer("num_classes", self.num_classes, minimum=2)
+        _checks.widths("hidden", self.hidden), _checks.one_of("activation", self.activation, tuple(nets.ACTIVATIONS))
+        _checks.integer("capacity", self.capacity, minimum=1), _checks.one_of("test_inputs", self.test_inputs, ("iid", "polyadic"))
+        _checks.integer("num_anchors", self.num_anchors, minimum=1)
+
 
 class TestData(NamedTuple):
     """The test set of one problem.
@@ -136,6 +142,7 @@ def problem_key(seed, temperature, num_train) -> jax.Array:
 
 def problem_keys(key: jax.Array) -> ProblemKeys:
     """Environment, training and test keys of one problem key."""
+    _checks.prng_key("key", key)
     return ProblemKeys(jax.random.fold_in(key, 0), jax.random.fold_in(key, 1), jax.random.fold_in(key, 2))
 
 
@@ -160,6 +167,7 @@ def sample_problem(settings: ProblemSettings, key: jax.Array, temperature, num_t
     Returns:
       (params of the environment MLP, ``Dataset`` with x [capacity, d], y [capacity], n = num_train).
     """
+    _checks.instance("settings", settings, ProblemSettings)
     keys = problem_keys(key)
     params = sample_prior_params(keys.environment, settings.input_dim, settings.hidden, settings.num_classes)
     x, y = sample_data(keys.train, params, temperature, settings.capacity, settings.activation)
@@ -179,6 +187,7 @@ def sample_test(settings: ProblemSettings, num_test: int, tau: int, params: nets
       key: problem key.
       temperature: ρ.
     """
+    _checks.instance("settings", settings, ProblemSettings)
     kx, ky, ki = jax.random.split(jax.random.fold_in(problem_keys(key).test, tau), 3)
     if settings.test_inputs == "polyadic":
         anchors = jax.random.normal(kx, (num_test, settings.num_anchors, settings.input_dim))

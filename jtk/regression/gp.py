@@ -378,4 +378,5 @@ class MonteCarloGP:
         return self.base.noise_var
 
     def fit(self, x, y, seed: Any = 0, prior: Any = None) -> SampledGPPosterior:
+        _checks.as_key(seed)
         return SampledGPPosterior(self.base.fit(x, y, seed=seed), self.num_samples)
