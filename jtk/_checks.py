@@ -292,3 +292,13 @@ def prng_key(name: str, value: Any) -> Any:
             or value.dtype == np.uint32 and value.shape[-1:] == (2,)):
         return value
     raise TypeError(f"{name} must be a JAX PRNG key (e.g. jax.random.key(0)), got {_describe(value)}")
+
+
+def path(name: str, value: Any):
+    """Checks ``value`` is a file-system path (str or os.PathLike) and returns it as a pathlib.Path."""
+    import os
+    import pathlib
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {_describe(value)}")
+    return pathlib.Path(value)

@@ -132,6 +132,8 @@ def _canonical(value: Any) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     return hashlib.sha256(data).hexdigest()
 
 
@@ -197,9 +199,15 @@ def write_json_atomic(path, obj: Any) -> pathlib.Path:
     return write_atomic(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
+def _path_arg(name: str, value: Any) -> pathlib.Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} {value!r}")
+    return pathlib.Path(value)
+
+
 def manifest_path(path) -> pathlib.Path:
     """The manifest beside a results CSV: ``rows.csv`` → ``rows.manifest.json``."""
-    path = pathlib.Path(path)
+    path = _path_arg("path", path)
     stem = path.name[:-4] if path.name.lower().endswith(".csv") else path.name
     return path.with_name(stem + ".manifest.json")
 
@@ -230,6 +238,8 @@ def agent_config(agent: Any, name: str | None = None, hyperparameters: Mapping[s
     """
     from jtk.agents import base as agents_base
 
+    if hyperparameters is not None and not isinstance(hyperparameters, Mapping):
+        raise TypeError(f"hyperparameters must be a dict of keyword arguments or None, got {hyperparameters!r}")
     if isinstance(agent, Mapping) and "registered" in agent:
         return dict(agent)
     if isinstance(agent, str):
@@ -267,7 +277,9 @@ def make_agent(config: Mapping[str, Any]):
     """
     from jtk.agents import base as agents_base
 
-    if not isinstance(config, Mapping) or not config.get("registered"):
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict from agent_config, got {type(config).__name__}")
+    if not config.get("registered"):
         what = config.get("class") or config.get("name") if isinstance(config, Mapping) else config
         raise ValueError(f"agent must be a registered jtk agent to be rebuilt, got {what!r} (class path and repr "
                          "are recorded, but jtk cannot construct a user's agent)")
@@ -290,12 +302,19 @@ def make_agent(config: Mapping[str, Any]):
 
 def problems_record(problems: Iterable[Any]) -> list[dict]:
     """Testbed problems as a list of plain dicts (every field of :class:`jtk.testbed.Problem`)."""
+    problems = list(problems)
+    for i, p in enumerate(problems):
+        if not dataclasses.is_dataclass(p) or isinstance(p, type):
+            raise TypeError(f"problems[{i}] must be a jtk.testbed.Problem, got {type(p).__name__}")
     return [jsonable(dataclasses.asdict(p)) for p in problems]
 
 
 def problems_from_record(record: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The inverse of :func:`problems_record`."""
     from jtk import testbed
+
+    if isinstance(record, (str, bytes, Mapping)) or not all(isinstance(r, Mapping) for r in record):
+        raise TypeError(f"record must be a list of dicts (from problems_record), got {type(record).__name__}")
 
     return [testbed.Problem(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in record]
 
@@ -316,6 +335,8 @@ def check_output(path, *, option: str = "path", force: bool = False, resume: boo
       OutputError: the parent directory is missing or not writable, the path is
         of the wrong kind, or a file exists without ``force`` / ``resume``.
     """
+    if not isinstance(option, str):
+        raise TypeError(f"option must be the option's name as shown to the user (str), got {option!r}")
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise OutputError(f"{option}: expected a file path, got {path!r}")
     path = pathlib.Path(path)
@@ -589,6 +610,8 @@ class ChunkStore:
 
 def chunk_id(chunk: Sequence[Sequence[Any]], identity: Any = None) -> str:
     """A chunk's id: a hash of its problems (order-free) and, optionally, of the configuration it is run with."""
+    if isinstance(chunk, (str, bytes)) or not hasattr(chunk, "__iter__"):
+        raise TypeError(f"chunk must be a sequence of problem groups, got {type(chunk).__name__}")
     text = repr(sorted(repr(p) for group in chunk for p in group))
     if identity is not None:
         text += _canonical(identity)
@@ -808,7 +831,7 @@ class Interrupted(Exception):
 
 def parts_dir(out) -> pathlib.Path:
     """Where ``jtk testbed --out F.csv`` keeps finished chunks until the run completes: ``F.csv.parts/``."""
-    out = pathlib.Path(out)
+    out = _path_arg("out", out)
     return out.with_name(out.name + ".parts")
 
 

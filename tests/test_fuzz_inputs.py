@@ -1046,6 +1046,85 @@ case(LABS.write_labs, "out-is-a-file", call(LABS.write_labs, "README.md"), VE, "
 case(CLI.main, "argv-str", call(CLI.main, "testbed"), TE, "argv")
 
 
+# regression posteriors of the cheap BNN fits (the others' fits take ~15-25 s on a shared CPU: backlog)
+NNG_POST = functools.lru_cache(None)(lambda: R.nng.NNGRegression(hidden=8, num_steps=2, num_moment_samples=4).fit(*RXY()))
+FBNN_POST = functools.lru_cache(None)(lambda: R.fbnn.FBNNRegression(hidden=8, num_steps=2).fit(*RXY()))
+case(R.bnn.WeightSamplingPosterior.sample_functions, "num_samples-0",
+     lambda: NNG_POST().sample_functions(np.zeros((3, 1)), 0), VE, "num_samples")
+case(R.bnn.WeightSamplingPosterior.sample_functions, "x-nan",
+     lambda: NNG_POST().sample_functions(np.full((3, 1), np.nan), 2), VE, "x")
+case(R.bnn.WeightSamplingPosterior.sample_functions, "seed-2**32",
+     lambda: NNG_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE, "seed")
+for meth in ("predict", "covariance", "features"):
+    case(getattr(R.fbnn.FBNNPosterior, meth), "x-nan", lambda m=meth: getattr(FBNN_POST(), m)(np.full((3, 1), np.nan)),
+         VE, "x")
+    case(getattr(R.fbnn.FBNNPosterior, meth), "x-wrong-d", lambda m=meth: getattr(FBNN_POST(), m)(np.zeros((3, 2))), VE,
+         "x")
+case(R.fbnn.FBNNPosterior.sample_functions, "num_samples-0", lambda: FBNN_POST().sample_functions(np.zeros((3, 1)), 0),
+     VE, "num_samples")
+case(R.fbnn.FBNNPosterior.sample_functions, "seed-neg", lambda: FBNN_POST().sample_functions(np.zeros((3, 1)), 2,
+                                                                                             seed=-1), VE, "seed")
+case(R.bnn.full_batch, "y-rows", call(R.bnn.full_batch, np.zeros((4, 1)), np.zeros(3)), VE, "y")
+case(R.bnn.full_batch, "x-nan", call(R.bnn.full_batch, np.full((4, 1), np.nan), np.zeros(4)), VE, "x")
+case(R.bnn.stack_full_batches, "lengths-differ", call(R.bnn.stack_full_batches, [np.zeros((4, 1))], [np.zeros(4),
+                                                                                                     np.zeros(4)]),
+     VE, "ys")
+case(R.bnn.layer_scales, "hidden-0", call(R.bnn.layer_scales, 1, 0), VE, "hidden")
+case(R.bnn.init_raw, "key-int", call(R.bnn.init_raw, 3, 1, 8), TE, "key")
+case(R.bnn.apply_raw_numpy, "chunk-0", lambda: R.bnn.apply_raw_numpy(None, np.zeros((3, 1)), chunk=0), VE, "chunk")
+case(R.fbnn.init_params, "hidden-0", lambda: R.fbnn.init_params(KEY(), 1, 0), VE, "hidden")
+
+# results files
+import jtk.results as RES  # noqa: E402
+case(RES.sha256_bytes, "str", call(RES.sha256_bytes, "abc"), TE, "data")
+case(RES.sha256_file, "missing", call(RES.sha256_file, "/nonexistent/jtk.csv"), FileNotFoundError, "/nonexistent/jtk.csv")
+case(RES.write_atomic, "data-str", lambda: RES.write_atomic("/nonexistent/out.bin", "text"), TE, "data")
+case(RES.csv_bytes, "not-a-frame", call(RES.csv_bytes, [1, 2]), TE, "df")
+case(RES.manifest_path, "path-int", call(RES.manifest_path, 3), TE, "path")
+case(RES.parts_dir, "out-int", call(RES.parts_dir, 3), TE, "out")
+case(RES.load_results, "missing", call(RES.load_results, "/nonexistent/rows.csv"), VE, "path /nonexistent/rows.csv")
+case(RES.read_manifest, "missing", call(RES.read_manifest, "/nonexistent/rows.csv"), VE, "path /nonexistent/rows")
+case(RES.verify, "sample-0", call(RES.verify, "/nonexistent/rows.csv", sample=0), VE, "sample")
+case(RES.make_agent, "not-a-mapping", call(RES.make_agent, "mlp"), TE, "config")
+case(RES.make_agent, "not-registered", call(RES.make_agent, {"name": "ensembel"}), VE, "agent registered")
+case(RES.problems_from_record, "not-a-list", call(RES.problems_from_record, "abc"), TE, "record")
+case(RES.problems_record, "not-problems", call(RES.problems_record, [1, 2]), TE, "problems")
+case(RES.chunk_id, "chunk-int", call(RES.chunk_id, 3), TE, "chunk")
+case(RES.agent_config, "hyperparameters-list", lambda: RES.agent_config(AG.make("mlp"), hyperparameters=[1]), TE,
+     "hyperparameters")
+case(RES.check_output, "option-int", call(RES.check_output, "x.csv", option=3), TE, "option")
+case(RES.save_results, "not-a-frame", call(RES.save_results, [1], "/nonexistent/rows.csv"), TE, "df")
+
+# gradebook
+G = jtk.gradebook
+case(G.parse_time, "not-a-time", call(G.parse_time, "soon"), VE, "time ISO")
+case(G.parse_time, "int", call(G.parse_time, 3), VE, "time ISO")
+case(G.normalize_roster, "not-a-frame", call(G.normalize_roster, ["a"]), TE, "roster")
+case(G.normalize_roster, "key-missing", call(G.normalize_roster, pd.DataFrame({"student": ["a"]}), key="email"), VE,
+     "email")
+case(G.check_submitted, "not-a-frame", call(G.check_submitted, ["a"]), TE, "submitted")
+case(G.exercise_rows, "not-a-frame", call(G.exercise_rows, ["a"]), TE, "grades")
+case(G.unmatched, "roster-list", lambda: G.unmatched(G.check_grades(pd.DataFrame([GRADES_ROW])), ["a"]), TE, "roster")
+case(G.csv_bytes, "not-a-frame", call(G.csv_bytes, [1]), TE, "frame")
+case(G.write, "not-a-frame", call(G.write, [1], "/nonexistent/x.csv"), TE, "frame")
+case(G.late_path, "out-int", call(G.late_path, 3), TE, "out")
+for fn, what in ((G.read_grades, "grades"), (G.read_roster, "roster"), (G.read_submitted, "submitted")):
+    case(fn, "missing", call(fn, "/nonexistent/grades.csv"), VE, f"{what} /nonexistent/grades.csv")
+case(G.apply_late_policy, "penalty-neg",
+     lambda: G.apply_late_policy(G.check_grades(pd.DataFrame([GRADES_ROW])), pd.DataFrame(), "2025-03-01",
+                                 penalty_per_day=-1.0), VE, "penalty_per_day")
+
+# train
+import jtk.train as TRAIN  # noqa: E402
+case(TRAIN.next_pow2, "neg", call(TRAIN.next_pow2, -1), VE, "n")
+case(TRAIN.next_pow2, "fraction", call(TRAIN.next_pow2, 2.5), VE, "n")
+case(TRAIN.capacity_for, "neg", call(TRAIN.capacity_for, -1), VE, "n")
+case(TRAIN.batch_bucket, "batch_size-0", call(TRAIN.batch_bucket, 10, 0), VE, "batch_size")
+case(TRAIN.cpu_block_size, "limit-0", call(TRAIN.cpu_block_size, 10, 0), VE, "limit")
+case(TRAIN.pad_dataset, "y-rows", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.zeros(3, int)), VE, "y")
+case(TRAIN.pad_dataset, "capacity-small", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.zeros(4, int), 2), VE, "capacity")
+
+
 # ------------------------------------------------------------------ inventory: every public callable has a case
 # What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
 # with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
