@@ -1125,6 +1125,95 @@ case(TRAIN.pad_dataset, "y-rows", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.z
 case(TRAIN.pad_dataset, "capacity-small", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.zeros(4, int), 2), VE, "capacity")
 
 
+# the students' checks (jtk.checks): a wrong answer object is named, not crashed on
+import jtk.checks as CHECKS  # noqa: E402
+for fn in (CHECKS.check_coin_joint, CHECKS.check_try_then_commit, CHECKS.check_joint_log_likelihood,
+           CHECKS.check_prior_member, CHECKS.check_blr_posterior, CHECKS.check_batch_mig_step,
+           CHECKS.check_thompson_action):
+    # the student's feedback: CheckFailed (the check cell's failure), saying what to pass instead
+    case(fn, "fn-not-callable", call(fn, 3), CHECKS.CheckFailed, "expected a function, got int")
+    case(fn, "seed-str", call(fn, lambda *a, **k: None, seed="0"), TE, "seed")
+case(CHECKS.run_check, "name-unknown", call(CHECKS.run_check, "nope", lambda: None), VE, "name")
+case(CHECKS.case_seed, "str", call(CHECKS.case_seed, "0"), TE, "seed")
+case(CHECKS.case_seed, "neg", call(CHECKS.case_seed, -1), VE, "seed")
+
+# exercises: sources, plans, summaries
+E = jtk.exercises
+case(E.strip_solutions, "not-str", call(E.strip_solutions, 3), TE, "source")
+case(E.strip_hidden_tests, "not-str", call(E.strip_hidden_tests, 3), TE, "source")
+case(E.exercise_notebook, "not-a-notebook", call(E.exercise_notebook, "nb"), TE, "solution")
+case(E.check_calls, "code-int", call(E.check_calls, 3), TE, "code")
+case(E.check_calls, "syntax-error", call(E.check_calls, "check_x(("), VE, "a check cell")
+case(E.check_seed, "student-int", call(E.check_seed, 3, "g"), TE, "student")
+case(E.check_seed, "seed-neg", call(E.check_seed, "s", "g", seed=-1), VE, "seed")
+case(E.load_source, "missing", call(E.load_source, "/nonexistent/src.ipynb"), VE, "/nonexistent/src.ipynb")
+case(E.load_sources, "missing", call(E.load_sources, "/nonexistent/src"), VE, "source /nonexistent/src")
+case(E.read_notebook, "missing", call(E.read_notebook, "/nonexistent/nb.ipynb"), VE, "nb.ipynb could not be opened")
+case(E.build, "solutions-missing", call(E.build, "/nonexistent/solutions", "/nonexistent/exercises"), VE,
+     "solutions_dir")
+case(E.stale, "solutions-missing", call(E.stale, "/nonexistent/solutions", "/nonexistent/exercises"), VE,
+     "solutions_dir")
+case(E.collect, "path-missing", call(E.collect, ["/nonexistent/a.ipynb"], {}), VE, "/nonexistent/a.ipynb")
+for fn in (E.fault_summary, E.timeout_summary, E.grades_frame, E.misconception_summary):
+    case(fn, "rows-str", call(fn, "abc"), TE, "rows")
+case(E.feedback_html, "row-list", call(E.feedback_html, [1]), TE, "row")
+case(E.write_csv, "rows-str", call(E.write_csv, "abc", "/nonexistent/out.csv"), TE, "rows")
+case(E.write_feedback, "rows-str", call(E.write_feedback, "abc", "/nonexistent/fb"), TE, "rows")
+case(E.grade_class, "workers-0", call(E.grade_class, [], {}, workers=0), VE, "workers")
+case(E.check_plan, "check-wrong", call(E.check_plan, "check", 0), TE, "check")
+case(E.prepare, "source-wrong", call(E.prepare, None, "source", lambda s: 0), TE, "source")
+
+# the class challenge
+import jtk.challenge as CH  # noqa: E402
+case(CH.config_from_dict, "not-a-dict", call(CH.config_from_dict, [1]), TE, "config")
+case(CH.config_from_dict, "grid-unknown", call(CH.config_from_dict, {"grid": "huge", "salt": "x"}), VE, "grid")
+case(CH.ChallengeConfig, "seeds-0", call(CH.ChallengeConfig, seeds=0), VE, "seeds")
+case(CH.ChallengeConfig, "grid-unknown", call(CH.ChallengeConfig, grid="huge"), VE, "grid")
+case(CH.load_config, "missing", call(CH.load_config, "/nonexistent/challenge.toml"), VE, "/nonexistent/challenge")
+case(CH.new_config, "seeds-0", call(CH.new_config, "/nonexistent/c.toml", seeds=0), VE, "seeds")
+case(CH.resolve_sandbox, "unknown", call(CH.resolve_sandbox, "docker"), VE, "sandbox")
+case(CH.hidden_key, "purpose-unknown", lambda: CH.hidden_key("s", good_problem(), "fit"), VE, "purpose")
+case(CH.hidden_agent_seed, "purpose-str", lambda: CH.hidden_agent_seed("s", good_problem(), "fit"), TE, "purpose")
+case(CH.format_board, "not-a-frame", call(CH.format_board, [1]), TE, "board")
+case(CH.leaderboard_html, "not-a-frame", call(CH.leaderboard_html, [1]), TE, "board")
+case(CH.leaderboard, "entries-str", call(CH.leaderboard, "abc", None), TE, "entries")
+case(CH.is_board, "int", call(CH.is_board, 3), None, "")  # a predicate: False for anything that is not a board
+case(CH.verify_board, "sample-0", call(CH.verify_board, "/nonexistent/board", sample=0), VE, "sample")
+case(CH.score, "workers-0", call(CH.score, [], None, "/nonexistent/out", workers=0), VE, "workers")
+case(CH.practice, "submission-missing", call(CH.practice, "/nonexistent/agent.py", progress=False), VE,
+     "/nonexistent/agent.py")
+
+# the coin widgets' pure update functions
+import jtk.widgets.coins as WCOINS  # noqa: E402
+for fn in (WCOINS.joint_table, WCOINS.joint_grid_update, WCOINS.joint_grid_figure):
+    case(fn, "flips-0", call(fn, 0), VE, "flips")
+    case(fn, "flips-float", call(fn, 2.0), TE, "flips")
+case(WCOINS.hidden_biases, "coins-list", call(WCOINS.hidden_biases, [1]), TE, "coins")
+case(WCOINS.hidden_biases, "seed-neg", call(WCOINS.hidden_biases, seed=-1), VE, "seed")
+case(WCOINS.draw_flip, "bias-2", call(WCOINS.draw_flip, 2.0, 0, 0, 0), VE, "bias")
+case(WCOINS.draw_flip, "flip_number-neg", call(WCOINS.draw_flip, 0.5, 0, 0, -1), VE, "flip_number")
+for fn in (WCOINS.flip_update, WCOINS.flip_figure):
+    case(fn, "history-outcome-2", call(fn, [(0, 2)]), VE, "history")
+    case(fn, "history-str", call(fn, "HT"), VE, "history[0]")
+case(WCOINS.decision_figure, "horizon-0", call(WCOINS.decision_figure, 0), VE, "horizon")
+case(WCOINS.decision_totals_html, "not-a-frame", call(WCOINS.decision_totals_html, [1], 3), TE, "table")
+
+# the joint-predictions widget's pure functions
+import jtk.widgets.joint as WJOINT  # noqa: E402
+JP = functools.lru_cache(None)(lambda: W.JointPredictions(resolution=8, num_train_values=(10,)))
+case(WJOINT.environment_update, "temperature-0", lambda: WJOINT.environment_update(JP(), 0.0, 0, 10), VE, "temperature")
+case(WJOINT.environment_update, "model-wrong", call(WJOINT.environment_update, None, 0.1, 0, 10), TE, "model")
+case(WJOINT.environment_figure, "seed-neg", lambda: WJOINT.environment_figure(JP(), 0.1, -1, 10), VE, "seed")
+case(WJOINT.agent_update, "agent-unknown", lambda: WJOINT.agent_update(JP(), "nope", 0.1, 0, 10), VE, "agent")
+case(WJOINT.agent_figure, "agent-unknown", lambda: WJOINT.agent_figure(JP(), "nope", 0.1, 0, 10), VE, "agent")
+case(WJOINT.kl_update, "tau-0", lambda: WJOINT.kl_update(JP(), 0.1, 0, 10, 0), VE, "tau")
+case(WJOINT.kl_figure, "tau-0", lambda: WJOINT.kl_figure(JP(), 0.1, 0, 10, 0), VE, "tau")
+case(WJOINT.kl_table, "taus-empty", lambda: WJOINT.kl_table(JP(), 0.1, 0, taus=()), VE, "taus")
+case(WJOINT.temperature_figure, "temperatures-empty", lambda: WJOINT.temperature_figure(JP(), temperatures=()), VE,
+     "temperatures")
+case(WJOINT.fit_status, "seconds-neg", call(WJOINT.fit_status, 0.1, 0, seconds=-1.0), VE, "seconds")
+
+
 # ------------------------------------------------------------------ inventory: every public callable has a case
 # What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
 # with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
