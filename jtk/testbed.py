@@ -198,7 +198,9 @@ def agent_seed(problem: Problem, purpose: int) -> int:
     directly; jtk's vectorised path turns the same integers into keys, so a jtk
     agent gives identical results through either path.
     """
-    _checks.instance("problem", problem, Problem), _checks.integer("purpose", purpose, minimum=0)
+    if not all(hasattr(problem, a) for a in ("seed", "num_train", "temperature", "input_dim")):  # a Problem or alike
+        raise TypeError(f"problem must be a jtk.testbed.Problem, got {type(problem).__name__}")
+    _checks.integer("purpose", purpose, minimum=0)
     ints = (problem.seed, problem.num_train, round(problem.temperature * 1e6), problem.input_dim, purpose)
     return int(np.random.SeedSequence(ints).generate_state(1)[0] >> 1)
 

@@ -1214,6 +1214,43 @@ case(WJOINT.temperature_figure, "temperatures-empty", lambda: WJOINT.temperature
 case(WJOINT.fit_status, "seconds-neg", call(WJOINT.fit_status, 0.1, 0, seconds=-1.0), VE, "seconds")
 
 
+# display and widget helpers that take data: a wrong object is named (first argument a string)
+import jtk.agents.zoo_common as ZOO  # noqa: E402
+import jtk.export as EXPORT  # noqa: E402
+import jtk.plots.active as PACTIVE  # noqa: E402
+import jtk.plots.bandit as PBANDIT  # noqa: E402
+import jtk.plots.coins as PCOINS  # noqa: E402
+import jtk.plots.grading as PGRADING  # noqa: E402
+import jtk.plots.layout as PLAYOUT  # noqa: E402
+import jtk.plots.regression as PREG  # noqa: E402
+import jtk.plots.testbed as PTESTBED  # noqa: E402
+import jtk.widgets.bandit as WBANDIT  # noqa: E402
+import jtk.widgets.coverage as WCOV  # noqa: E402
+import jtk.widgets.ensembles as WENS  # noqa: E402
+for fn, arg, nargs, exc in [
+        (ZOO.flat_mlp, "key", 2, TE), (R.deep.glorot_mlp, "key", 2, TE), (EXPORT.capture_app, "app", 1, TE),
+        (EXPORT.control_values, "widget", 1, TE), (EXPORT.export_notebook, "notebook", 2, VE),
+        (EXPORT.export_site, "notebooks", 2, VE), (EXPORT.write_index, "out_dir", 1, VE),
+        (PBANDIT.plot_action_map, "actions", 2, VE), (PCOINS.figure_to_png, "fig", 1, TE),
+        (PLAYOUT.alt_text, "fig", 1, TE), (PTESTBED.plot_kl_vs_num_train, "results", 1, TE),
+        (WCOV.coverage_text, "covered", 2, TE), (WCOV.fit_panel_data, "results", 5, TE),
+        (WCOV.sweep_panel_data, "results", 4, TE), (WENS.comparison_figure, "comp", 3, TE),
+        (WENS.comparison_update, "comp", 3, TE), (WENS.kl_summary, "results", 1, TE),
+        (WENS.kl_vs_num_train_figure, "results", 1, TE), (WENS.kl_wins, "results", 1, TE),
+        (PACTIVE.tal_criteria_alt, "df", 1, TE), (PACTIVE.plot_tal_criteria, "df", 1, TE),
+        (PACTIVE.ppc_panel_alt, "per_model", 6, TE), (PACTIVE.plot_ppc_study, "per_model", 1, TE),
+        (PBANDIT.regret_vs_kl_alt, "points", 1, TE), (PBANDIT.plot_regret_vs_kl, "points", 1, TE),
+        (PGRADING.misconception_alt, "summary", 2, TE), (PGRADING.misconception_figure, "summary", 2, TE),
+        (PREG.sweep_curves, "table", 3, TE), (PREG.sweep_alt, "table", 2, TE), (PREG.plot_sweep, "table", 2, TE),
+        (PREG.heatmap_grids, "table", 3, TE), (PREG.heatmaps_alt, "table", 2, TE),
+        (PREG.plot_heatmaps, "table", 2, TE), (PTESTBED.kl_vs_num_train_alt, "results", 1, TE),
+        (PCOINS.decision_alt, "table", 2, TE), (PCOINS.plot_decision, "table", 2, TE),
+        (WBANDIT.curves_view, "explorer", 4, TE), (WBANDIT.regret_table, "explorer", 1, TE),
+        (WBANDIT.run_times, "explorer", 1, TE), (WBANDIT.expected_seconds, "explorer", 2, TE),
+        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE)]:
+    case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
+
+
 # ------------------------------------------------------------------ inventory: every public callable has a case
 # What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
 # with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
