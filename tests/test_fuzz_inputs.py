@@ -320,7 +320,8 @@ case(jtk.agents.ensemble.EnsembleAgent.fit, "y-out-of-range", lambda: fit(np.zer
 case(jtk.agents.ensemble.EnsembleAgent.fit, "y-str", lambda: fit(np.zeros((4, 2)), np.array(["a"] * 4)), TE, "y")
 case(jtk.agents.ensemble.EnsembleAgent.fit, "prior-input_dim", lambda: fit(np.zeros((4, 2)), np.zeros(4, int),
                                                   prior=jtk.agents.ProblemInfo(3, 2, 4)), VE, "input_dim")
-case(jtk.agents.ensemble.EnsembleAgent.fit, "prior-dict", lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "prior-dict",
+     lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
 for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**64", 2 ** 64, VE), ("float", 0.5, TE),
                   ("bool", False, TE), ("none", None, TE)]:
     case(jtk.agents.ensemble.EnsembleAgent.fit, f"seed-{sid}", lambda s=s: fit(X(), Y(), seed=s), e, "seed")
@@ -334,9 +335,11 @@ for name, cls in (("knn", jtk.agents.nonparametric.KNNAgent), ("random_forest", 
          VE, "x")
     case(cls.fit, f"{name}-seed-2**32", lambda n=name: jtk.agents.make(n).fit(X(), Y(), seed=2 ** 32), VE, "seed")
 KNN_POST = functools.lru_cache(None)(lambda: jtk.agents.make("knn").fit(X(), Y()))
-case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-num_samples-huge", lambda: KNN_POST().sample_logits(X(), 10 ** 12), VE,
+case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-num_samples-huge",
+     lambda: KNN_POST().sample_logits(X(), 10 ** 12), VE,
      "num_samples")
-case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-seed-neg", lambda: KNN_POST().sample_logits(X(), 2, seed=-1), VE, "seed")
+case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-seed-neg",
+     lambda: KNN_POST().sample_logits(X(), 2, seed=-1), VE, "seed")
 case(jtk.agents.fit_many, "agent-str", call(jtk.agents.fit_many, "mlp", [np.zeros((2, 2))], [np.zeros(2, int)], None, 0),
      TE, "agent")
 case(jtk.agents.fit_many, "empty", lambda: jtk.agents.fit_many(jtk.agents.make("mlp"), [], [], None, 0), VE, "xs")
@@ -382,9 +385,11 @@ case(jtk.regression.GPRegression.fit, "x-nan", lambda: jtk.regression.GPRegressi
 GP_POST = functools.lru_cache(None)(lambda: jtk.regression.GPRegression(kernel=jtk.envs.ReLUKernelGP(), noise_var=0.01)
                                    .fit(np.linspace(-1, 1, 5)[:, None], np.zeros(5)))
 case(jtk.regression.gp.GaussianProcessPosterior.covariance, "x-huge-n", lambda: GP_POST().covariance(np.zeros((10 ** 6, 1))), VE, "x")
-case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "num_samples-huge", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
+case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "num_samples-huge",
+     lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
      "num_samples")
-case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "seed-2**32", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
+case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "seed-2**32",
+     lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
      "seed")
 case(jtk.regression.MonteCarloGP, "num_samples-0", lambda: jtk.regression.MonteCarloGP(jtk.regression.GPRegression(), 0), VE,
      "num_samples")
@@ -1042,7 +1047,7 @@ import jtk.labs as LABS  # noqa: E402
 import jtk.cli as CLI  # noqa: E402
 case(LABS.lab_files, "root-missing", call(LABS.lab_files, "/nonexistent/jtk-labs"), FileNotFoundError,
      "/nonexistent/jtk-labs")
-case(LABS.write_labs, "out-is-a-file", call(LABS.write_labs, "README.md"), VE, "out")
+case(LABS.write_labs, "out-is-a-file", call(LABS.write_labs, __file__), VE, "out")
 case(CLI.main, "argv-str", call(CLI.main, "testbed"), TE, "argv")
 
 

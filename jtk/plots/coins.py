@@ -16,11 +16,12 @@ from typing import Mapping, Sequence
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from jtk.plots.layout import _frame, LiveFigure, set_alt_text
+from jtk.plots.layout import LiveFigure, set_alt_text
 
 PALETTE = tuple(sns.color_palette("colorblind"))  # colour-blind-safe qualitative palette
 SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe
@@ -221,7 +222,8 @@ def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
 
 def decision_alt(table, horizon: int) -> str:
     """Text alternative of :class:`DecisionFigure`: each policy's expected heads after ``horizon`` flips."""
-    _frame("table", table)
+    if not isinstance(table, (pd.DataFrame, dict)):
+        raise TypeError(f"table must be decision_table's DataFrame (or a dict of its columns), got {type(table).__name__}")
     policy = np.asarray(table["policy"])
     heads = np.asarray(table["expected_heads"], np.float64)
     totals = {p: float(heads[policy == p][-1]) for p in dict.fromkeys(policy)}
@@ -306,5 +308,6 @@ def plot_decision(table, horizon: int) -> Figure:
     Returns:
       Figure with the curves and, on the right, the totals at H as bars.
     """
-    _frame("table", table)
+    if not isinstance(table, (pd.DataFrame, dict)):
+        raise TypeError(f"table must be decision_table's DataFrame (or a dict of its columns), got {type(table).__name__}")
     return DecisionFigure(table, horizon).fig
