@@ -540,8 +540,6 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
 def compiles_ahead(executor=None) -> bool:
     """Whether a grid run in this process compiles its programs first, side by side (:func:`compile_ahead`): with no
     executor, when JAX's default backend is not the CPU."""
-    if executor is not None:
-        executors.check_executor(executor)
     return executor is None and jax.default_backend() != "cpu"
 
 

@@ -1040,7 +1040,6 @@ case(ENVC.sample_test, "settings-dict", lambda: ENVC.sample_test({}, 10, 1, env(
 # testbed: the oracle agent and chunks
 case(T.OracleAgent, "problems-empty", call(T.OracleAgent, []), VE, "problems")
 case(T.OracleAgent, "problems-wrong", call(T.OracleAgent, [1, 2]), TE, "problems")
-case(T.compiles_ahead, "executor-int", call(T.compiles_ahead, 3), TE, "executor")
 
 # course tools with a few arguments
 import jtk.labs as LABS  # noqa: E402
