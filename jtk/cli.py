@@ -753,6 +753,8 @@ def _labs(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of str (e.g. ['testbed', '--agent', 'mlp']) or None, got {argv!r}")
     try:
         args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
     except KeyboardInterrupt:

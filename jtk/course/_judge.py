@@ -557,7 +557,7 @@ def check_by_name(name: str) -> Check:
       ValueError: an unknown name.
     """
     if name not in _CHECKS:
-        raise ValueError(f"check must be one of {sorted(_CHECKS)}, got {name!r}")
+        raise ValueError(f"name (the check) must be one of {sorted(_CHECKS)}, got {name!r}")
     return _CHECKS[name]
 
 

@@ -389,6 +389,8 @@ def hidden_agent_seed(salt: str, problem, purpose: int) -> int:
     31 bits, as :func:`jtk.testbed.agent_seed` (agents such as scikit-learn's take integers), from HMAC-SHA-256
     of the salt with its own label: it is independent of the problem's keys, so it reveals nothing about them.
     """
+    if isinstance(purpose, bool) or not isinstance(purpose, int):
+        raise TypeError(f"purpose must be an int (0: fit, tau: sampling), got {purpose!r}")
     digest = _hidden_digest(salt, "agent-seed", problem, tau=int(purpose))
     return int.from_bytes(digest[:4], "big") >> 1
 
@@ -895,6 +897,8 @@ def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame
     unranked. One entry's rows never stop the board: an entry that cannot be summarised gets status
     ``error`` with the reason.
     """
+    if isinstance(entries, (str, bytes)) or not all(isinstance(e, Entry) for e in entries):
+        raise TypeError(f"entries must be a list of Entry, got {type(entries).__name__}")
     from jtk import testbed
 
     ref_rows = next((e.rows for e in entries if e.name == reference and e.status == "ok"), None)
@@ -974,6 +978,8 @@ def _figure_png(board: pd.DataFrame) -> bytes | None:
 
 def leaderboard_html(board: pd.DataFrame, title: str = "jtk class challenge") -> str:
     """A self-contained page: the table and a d_KL^1 vs d_KL^10 figure (embedded PNG)."""
+    if not isinstance(board, pd.DataFrame):
+        raise TypeError(f"board must be a leaderboard DataFrame, got {type(board).__name__}")
     png = _figure_png(board)
     img = (f'<img alt="d_KL^1 vs d_KL^10" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
            if png else "<p>No submission was scored.</p>")
@@ -1208,6 +1214,8 @@ def score(submissions, config, out, *, workers: int = 1, force: bool = False, pr
       ValueError or TypeError: a bad configuration, a missing salt, no submissions, a non-empty ``out``
         without ``force``, ``workers`` < 1 — all before any scoring.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     t0 = time.monotonic()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     config_path = None
@@ -1302,6 +1310,8 @@ def _board_path(board) -> pathlib.Path:
 
 def is_board(board) -> bool:
     """Whether ``board`` (a folder, or its ``leaderboard.csv``) is a challenge board: its manifest says so."""
+    if not isinstance(board, (str, os.PathLike)):
+        return False
     from jtk import results
 
     try:
@@ -1355,6 +1365,8 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
       ValueError: not a challenge board, a bad ``sample`` / ``seed``, a configuration that cannot be read.
       jtk.results.ManifestMismatch: the board has no readable manifest.
     """
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+        raise ValueError(f"sample must be an int >= 1, got {sample!r}")
     from jtk import results
 
     path = _board_path(board)
@@ -1529,6 +1541,8 @@ def _recompute(config, info: dict, manifest: dict, rows_by_name: dict, manifests
 
 def format_board(board: pd.DataFrame) -> str:
     """The leaderboard as plain text (the CLI prints it)."""
+    if not isinstance(board, pd.DataFrame):
+        raise TypeError(f"board must be a leaderboard DataFrame, got {type(board).__name__}")
     cols = [c for c in board.columns if c not in ("reference",)]
     with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_columns", 30):
         return board[cols].to_string(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")

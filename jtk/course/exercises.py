@@ -108,6 +108,8 @@ def strip_solutions(source: str) -> str:
     Raises:
       ValueError: unbalanced markers.
     """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the text of a cell (str), got {type(source).__name__}")
     return _strip_region(source, BEGIN, END, PLACEHOLDER)
 
 
@@ -117,6 +119,8 @@ def strip_hidden_tests(source: str) -> str:
     Raises:
       ValueError: unbalanced markers.
     """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the text of a cell (str), got {type(source).__name__}")
     return _strip_region(source, BEGIN_HIDDEN, END_HIDDEN, HIDDEN_NOTE)
 
 
@@ -126,6 +130,8 @@ def _student_source(source: str) -> str:
 
 def exercise_notebook(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student version of a solution notebook: answers and hidden checks stripped, outputs cleared."""
+    if not hasattr(solution, "cells"):
+        raise TypeError(f"solution must be a notebook (nbformat.NotebookNode), got {type(solution).__name__}")
     nb = copy.deepcopy(solution)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -254,6 +260,8 @@ def check_calls(code: str, where: str = "a check cell") -> tuple[tuple[str, bool
       ValueError: the cell does not parse, calls no known check, names no function, or passes ``hidden`` as a
         non-literal.
     """
+    if not isinstance(code, str):
+        raise TypeError(f"code must be the text of a check cell (str), got {type(code).__name__}")
     return tuple((name, hidden) for name, hidden, _ in _parse_calls(code, where))
 
 
@@ -311,6 +319,11 @@ def load_sources(source_dir) -> dict[str, Source]:
 # ------------------------------------------------------------------ seeds
 def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = None) -> int:
     """The seed of a check's cases: ``seed`` if given, else a stable hash of (student, grade_id, salt)."""
+    for name, value in (("student", student), ("grade_id", grade_id), ("salt", salt)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be an int >= 0 or None, got {seed!r}")
     if seed is not None:
         return int(seed)
     digest = hashlib.sha256("\x1f".join((student, grade_id, salt)).encode()).digest()
@@ -342,6 +355,8 @@ def prepare(submission, source: Source, seed_of: Callable[[str], int], timeout: 
       seed_of: grade_id -> seed of that check's cases.
       timeout: the per-cell CPU-time budget (kept for the callers; :func:`check_plan` uses it).
     """
+    if not isinstance(source, Source):
+        raise TypeError(f"source must be a Source (from load_source), got {type(source).__name__}")
     checks = {c.grade_id: c for c in source.checks}
     seeds = {gid: seed_of(gid) for gid in checks}
     cells, tampered, placed = [], {gid: False for gid in checks}, {}
@@ -421,6 +436,8 @@ class Call:
 
 def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) -> list[Call]:
     """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process)."""
+    if not isinstance(check, SourceCheck):
+        raise TypeError(f"check must be a SourceCheck (from load_source), got {type(check).__name__}")
     from jtk.course import _judge
 
     # CPU seconds per call of the student's function: it may run for RUN_SHARE of them, and up to ``timeout``
@@ -1002,6 +1019,8 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     says so; :func:`fault_summary` names them for the instructor. A salt of 8 characters or more never appears in
     a row.
     """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     import concurrent.futures
     import multiprocessing
 
@@ -1064,8 +1083,15 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     return rows  # type: ignore[return-value]
 
 
+def _check_rows(name: str, rows) -> None:
+    if isinstance(rows, (str, bytes, dict)) or not hasattr(rows, "__iter__") or (
+            isinstance(rows, (list, tuple)) and not all(isinstance(r, dict) for r in rows)):
+        raise TypeError(f"{name} must be a list of result dicts (from grade_class), got {type(rows).__name__}")
+
+
 def fault_summary(rows: Sequence[dict]) -> str | None:
     """One line for the instructor when notebooks could not be graded because of the grader (None when none)."""
+    _check_rows("rows", rows)
     hit = [row for row in rows if row["status"] == "error"]
     if not hit:
         return None
@@ -1081,6 +1107,7 @@ def timeout_summary(rows: Sequence[dict]) -> str | None:
 
     E.g. ``3 cases timed out in 2 notebooks (alice/01_coin_joint.ipynb, ...): regrade with --only alice,bob``.
     """
+    _check_rows("rows", rows)
     hit = [(row, sum(c.get("cases_timed_out", 0) for c in row["checks"])) for row in rows]
     hit = [(row, n) for row, n in hit if n or any(c["status"] == "timeout" for c in row["checks"])]
     if not hit:
@@ -1097,6 +1124,7 @@ def timeout_summary(rows: Sequence[dict]) -> str | None:
 def grades_frame(rows: Sequence[dict]):
     """One row per (student, notebook): student, notebook, score, max_score, status, timed_out (the grade_ids of the
     checks that ran out of time, ``;``-separated, empty when none did), then one column per grade_id."""
+    _check_rows("rows", rows)
     import pandas as pd
 
     records = []
@@ -1116,6 +1144,7 @@ def misconception_summary(rows: Sequence[dict]):
     A check whose cell timed out or died before any answer was judged counts as ``status.timeout`` /
     ``status.error``.
     """
+    _check_rows("rows", rows)
     import pandas as pd
 
     hits: dict[tuple[str, str], set] = {}
@@ -1140,6 +1169,7 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
 def write_csv(rows: Sequence[dict], path) -> pathlib.Path:
     """Writes the grades CSV atomically, and the misconception summary beside it (``NAME.misconceptions.csv``
     and a seaborn figure ``NAME.misconceptions.png``); returns the CSV's path."""
+    _check_rows("rows", rows)
     path = pathlib.Path(path)
     _atomic_write(path, grades_frame(rows).to_csv(index=False).encode())
     summary = misconception_summary(rows)
@@ -1163,6 +1193,8 @@ _STATUS_MARK = {"passed": "✅", "failed": "❌", "error": "⚠️", "timeout": 
 def feedback_html(row: dict) -> str:
     """A student's feedback page for one notebook: each check's result, hint and misconception code, and the jtk
     version that graded it."""
+    if not isinstance(row, dict):
+        raise TypeError(f"row must be one result dict of grade_class, got {type(row).__name__}")
     esc = html.escape
     lines = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(row['student'])} — "
              f"{esc(row['notebook'])}</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
@@ -1192,6 +1224,7 @@ def feedback_html(row: dict) -> str:
 
 def write_feedback(rows: Sequence[dict], directory) -> list[pathlib.Path]:
     """Writes ``DIRECTORY/<student>/<notebook>.html`` for every row; returns the paths."""
+    _check_rows("rows", rows)
     out = []
     root = pathlib.Path(directory)
     for row in rows:

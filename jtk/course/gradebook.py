@@ -215,9 +215,15 @@ def read_grades(path) -> pd.DataFrame:
     return check_grades(_read_csv(path, "grades"), what=f"grades {str(path)!r}")
 
 
+def _frame(name: str, value) -> None:
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+
+
 def exercise_rows(grades: pd.DataFrame) -> pd.DataFrame:
     """The rows of a grades table that are exercises: all but status ``unmatched`` (no notebook of the
     assignment, 0 points of 0), which get no gradebook column."""
+    _frame("grades", grades)
     return grades[grades.status != "unmatched"]
 
 
@@ -336,6 +342,7 @@ def read_submitted(path) -> pd.DataFrame:
 # ------------------------------------------------------------------ matching and late policy
 def unmatched(grades: pd.DataFrame, roster: pd.DataFrame) -> list[str]:
     """The students of ``grades`` who are not in the (normalized) roster, sorted."""
+    _frame("grades", grades), _frame("roster", roster)
     return sorted(set(grades.student) - set(roster.student))
 
 
@@ -519,17 +526,21 @@ def to_moodle(grades: pd.DataFrame, roster: pd.DataFrame, *, key: str = "idnumbe
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """The CSV text of an import table: empty cells for missing grades, numbers without float noise."""
+    _frame("frame", frame)
     return frame.to_csv(index=False, na_rep="", float_format="%.10g").encode()
 
 
 def late_path(out) -> pathlib.Path:
     """Where the late-policy report goes beside an output: ``grades_canvas.csv`` → ``grades_canvas.late.csv``."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a path (str or pathlib.Path), got {type(out).__name__} {out!r}")
     out = pathlib.Path(out)
     return out.with_name(out.with_suffix("").name + ".late.csv")
 
 
 def write(frame: pd.DataFrame, path) -> pathlib.Path:
     """Writes an import table (or the late report) atomically: a temporary file, then a rename."""
+    _frame("frame", frame)
     from jtk.results import write_atomic
 
     return write_atomic(os.fspath(path), csv_bytes(frame))

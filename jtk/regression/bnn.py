@@ -56,6 +56,7 @@ def layer_scales(input_dim: int, hidden: int) -> tuple[tuple[float, float], tupl
 
     Layer l computes s = (a · weight_l) w_raw + bias_l b_raw: the raw parameters are N(0, 1) under the matched prior.
     """
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("hidden", hidden, minimum=1)
     return ((float(np.sqrt(WEIGHT0_VAR / input_dim)), float(np.sqrt(BIAS0_VAR))),
             (float(np.sqrt(WEIGHT1_VAR / hidden)), float(np.sqrt(BIAS1_VAR))))
 
@@ -87,6 +88,8 @@ def hidden_features(layer0: tuple[jax.Array, jax.Array], x: jax.Array) -> jax.Ar
 
 def init_raw(key: jax.Array, input_dim: int, hidden: int, scale: float | jax.Array = 1.0) -> nets.Params:
     """Raw parameters drawn from N(0, scale²): ((w [d, H], c [H]), (v [H, 1], b [1]))."""
+    _checks.prng_key("key", key)
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("hidden", hidden, minimum=1)
     shapes = [(input_dim, hidden), (hidden,), (hidden, 1), (1,)]
     keys = jax.random.split(key, 4)
     leaves = [scale * jax.random.normal(k, s) for k, s in zip(keys, shapes)]
@@ -106,6 +109,7 @@ def apply_raw_numpy(raw_samples, x: np.ndarray, chunk: int = 64) -> np.ndarray:
     The same network as :func:`apply_raw`, evaluated on the host in chunks of
     samples: no compilation for each new (S, n), which matters in notebooks.
     """
+    _checks.integer("chunk", chunk, minimum=1)
     (w, c), (v, b) = [[np.asarray(leaf, np.float64) for leaf in layer] for layer in raw_samples]
     d, h = w.shape[1], w.shape[2]
     (w0, b0), (w1, b1) = layer_scales(d, h)

@@ -28,6 +28,8 @@ __all__ = ["evaluate_to_file", "verify", "problems_from_record"]
 
 def problems_from_record(record: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The inverse of :func:`problems_record`."""
+    if isinstance(record, (str, bytes, Mapping)) or not all(isinstance(r, Mapping) for r in record):
+        raise TypeError(f"record must be a list of dicts (from problems_record), got {type(record).__name__}")
     return [Problem(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in record]
 
 

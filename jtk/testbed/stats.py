@@ -124,7 +124,7 @@ def _check_one_estimator(df: pd.DataFrame) -> None:
 
 def seed_se(per_seed_means: pd.Series) -> float:
     """The reference leaderboard's error bar: population std of per-seed means over sqrt(#seeds) (NaN below 2)."""
-    values = per_seed_means.to_numpy()
+    values = _checks.as_float_array("per_seed_means", per_seed_means, ndim=1, finite=False, dtype=np.float64)
     return float(np.std(values, ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
 
 
@@ -142,6 +142,8 @@ def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -
     Returns:
       (mean difference, standard error); (NaN, NaN) when no problem is shared.
     """
+    _checks.frame("results", results, ["tau", "kl"]), _checks.frame("baseline", baseline, ["tau", "kl"])
+    _checks.integer("tau", tau, minimum=1)
     keys = [c for c in PROBLEM_COLUMNS if c != "agent" and c in results.columns and c in baseline.columns]
     both = results[results["tau"] == tau].merge(baseline[baseline["tau"] == tau], on=keys, suffixes=("", "_base"))
     if both.empty:
