@@ -82,6 +82,8 @@ busy processes per core (docs/grading.md, "Time limits under load")."""
 
 # ------------------------------------------------------------------ building exercises/
 def _strip_region(source: str, begin: str, end: str, replacement: str | None) -> str:
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the text of a cell (str), got {type(source).__name__}")
     out, inside, indent = [], False, ""
     for line in source.splitlines():
         stripped = line.strip()
@@ -108,8 +110,6 @@ def strip_solutions(source: str) -> str:
     Raises:
       ValueError: unbalanced markers.
     """
-    if not isinstance(source, str):
-        raise TypeError(f"source must be the text of a cell (str), got {type(source).__name__}")
     return _strip_region(source, BEGIN, END, PLACEHOLDER)
 
 
@@ -119,8 +119,6 @@ def strip_hidden_tests(source: str) -> str:
     Raises:
       ValueError: unbalanced markers.
     """
-    if not isinstance(source, str):
-        raise TypeError(f"source must be the text of a cell (str), got {type(source).__name__}")
     return _strip_region(source, BEGIN_HIDDEN, END_HIDDEN, HIDDEN_NOTE)
 
 
