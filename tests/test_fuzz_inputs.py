@@ -1096,8 +1096,8 @@ case(jtk.agents.records.make_agent, "not-registered", call(jtk.agents.records.ma
 case(jtk.testbed.runs.problems_from_record, "not-a-list", call(jtk.testbed.runs.problems_from_record, "abc"), TE, "record")
 case(RES.problems_record, "not-problems", call(RES.problems_record, [1, 2]), TE, "problems")
 case(RES.chunk_id, "chunk-int", call(RES.chunk_id, 3), TE, "chunk")
-case(jtk.agents.records.agent_config, "hyperparameters-list", lambda: jtk.agents.records.agent_config(AG.make("mlp"), hyperparameters=[1]), TE,
-     "hyperparameters")
+case(jtk.agents.records.agent_config, "hyperparameters-list",
+     lambda: jtk.agents.records.agent_config(AG.make("mlp"), hyperparameters=[1]), TE, "hyperparameters")
 case(RES.check_output, "option-int", call(RES.check_output, "x.csv", option=3), TE, "option")
 case(RES.save_results, "not-a-frame", call(RES.save_results, [1], "/nonexistent/rows.csv"), TE, "df")
 
