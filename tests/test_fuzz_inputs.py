@@ -1257,6 +1257,15 @@ for fn, arg, nargs, exc in [
     case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
 
 
+# ------------------------------------------------------------------ backlog part A (issue #48 item 5): plots, widgets,
+# course, envs and the platform modules (results, likelihood, nets, train, executors)
+EXEMPT_A: dict[str, str] = {}
+
+# ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
+# regression, testbed and ppc
+EXEMPT_B: dict[str, str] = {}
+
+
 # ------------------------------------------------------------------ inventory: every public callable has a case
 # What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
 # with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
@@ -1361,6 +1370,8 @@ EXEMPT = {
         "jtk.results.LockedError", "jtk.results.ManifestMismatch", "jtk.results.OutputError",
         "jtk.results.ResultsWarning", "jtk.course.sandbox.WorkerError", "jtk.testbed.stats.InfiniteKLWarning")},
 }
+EXEMPT.update(EXEMPT_A)
+EXEMPT.update(EXEMPT_B)
 
 # Public callables that still lack a case (issue #48 item 5 is not finished): one key a line in this file. The test
 # below fails for a callable in neither CASES, EXEMPT nor the backlog (so every new public function needs a case),
