@@ -14,8 +14,12 @@ folder is the course site, every page of the site.
   arrow keys for sliders and drop-downs, Space for check boxes, Enter or Space for buttons — and the app's frame must
   change.
 
-Results go to ``$JTK_ARTIFACTS/a11y/`` (default ``test-artifacts/a11y/``): ``axe.json`` (per page: rules run,
-violations, time), ``keyboard.json`` (per page: controls reached, operated, names), a screenshot at 1366×768 of
+The pages are checked in :data:`AXE_SHARDS` parametrised shards (page i in shard i mod the count), so that CI's
+browser step (``pytest -n 2 --dist load``) checks two shards at once, beside the JupyterLab tests; every page is
+still checked, and one shard's failure lists its own pages.
+
+Results go to ``$JTK_ARTIFACTS/a11y/`` (default ``test-artifacts/a11y/``): ``axe-<k>-of-<n>.json`` per shard (per
+page: rules run, violations, time), ``keyboard.json`` (per page: controls reached, operated, names), a screenshot at 1366×768 of
 each lab page with its first app in view, and of the site's home page and one API page (:data:`SCREENSHOT_PAGES`).
 """
 
@@ -38,6 +42,7 @@ AXE_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
 
 VIEWPORT = {"width": 1366, "height": 768}
 SCREENSHOT_PAGES = ("index.html", "api/jtk.testbed.html")
+AXE_SHARDS = 4
 """Pages of the course site also kept as a screenshot at :data:`VIEWPORT` (the home page and one API page; the lab
 pages' screenshots come from the keyboard test)."""
 MAX_TABS = 400  # Tab presses before giving up on focus wrapping around (a lab page has a few dozen stops)
@@ -98,9 +103,13 @@ def format_violations(name: str, violations: list[dict], limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-def test_every_page_passes_axe_core_wcag_2_1_aa(a11y_site, browser, axe_source):
-    pages = site_pages(a11y_site)
-    assert pages, f"no .html page under {a11y_site}"
+@pytest.mark.parametrize("shard", range(AXE_SHARDS))
+def test_every_page_passes_axe_core_wcag_2_1_aa(a11y_site, browser, axe_source, shard):
+    every = site_pages(a11y_site)
+    assert every, f"no .html page under {a11y_site}"
+    pages = every[shard::AXE_SHARDS]
+    if not pages:
+        pytest.skip(f"{len(every)} page(s): none falls in shard {shard} of {AXE_SHARDS}")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     report, failures = {}, []
     for page_path in pages:
@@ -121,9 +130,10 @@ def test_every_page_passes_axe_core_wcag_2_1_aa(a11y_site, browser, axe_source):
                         "seconds": round(seconds, 2)}
         if result["violations"]:
             failures.append(format_violations(name, result["violations"]))
-    (ARTIFACTS / "axe.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    (ARTIFACTS / f"axe-{shard + 1}-of-{AXE_SHARDS}.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
     total = sum(r["elements"] for r in report.values())
-    assert not failures, (f"axe-core found {total} violating elements on {len(failures)} of {len(pages)} pages:\n"
+    assert not failures, (f"axe-core found {total} violating elements on {len(failures)} of the {len(pages)} pages "
+                          f"of shard {shard + 1} of {AXE_SHARDS}:\n"
                           + "\n".join(failures))
 
 
