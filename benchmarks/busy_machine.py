@@ -30,9 +30,9 @@ import time
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests" / "data")]
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests" / "data")]
 
-from _docs import DOCS, md_table, write_section  # noqa: E402
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import KINDS, SOLUTIONS, make_class  # noqa: E402
 
 from jtk._info import PORTABLE_XLA_FLAG  # noqa: E402

@@ -1,8 +1,6 @@
 """The PPC study's library pieces (jtk.ppc.xll_table, split_mean_correlation, jtk.ppc.active.select_many,
-split_data) against independent computations, and benchmarks/ppc_study.py end to end on toy sizes."""
+split_data) against independent computations, and jtk.ppc.synthetic_study end to end on toy sizes."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +12,6 @@ from jtk.ppc import active
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 from jtk.regression.gp import GPRegression
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _models(n=40, m=5, seed=0):
@@ -197,10 +194,9 @@ def test_split_data_rejects_bad_tables():
 # ------------------------------------------------------------------ the benchmark
 @pytest.fixture(scope="module")
 def study():
-    sys.path.insert(0, str(BENCH))
-    import ppc_study
+    from jtk.ppc import synthetic_study
 
-    return ppc_study
+    return synthetic_study
 
 
 def test_shared_splits_repartition_one_draw(study):

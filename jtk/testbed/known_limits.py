@@ -22,14 +22,15 @@ import pandas as pd
 from scipy.special import log_softmax
 
 from jtk import testbed
+from jtk._paths import RESULTS
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
-
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", default="paper", choices=sorted(testbed.GRIDS))
-    args = parser.parse_args()
+    parser.add_argument("--out-dir", type=pathlib.Path, default=None, help="write the CSV here instead")
+    args = parser.parse_args(argv)
+    results = RESULTS if args.out_dir is None else args.out_dir
     problems = testbed.problems(args.grid)
     oracle = testbed.evaluate(testbed.OracleAgent(problems), problems, name="oracle")
     uniform = testbed.evaluate("uniform", problems)
@@ -51,8 +52,8 @@ def main() -> None:
         "uniform_mean_kl_1": [float(uniform[uniform.tau == 1].kl.mean())],
         "uniform_mean_kl_10": [float(uniform[uniform.tau == 10].kl.mean())],
     })
-    RESULTS.mkdir(exist_ok=True)
-    out.to_csv(RESULTS / f"known_limits_{args.grid}.csv", index=False)
+    results.mkdir(parents=True, exist_ok=True)
+    out.to_csv(results / f"known_limits_{args.grid}.csv", index=False)
     for key, value in out.iloc[0].items():
         print(f"{key:26s} {value}")
 

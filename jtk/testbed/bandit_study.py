@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import sys
 import time
 
 import numpy as np
@@ -31,11 +30,11 @@ import pandas as pd
 
 import jtk
 from jtk import testbed
+from jtk._paths import DOCS, RESULTS
 from jtk.testbed import bandit
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for comparisons and estimates
-PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "bandit.md"
+PAGE = DOCS / "bandit.md"
 
 
 def speed(horizon: int = 2000, num_problems: int = 8, dims=(2, 10)) -> None:
@@ -132,7 +131,7 @@ def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, che
                 if not todo:
                     continue
                 if matrix_rate is None:
-                    from training_flops import gemm_gflops
+                    from jtk._info import gemm_gflops
                     matrix_rate = round(gemm_gflops(), 1)
                 ckpt = checkpoints / f"{name}_d{d}_T{horizon}_s{s}_p{'-'.join(map(str, todo))}.npz"
                 load_start = os.getloadavg()[0]
@@ -428,8 +427,7 @@ def plot_fig89(points: pd.DataFrame, corr: pd.DataFrame, d: int, path: pathlib.P
 
 def write_docs(preset: str, table, corr, points, regret, common, horizon, problems, seeds, agents, dims) -> None:
     """The section 'bandit-fig89' of docs/bandit.md: what ran, Figs. 8/9 with the paper's numbers, per-d tables."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _docs import md_table, write_section
+    from jtk._docs import md_table, write_section
 
     fmt = lambda r, lo, hi: "" if pd.isna(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"  # noqa: E731
     corr_rows = pd.DataFrame({

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pandas as pd
-from _docs import DOCS, write_section
+from jtk._docs import DOCS, write_section
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MISSING = ("student27", "student28", "student29")

@@ -47,12 +47,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
@@ -61,8 +59,7 @@ import numpy as np  # noqa: E402
 from jtk.regression import coverage as cv  # noqa: E402
 from jtk.regression.deep import make_regression  # noqa: E402
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "results"
+from jtk._paths import DOCS, RESULTS as OUT  # noqa: E402
 
 
 def timed_study(env, methods, k, preset, seed=0):
@@ -126,7 +123,7 @@ def write_csv(df: pd.DataFrame, name: str) -> None:
 
 # --- docs/coverage.md: its tables, regenerated from the stored CSVs (``--docs``) -----------------------------------
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
+DOC = DOCS / "coverage.md"
 
 
 def _minus(value: float) -> str:
@@ -266,9 +263,9 @@ def doc_tables(results: Path = OUT) -> dict[str, str]:
 
 def write_docs() -> None:
     """Rewrites every table of docs/coverage.md that is made from the stored CSVs (each in its marked section)."""
-    from _docs import write_section  # benchmarks/ is this script's directory
+    from jtk._docs import write_section
 
-    for name, text in doc_tables().items():
+    for name, text in doc_tables(OUT).items():
         write_section(name, text, DOC)
 
 
@@ -309,7 +306,12 @@ def main(argv=None):
     ap.add_argument("--skip", nargs="*", default=[], choices=["truth", "timing", "sweep", "e2", "e3", "paper"])
     ap.add_argument("--docs", action="store_true",
                     help="no run: rewrite docs/coverage.md's tables from the stored CSVs (each in its marked section)")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="read and write the CSVs, and coverage.md, here instead of benchmarks/results and docs/")
     args = ap.parse_args(argv)
+    global OUT, DOC
+    if args.out_dir is not None:
+        OUT, DOC = args.out_dir, args.out_dir / "coverage.md"
     if args.docs:
         write_docs()
         return

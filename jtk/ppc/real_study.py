@@ -51,18 +51,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ppc_study  # noqa: E402
-from _docs import md_table, write_section  # noqa: E402
+from jtk.ppc import synthetic_study as ppc_study  # noqa: E402
+from jtk._docs import md_table, write_section  # noqa: E402
 
 from jtk import ppc  # noqa: E402
 from jtk.ppc import active
 from jtk._numerics import numpy_rng  # noqa: E402
 from jtk.regression.gp import GPRegression, rbf_kernel  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-PAGE = ROOT / "docs" / "ppc.md"
+from jtk._paths import DOCS, RESULTS, ROOT  # noqa: E402
+PAGE = DOCS / "ppc.md"
 
 
 # ------------------------------------------------------------------ data sets inside registry packages

@@ -39,13 +39,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from _docs import md_table  # noqa: E402
-
 from jtk import testbed  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DOCS = ROOT / "docs"
+from jtk._docs import md_table  # noqa: E402
+from jtk._paths import DOCS, RESULTS  # noqa: E402
 ESS_ADEQUATE = 100.0
 # Osband et al. (2022), Table 2: accuracy, ECE, d_KL^1, d_KL^10.
 PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 1.356),
@@ -278,9 +274,16 @@ def robustness_section() -> tuple[str, str | None]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grids", nargs="*", default=None, help="grid tags (default: all found)")
-    parser.add_argument("--out", type=Path, default=DOCS / "results.md")
+    parser.add_argument("--out", type=Path, default=None, help="the page (default: docs/results.md)")
     parser.add_argument("--notes", type=Path, default=None, help="markdown file inserted after the title")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="read the CSVs from here and write the page (results.md) and its figures here instead")
     args = parser.parse_args(argv)
+    global RESULTS, DOCS
+    if args.out_dir is not None:
+        RESULTS = DOCS = args.out_dir
+    if args.out is None:
+        args.out = DOCS / "results.md"
     DOCS.mkdir(exist_ok=True)
     tags = args.grids if args.grids else grid_tags()
     parts = ["# Neural Testbed results: the agent zoo\n",
@@ -314,7 +317,7 @@ def main(argv=None) -> int:
     if rob_fig:
         parts.append(f"![robustness]({rob_fig})\n")
     # Sections other scripts own (estimator tables, testbed speed, epinet / hypermodel) survive the rebuild.
-    from _docs import sections
+    from jtk._docs import sections
 
     kept = sections(args.out.read_text()) if args.out.exists() else {}
     args.out.write_text("\n".join(parts + list(kept.values())))

@@ -28,17 +28,16 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
-from _docs import write_section  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import jtk  # noqa: E402
 from jtk import testbed  # noqa: E402
 from jtk.testbed import engine
 from jtk.agents import base as agents_base  # noqa: E402
+from jtk._docs import write_section  # noqa: E402
+from jtk._paths import DOCS as DOCS_DIR, RESULTS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DOCS = ROOT / "docs" / "results.md"
+DOCS = DOCS_DIR / "results.md"
 AGENTS = ["mlp", "ensemble", "ensemble+", "sgmcmc", "dropout", "bbb", "hypermodel"]
 
 
@@ -124,8 +123,12 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", default="quick", choices=sorted(testbed.GRIDS))
     parser.add_argument("--report-only", action="store_true", help="only rebuild the table from stored CSVs")
     parser.add_argument("--load", default=None, help="machine load / device to state beside the timings")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS, help="directory of the per-agent CSVs")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="directory of the per-agent CSVs, and of the page (results.md) instead of docs/")
     args = parser.parse_args(argv)
+    page = DOCS if args.out_dir is None else args.out_dir / "results.md"
+    if args.out_dir is None:
+        args.out_dir = RESULTS
     problems = testbed.problems(args.grid)
     frames, seconds = {}, {}
     for name in args.agents:
@@ -150,7 +153,7 @@ def main(argv=None) -> int:
     t = table(frames)
     print(t.to_string(index=False))
     load = args.load or f"2 shared CPU cores, load average {os.getloadavg()[0]:.1f} when the table was written"
-    write_section(f"estimator-table-{args.grid}", section(t, args.grid, seconds, load), DOCS)
+    write_section(f"estimator-table-{args.grid}", section(t, args.grid, seconds, load), page)
     return 0
 
 

@@ -31,10 +31,9 @@ import time
 import nbformat
 import pandas as pd
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from jtk._docs import DOCS, write_section
 
-from _docs import DOCS, write_section  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 KINDS = ("correct", "wrong", "tampered", "looping", "crashing")
 WRONG = {  # answer-cell bodies with a typical misconception, by exercise

@@ -35,8 +35,8 @@ import nbformat
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
-from _docs import DOCS, md_table, write_section  # noqa: E402
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests")]
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import KINDS, make_submission  # noqa: E402
 import test_grading_attacks  # noqa: E402
 from test_grading_attacks import NB1, attacks  # noqa: E402

@@ -59,9 +59,7 @@ import pandas as pd  # noqa: E402
 import scipy.stats  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _docs import md_table, write_section  # noqa: E402
-
+from jtk._docs import md_table, write_section  # noqa: E402
 from jtk import ppc, train as train_lib  # noqa: E402
 from jtk.ppc import active
 from jtk._numerics import numpy_rng  # noqa: E402
@@ -69,9 +67,7 @@ from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLU
 from jtk.regression import bnn, deep  # noqa: E402
 from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DOCS = ROOT / "docs"
+from jtk._paths import DOCS, RESULTS  # noqa: E402
 PAGE = DOCS / "ppc.md"
 PAPER_R = 0.762  # Wang et al. (2021), Fig. 4 (right)
 

@@ -32,8 +32,8 @@ import nbformat
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
-from _docs import DOCS, md_table, write_section  # noqa: E402
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests")]
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import WRONG  # noqa: E402
 from test_nbgrader import (  # noqa: E402
     SOLUTIONS, _cell, jtk_grade, nbgrader_environment, nbgrader_pin, nbgrader_points, released, run_nbgrader, submit,

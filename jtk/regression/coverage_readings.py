@@ -32,21 +32,19 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from _docs import md_table, write_section  # noqa: E402
+from jtk._docs import md_table, write_section  # noqa: E402
+from jtk._paths import DOCS, RESULTS  # noqa: E402
 from jtk.regression import coverage as cv  # noqa: E402
 from jtk.envs.regression import SinusoidRegression  # noqa: E402
 from jtk.regression.deep import make_regression  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "coverage_readings.csv"
-PAGE = ROOT / "docs" / "coverage.md"
+OUT = RESULTS / "coverage_readings.csv"
+PAGE = DOCS / "coverage.md"
 PAPER = {1.0: 0.95, 5.0: 1.0}  # the paper's ensemble coverage, in distribution (Fig. 3: ≈ 0.95 low, ≈ 1 high f_main)
 METHODS = ("EnsAdvA", "EnsBS")
 LAB = "jtk lab (input_scale 8)"
@@ -142,7 +140,13 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=20, help="training sets per cell (≥ 2)")
     ap.add_argument("--no-docs", action="store_true", help="write the CSV only")
     ap.add_argument("--report-only", action="store_true", help="rebuild the docs table from the CSV")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="read and write coverage_readings.csv, and coverage.md, here instead")
     args = ap.parse_args(argv)
+    global OUT, PAGE
+    if args.out_dir is not None:
+        OUT, PAGE = args.out_dir / "coverage_readings.csv", args.out_dir / "coverage.md"
+        args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.k < 2:
         ap.error(f"--k must be at least 2, got {args.k}")
     if args.report_only:

@@ -22,6 +22,7 @@ Run one of these at a time: each uses every core it is given.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
@@ -34,10 +35,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import jtk  # noqa: E402
-from jtk.cli import _hyperparameter  # noqa: E402
 from jtk import testbed  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from jtk._paths import RESULTS  # noqa: E402
 ZOO = ["dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
 ROBUST_ACTIVATIONS = ("tanh", "swish", "sigmoid", "selu", "relu", "leaky_relu", "gelu")
 ROBUST_HIDDEN = (5, 10, 20, 50, 100)
@@ -101,6 +100,18 @@ def robustness(name: str) -> pd.DataFrame:
         df.insert(1, "setting", f"{field}={value}")
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
+
+
+def _hyperparameter(text: str) -> tuple[str, object]:
+    """``--set KEY=VALUE`` as ``jtk testbed --set`` reads it (the testbed package may not import jtk.cli)."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = value
+    return key.strip(), parsed
 
 
 def main(argv=None) -> int:

@@ -40,7 +40,7 @@ from jtk.regression.bnn import BBBRegression, SGLDRegression  # noqa: E402
 from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+from jtk._paths import RESULTS  # noqa: E402,F401 (main rebinds it with --out-dir)
 
 
 def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
@@ -127,7 +127,11 @@ def main(argv=None):
     p.add_argument("--dim", type=int, default=9)
     p.add_argument("--no-bnn", action="store_true", help="GP-based models only (fast)")
     p.add_argument("--suffix", default="", help="appended to the result file names, e.g. _d5")
+    p.add_argument("--out-dir", type=pathlib.Path, default=None, help="write the CSVs here instead")
     args = p.parse_args(argv)
+    global RESULTS
+    if args.out_dir is not None:
+        RESULTS = args.out_dir
     t0 = time.perf_counter()
     res = run(args.splits, args.dim, not args.no_bnn)
     summary, per_model = summarize(res)
