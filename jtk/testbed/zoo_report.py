@@ -41,7 +41,7 @@ import pandas as pd  # noqa: E402
 
 from jtk import testbed  # noqa: E402
 from jtk._docs import md_table  # noqa: E402
-from jtk._paths import DOCS, RESULTS  # noqa: E402
+from jtk._paths import DOCS, RESULTS, ROOT  # noqa: E402
 ESS_ADEQUATE = 100.0
 # Osband et al. (2022), Table 2: accuracy, ECE, d_KL^1, d_KL^10.
 PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 1.356),
@@ -275,7 +275,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grids", nargs="*", default=None, help="grid tags (default: all found)")
     parser.add_argument("--out", type=Path, default=None, help="the page (default: docs/results.md)")
-    parser.add_argument("--notes", type=Path, default=None, help="markdown file inserted after the title")
+    parser.add_argument("--notes", type=Path, default=ROOT / "benchmarks" / "zoo_notes.md",
+                        help="markdown file inserted after the title (default: the checkout's benchmarks/zoo_notes.md)")
     parser.add_argument("--out-dir", type=Path, default=None,
                         help="read the CSVs from here and write the page (results.md) and its figures here instead")
     args = parser.parse_args(argv)
