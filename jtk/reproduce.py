@@ -183,9 +183,14 @@ STUDIES: tuple[Study, ...] = (
           {"quick": (Step("jtk.testbed.estimator_table", ("--grid", "quick")),),
            "paper": (Step("jtk.testbed.estimator_table", ("--grid", "paper", "--agents", "mlp", "ensemble",
                                                           "ensemble+", "sgmcmc")),),
-           "report": (Step("jtk.testbed.estimator_table", ("--grid", "quick", "--report-only")),
+           # the stored rows' machines, as the page states them (--load)
+           "report": (Step("jtk.testbed.estimator_table", ("--grid", "quick", "--report-only", "--load",
+                                                           "some agents on an NVIDIA H100 (ensemble, dropout, bbb, "
+                                                           "hypermodel), the others on the 2 shared CPU cores under "
+                                                           "load; not comparable across agents")),
                       Step("jtk.testbed.estimator_table", ("--grid", "paper", "--report-only", "--agents", "mlp",
-                                                           "ensemble", "ensemble+", "sgmcmc")))},
+                                                           "ensemble", "ensemble+", "sgmcmc", "--load",
+                                                           "NVIDIA H100, JAX 0.11.2")))},
           ("estimator_<agent>_<grid>.csv", "estimator_<agent>_<grid>.seconds"),
           "docs/results.md#estimator-table-quick, #estimator-table-paper", _estimators,
           "an existing CSV is reused: delete it to rerun that agent"),

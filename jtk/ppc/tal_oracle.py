@@ -15,7 +15,7 @@ between metacorrelation and BatchMIG performance across models (paper: 0.762)
 and the Spearman correlation between XLL and metacorrelation ranks.
 
 Usage:
-  python benchmarks/tal_oracle.py [--splits 25] [--dim 9] [--no-bnn]
+  python -m jtk.ppc.tal_oracle [--splits 25] [--dim 9] [--no-bnn]
 Writes benchmarks/results/tal_criteria.csv, tal_models.csv, tal_xll.csv, tal_per_model.csv and
 tal_summary.csv (names + --suffix).
 """

@@ -20,7 +20,7 @@ near 0.95: ±0.05), BLR beside them as the check (its coverage is 0.95 by constr
 is the mean absolute difference of its in-distribution coverage from the paper's (0.95 at f_main = 1, 1.0 at
 f_main = 5). Writes benchmarks/results/coverage_readings.csv and the table between the markers of docs/coverage.md.
 
-Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_readings.py [--k 20] [--no-docs]``.
+Usage: ``JAX_PLATFORMS=cpu python -m jtk.regression.coverage_readings [--k 20] [--no-docs]``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     wide.columns = [f"{'coverage' if a == 'coverage_in' else 'uncertainty'} f={int(f)}" for a, f in wide.columns]
     table = wide.reset_index().merge(dist, on=["method", "reading"]).sort_values(["method", "distance"])
     blr = df[df["method"] == "BLR"]["coverage_in"]
-    lines = [f"Made by `python benchmarks/coverage_readings.py` (k = {int(df['k'].iloc[0])} training sets per "
+    lines = [f"Made by `python -m jtk.regression.coverage_readings` (k = {int(df['k'].iloc[0])} training sets per "
              f"cell, in-distribution means; {len(df)} rows in benchmarks/results/coverage_readings.csv; BLR, run "
              f"beside every cell as the check, covered {blr.min():.2f}–{blr.max():.2f}). Distance: mean |coverage − "
              "paper| over f_main = 1 (paper ≈ 0.95) and 5 (paper ≈ 1.0); smaller is closer.", "",
@@ -126,7 +126,7 @@ def fgsm_report(df: pd.DataFrame) -> str:
     adv = df[(df["method"] == "EnsAdvA") & df["reading"].isin(steps)]
     ens = df[(df["method"] == "Ens") & (df["reading"] == LAB)].set_index("f_main")
     return "\n".join([
-        f"Made by `python benchmarks/coverage_readings.py` from the rows of benchmarks/results/coverage_readings.csv "
+        f"Made by `python -m jtk.regression.coverage_readings` from the rows of benchmarks/results/coverage_readings.csv "
         f"at jtk's lab configuration (input_scale 8, k = {int(df['k'].iloc[0])} training sets per cell, "
         "in-distribution means).", "", md_table(table, index=False), "",
         f"* Over the four FGSM steps EnsAdvA covers {adv['coverage_in'].min():.2f}–{adv['coverage_in'].max():.2f} "

@@ -24,7 +24,7 @@ and summary tables to ``benchmarks/results/coverage_*.csv``:
 
 ``--e2-preset paper`` runs the E.2 sweep with the paper preset instead (``--e2-methods``
 picks the methods, e.g. BLR BD EnsBS) and writes ``coverage_e2_paper_*.csv``, e.g.
-``python benchmarks/coverage_study.py --skip truth timing sweep e3 paper --e2-preset paper --dims 1 --k 20
+``python -m jtk.regression.coverage_study --skip truth timing sweep e3 paper --e2-preset paper --dims 1 --k 20
 --e2-methods BLR BD EnsBS``.
 
 Two options change the E.1 problem or add a method:
@@ -37,9 +37,9 @@ Two options change the E.1 problem or add a method:
 * ``--bootstrap-size b`` (≠ 1) runs EnsBS with resample size b·n as an extra
   method labelled ``EnsBS(b)`` beside the classical EnsBS (b = 1).
 
-Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_study.py [--k 50] [--skip paper ...]``;
+Usage: ``JAX_PLATFORMS=cpu python -m jtk.regression.coverage_study [--k 50] [--skip paper ...]``;
 e.g. only the E.1 sweep at input_scale 8 and E.2:
-``python benchmarks/coverage_study.py --skip timing paper e3 --input-scale 8 --bootstrap-size 0.5
+``python -m jtk.regression.coverage_study --skip timing paper e3 --input-scale 8 --bootstrap-size 0.5
 --f-mains 1 2 3 4 5``.
 """
 

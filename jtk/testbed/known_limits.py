@@ -1,7 +1,7 @@
 """Known limits of the leaderboard on every problem of a grid (issue #2's acceptance checks).
 
-    python benchmarks/known_limits.py                  # the 420-problem paper grid
-    python benchmarks/known_limits.py --grid classification
+    python -m jtk.testbed.known_limits                  # the 420-problem paper grid
+    python -m jtk.testbed.known_limits --grid classification
 
 * An agent that knows the true environment (``jtk.testbed.OracleAgent``, exact
   enumeration) must get |d_KL^τ| < 1e-5 on every problem.

@@ -1,9 +1,9 @@
 """Runs the Neural Testbed for the agent zoo and writes one CSV per agent.
 
 Usage:
-    python benchmarks/agent_zoo.py --grid quick                       # every zoo agent, 16 problems each
-    python benchmarks/agent_zoo.py --grid paper --agents dropout bbb  # the 420-problem paper grid
-    python benchmarks/agent_zoo.py --robustness --agents mlp dropout  # §6 study: activations and widths
+    python -m jtk.testbed.zoo --grid quick                       # every zoo agent, 16 problems each
+    python -m jtk.testbed.zoo --grid paper --agents dropout bbb  # the 420-problem paper grid
+    python -m jtk.testbed.zoo --robustness --agents mlp dropout  # §6 study: activations and widths
 
 Writes benchmarks/results/zoo_<agent>_<grid>.csv (zoo_<agent>_<grid>_seeds<N>.csv
 with --seeds; one row per problem, the
