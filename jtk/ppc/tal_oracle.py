@@ -14,8 +14,10 @@ and XLL / XLLR with every model as reference. Reports the Pearson correlation
 between metacorrelation and BatchMIG performance across models (paper: 0.762)
 and the Spearman correlation between XLL and metacorrelation ranks.
 
-Usage:
+Usage::
+
   python -m jtk.ppc.tal_oracle [--splits 25] [--dim 9] [--no-bnn]
+
 Writes benchmarks/results/tal_criteria.csv, tal_models.csv, tal_xll.csv, tal_per_model.csv and
 tal_summary.csv (names + --suffix).
 """

@@ -4,7 +4,7 @@
     python -m jtk.testbed.known_limits --grid classification
 
 * An agent that knows the true environment (``jtk.testbed.OracleAgent``, exact
-  enumeration) must get |d_KL^τ| < 1e-5 on every problem.
+  enumeration) must get ``|d_KL^τ| < 1e-5`` on every problem.
 * The uniform agent must get the closed form mean over test τ-samples of
   log p(y_1:τ) + τ log K, recomputed here in float64 numpy from the
   environment's logits.
