@@ -1,11 +1,11 @@
 """Build hook: the wheel carries the labs (``jtk labs --out DIR`` writes them), everything else is in pyproject.toml.
 
 The labs stay where they are in the repository (``notebooks/``, ``exercises/`` and the CSVs they read; never
-``solutions/``); ``jtk/labs.py`` lists them (``LAB_FILES``). setuptools' ``package-data`` only takes files inside a
+``solutions/``); ``jtk/course/labs.py`` lists them (``LAB_FILES``). setuptools' ``package-data`` only takes files inside a
 package directory and ``data-files`` are not importable, so this ``build_py`` copies the listed files into
 ``build_lib/jtk/_labs/`` for a wheel, and names them as its source files so that an sdist carries them too. In an
 editable install (``pip install -e .``) it copies nothing, as setuptools asks of build steps: jtk finds the labs in
-the checkout there (``jtk.labs.labs_root``).
+the checkout there (``jtk.course.labs.labs_root``).
 """
 
 import os
@@ -16,7 +16,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LABS = runpy.run_path(os.path.join(HERE, "jtk", "labs.py"))  # standard library only: no jtk, no JAX at build time
+LABS = runpy.run_path(os.path.join(HERE, "jtk", "course", "labs.py"))  # standard library only: no jtk, no JAX at build time
 
 
 class build_py_with_labs(build_py):

@@ -4,7 +4,7 @@
     python benchmarks/check_budgets.py --docs-only    # rewrite the docs section from the last run's CSV
 
 Under ``jtk grade --timeout 30`` a check cell with a visible and a hidden call gives each call 10 CPU seconds
-(``jtk._answers._Budget``): the student's function may run for 3 of them (``RUN_SHARE``), and JAX's tracing and
+(``jtk.course._answers._Budget``): the student's function may run for 3 of them (``RUN_SHARE``), and JAX's tracing and
 compilation are not counted, up to 30 s (the ``--timeout``) of them per call. The budget must let every correct
 answer finish, however it is written, and stop an answer that loops as soon as it safely can: a looping notebook
 costs its running share once per check cell. This script runs correct answers to every check under that budget:
@@ -204,7 +204,7 @@ def solutions() -> dict[str, str]:
     """The answer cells of the notebooks in solutions/ by check name, each ending with ``answer = <its function>``."""
     import nbformat
 
-    from jtk import exercises
+    from jtk.course import exercises
 
     out = {}
     for path in sorted(SOLUTIONS.glob("*.ipynb")):
@@ -225,7 +225,7 @@ ONE = """
 import json, sys, time
 {preamble}
 {answer}
-from jtk import _answers, _judge
+from jtk.course import _answers, _judge
 check = _judge.check_by_name({name!r})
 calls = []
 for hidden in (False, True):
@@ -262,7 +262,7 @@ def measure(name: str, answer: str) -> dict:
 
 def write_docs(df: pd.DataFrame, busy: int) -> None:
     """Writes the section ``check-budgets`` of docs/grading.md from the measured rows."""
-    from jtk import _answers
+    from jtk.course import _answers
 
     run_share, load = _answers.RUN_SHARE * CALL_SECONDS, df.busy_load.dropna().iloc[-1]
     head = (f"`python benchmarks/check_budgets.py` on {os.cpu_count()} cores "
@@ -318,7 +318,7 @@ def main(argv=None) -> pd.DataFrame:
         write_docs(pd.read_csv(OUT), args.busy)
         return pd.read_csv(OUT)
 
-    from jtk import _answers
+    from jtk.course import _answers
 
     run_share, rows = _answers.RUN_SHARE * CALL_SECONDS, []
     for condition, busy in (("quiet", 0), ("busy", args.busy)):

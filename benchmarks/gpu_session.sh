@@ -60,7 +60,7 @@ case "${1:-probe}" in
     speed 60 "${tagdev}-at0" JTK_FAST_COMPILE=0 JTK_COMPILER_OPTIONS="$AT0" -- --agents mlp --cold-only --no-new-grid
     speed 120 "${tagdev}-base" JTK_FAST_COMPILE=0 -- --agents ensemble+_K100 --cold-only --no-new-grid
     ;;
-  split)  # testbed.SPLIT_BRANCHES_AHEAD: one training program per minibatch size, against jtk's path on the same machine
+  split)  # jtk.testbed.engine.SPLIT_BRANCHES_AHEAD: one training program per minibatch size, against jtk's path on the same machine
     speed 120 "${tagdev}-pair" -- --agents mlp --no-new-grid
     speed 120 "${tagdev}-split" -- --agents mlp --no-new-grid --patch jtk.testbed.engine.SPLIT_BRANCHES_AHEAD=True
     speed 90 "${tagdev}-pair" -- --agents ensemble+_K100 --cold-only --no-new-grid

@@ -114,7 +114,7 @@ def grade(root, csv, workers, timeout, feedback=None) -> float:
 
 def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -> None:
     """Wall seconds of grading one notebook per (exercise, kind), serially; the class's worker-seconds from them."""
-    from jtk import exercises
+    from jtk.course import exercises
 
     sources = exercises.load_sources(SOLUTIONS)
     mode = _sandbox_mode()
@@ -203,7 +203,7 @@ def main() -> None:
 
 
 def _sandbox_mode() -> str:
-    from jtk import sandbox as sb
+    from jtk.course import sandbox as sb
 
     return sb.resolve("auto")
 

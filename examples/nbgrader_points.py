@@ -39,7 +39,7 @@ from test_nbgrader import (  # noqa: E402
     SOLUTIONS, _cell, jtk_grade, nbgrader_environment, nbgrader_pin, nbgrader_points, released, run_nbgrader, submit,
     visible_points)
 
-from jtk import nbgrader  # noqa: E402
+from jtk.course import nbgrader  # noqa: E402
 
 STUDENTS = ("solution", "untouched", "wrong")
 

@@ -1,9 +1,12 @@
 """jtk: a Jupyter-first toolkit for teaching and exploring joint predictive uncertainty.
 
 The library behind the notebooks: generative models (``jtk.envs``), testbed classification
-agents (``jtk.agents``), regression models (``jtk.regression``), joint likelihoods and d_KL^τ (``jtk.likelihood``),
-the Neural Testbed (``jtk.testbed``), active learning (``jtk.ppc.active``) and posterior predictive correlations
-(``jtk.ppc``), sweeps and executors.
+agents (``jtk.agents``), regression models and the coverage study (``jtk.regression``), joint likelihoods and
+d_KL^τ (``jtk.likelihood``), the Neural Testbed with its sweeps, bandit and ensemble study (``jtk.testbed``),
+active learning and posterior predictive correlations (``jtk.ppc``), figures and apps (``jtk.plots``,
+``jtk.widgets``), the instructors' tools (``jtk.course``; students import its checks as ``jtk.checks``), and the
+platform at the top level: executors, results files, the ``jtk`` command. The layers, what each package may import,
+are in docs/development.md ("Layout") and checked by tests/test_architecture.py.
 
 On import jtk turns on JAX's persistent compilation cache (in
 ``$JTK_CACHE_DIR``, default ``~/.cache/jtk/xla``), so a second run of a sweep or
@@ -67,12 +70,16 @@ from jtk._info import info  # noqa: E402
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
 __version__ = "0.1.0"
-_SUBMODULES = ("agents", "checks", "envs", "executors", "exercises", "likelihood", "nets", "plots", "ppc", "regression",
-               "results", "sandbox", "testbed", "train", "widgets")
+_SUBMODULES = ("agents", "checks", "course", "envs", "executors", "likelihood", "nets", "plots", "ppc", "regression",
+               "results", "testbed", "train", "widgets")
+# jtk.checks is the students' name of jtk.course.checks (the very module; no warning, documented there).
+_ALIAS_SUBMODULES = {"checks": "jtk.course.checks"}
 # Deprecated aliases (warn on import, and are the very module of their new path): jtk.grading is jtk.checks; the rest
 # moved into packages in #48.
 _MOVED_SUBMODULES = {"active": "jtk.ppc.active", "bandit": "jtk.testbed.bandit", "coverage": "jtk.regression.coverage",
-                     "ensemble_study": "jtk.testbed.ensemble_study", "sweep": "jtk.testbed.sweep"}
+                     "ensemble_study": "jtk.testbed.ensemble_study", "sweep": "jtk.testbed.sweep",
+                     **{name: f"jtk.course.{name}" for name in ("challenge", "exercises", "export", "gradebook",
+                                                                "gradescope", "labs", "nbgrader", "sandbox")}}
 _DEPRECATED_SUBMODULES = ("grading", *_MOVED_SUBMODULES)
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 

@@ -233,3 +233,72 @@ def widths(name: str, value: Any, allow_empty: bool = True) -> tuple[int, ...]:
     if not out and not allow_empty:
         raise ValueError(f"{name} must list at least one hidden width, got ()")
     return out
+
+
+def instance(name: str, value: Any, types: type | tuple[type, ...], what: str | None = None) -> Any:
+    """Checks ``isinstance(value, types)`` (TypeError naming ``what``, e.g. "a Problem"), returns ``value``."""
+    if not isinstance(value, types):
+        types = types if isinstance(types, tuple) else (types,)
+        what = what or "a " + " or ".join(t.__name__ for t in types)
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}")
+    return value
+
+
+def function(name: str, value: Any, what: str = "a callable") -> Callable:
+    """Checks ``value`` is callable (a kernel, an environment factory) and returns it."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {_describe(value)}")
+    return value
+
+
+def frame(name: str, value: Any, columns: Iterable[str] = ()):
+    """Checks ``value`` is a pandas DataFrame holding ``columns``; returns it."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")
+    columns = list(columns)
+    missing = [c for c in columns if c not in value.columns]
+    if missing:
+        raise ValueError(f"{name} must have columns {columns}, missing {missing}")
+    return value
+
+
+def names(name: str, value: Any, options: Iterable[str], allow_empty: bool = False) -> list[str]:
+    """A sequence of names, each one of ``options`` (a bare string is refused: "mig" is not ["m", "i", "g"])."""
+    options = sorted(options)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a list of names from {options}, got {_describe(value)}")
+    out = [one_of(name, v, options) for v in value]
+    if not out and not allow_empty:
+        raise ValueError(f"{name} must name at least one of {options}, got none")
+    return out
+
+
+def nonempty(name: str, value: Any, what: str = "item") -> list:
+    """Returns ``list(value)`` after checking it is a non-string iterable with at least one entry."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {what}s, got {_describe(value)}")
+    out = list(value)
+    if not out:
+        raise ValueError(f"{name} must hold at least one {what}, got none")
+    return out
+
+
+def prng_key(name: str, value: Any) -> Any:
+    """Checks ``value`` is a JAX PRNG key (typed, or raw uint32 [..., 2]); a traced key passes (a static check)."""
+    if isinstance(value, (jax.Array, np.ndarray)) and (
+            jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key)
+            or value.dtype == np.uint32 and value.shape[-1:] == (2,)):
+        return value
+    raise TypeError(f"{name} must be a JAX PRNG key (e.g. jax.random.key(0)), got {_describe(value)}")
+
+
+def path(name: str, value: Any):
+    """Checks ``value`` is a file-system path (str or os.PathLike) and returns it as a pathlib.Path."""
+    import os
+    import pathlib
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {_describe(value)}")
+    return pathlib.Path(value)

@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     xp.add_argument("--all", action="store_true", help="every lab in ./notebooks (00_… to 06_…)")
     xp.add_argument("--out", required=True, help="folder for the pages and index.html")
     xp.add_argument("--max-frames", type=_positive_int, default=None,
-                    help="most control combinations exported per app (default: jtk.export.MAX_FRAMES)")
+                    help="most control combinations exported per app (default: jtk.course.export.MAX_FRAMES)")
     ch = sub.add_parser("challenge", help="class challenge: score students' agents on hidden seeds (new|score|practice)")
     chs = ch.add_subparsers(dest="challenge_command", required=True)
     chn = chs.add_parser("new", help="write a challenge file with a fresh secret salt (mode 0600) and practice.toml")
@@ -374,7 +374,8 @@ def _sweep(args) -> int:
 
 
 def _verify_board(args) -> int:
-    from jtk import challenge, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import challenge
 
     try:
         table = challenge.verify_board(args.csv, config=args.config, submissions=args.submissions,
@@ -397,7 +398,8 @@ def _verify_board(args) -> int:
 
 
 def _verify(args) -> int:
-    from jtk import challenge, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import challenge
     from jtk.testbed import runs
 
     if args.config is not None or args.submissions is not None or challenge.is_board(args.csv):
@@ -461,7 +463,8 @@ def _bandit(args) -> int:
 
 
 def _exercises(args) -> int:
-    from jtk import exercises, results as results_lib
+    from jtk import results as results_lib
+    from jtk.course import exercises
 
     if args.action == "autograder":
         return _autograder(args)
@@ -485,7 +488,7 @@ def _exercises(args) -> int:
 
 
 def _autograder(args) -> int:
-    from jtk import gradescope
+    from jtk.course import gradescope
 
     if not args.out or args.salt is None:
         return _fail("exercises autograder", "--out FILE.zip and --salt SECRET are required (the salt seeds each "
@@ -504,7 +507,7 @@ def _autograder(args) -> int:
 
 
 def _nbgrader_course(args) -> int:
-    from jtk import nbgrader
+    from jtk.course import nbgrader
 
     if not args.course:
         return _fail("exercises nbgrader", "--course DIR is required (the nbgrader course directory), got none")
@@ -524,7 +527,7 @@ def _nbgrader_course(args) -> int:
 def _grade(args) -> int:
     import json
 
-    from jtk import exercises, sandbox
+    from jtk.course import exercises, sandbox
 
     def fail(message: str) -> int:
         print(f"jtk grade: {message}", file=sys.stderr)
@@ -564,7 +567,7 @@ def _grade(args) -> int:
         if fb.exists() and not fb.is_dir():
             return fail(f"--feedback: {str(fb)!r} exists and is not a directory")
     if mode == "none":
-        print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.sandbox)", file=sys.stderr)
+        print("jtk grade: warning: --sandbox none: student code runs with your rights (see jtk.course.sandbox)", file=sys.stderr)
     started = time.perf_counter()
     if args.memory < exercises.MIN_MEMORY:
         return fail(f"--memory: expected at least 2G (the grading worker needs that for Python, JAX, jtk and a "
@@ -594,7 +597,7 @@ def _grade(args) -> int:
         written = exercises.write_feedback(rows, args.feedback)
         print(f"{len(written)} feedback pages written to {args.feedback}", file=out)
     if args.gradescope:
-        from jtk import gradescope
+        from jtk.course import gradescope
 
         gradescope.write_results(rows, args.gradescope, hidden_visibility=args.hidden_visibility,
                                  execution_time=time.perf_counter() - started)
@@ -610,7 +613,7 @@ def _grade(args) -> int:
 
 
 def _gradebook(args) -> int:
-    from jtk import gradebook
+    from jtk.course import gradebook
     from jtk.results import OutputError, check_output
 
     def fail(message: str, code: int = 2) -> int:
@@ -691,7 +694,7 @@ def _gradebook(args) -> int:
 
 
 def _export(args) -> int:
-    from jtk import export
+    from jtk.course import export
 
     try:
         paths = list(args.notebooks) + ([str(p) for p in export.lab_notebooks()] if args.all else [])
@@ -710,7 +713,7 @@ def _export(args) -> int:
 
 
 def _challenge(args) -> int:
-    from jtk import challenge
+    from jtk.course import challenge
 
     try:
         if args.challenge_command == "new":
@@ -758,7 +761,7 @@ def _labs(args) -> int:
     import importlib.util
     import shlex
 
-    from jtk import labs
+    from jtk.course import labs
 
     try:
         written = labs.write_labs(args.out, exercises_only=args.exercises_only, force=args.force)
@@ -778,6 +781,8 @@ def _labs(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError(f"argv must be a list of str (e.g. ['testbed', '--agent', 'mlp']) or None, got {argv!r}")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = []
     if argv[:1] == ["reproduce"] and "--" in argv:  # jtk reproduce NAME [...] -- STUDY ARGS: the study's, untouched

@@ -56,6 +56,9 @@ def local_threads(num_tasks: int, agents=()) -> int:
     # imports no agent code, and where that module is not loaded no agent can be one of them.
     agents_base = sys.modules.get("jtk.agents.base")
     JaxAgent = getattr(agents_base, "JaxAgent", None)
+    from jtk import _checks
+
+    _checks.integer("num_tasks", num_tasks, minimum=0)
 
     setting = os.environ.get("JTK_THREADS", "").strip()
     if setting:
@@ -97,6 +100,10 @@ def map_local(fn, items, *, desc: str, unit: str = "task", progress: bool = True
       The results, in the order of ``items``.
     """
     from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from jtk import _checks
+
+    _checks.function("fn", fn)
 
     from tqdm.auto import tqdm
 
@@ -171,6 +178,10 @@ def executor(scheduler: str = "local", n_workers: int = 2, threads_per_worker: i
       None for "local", else a ``dask.distributed.Client``.
     """
     check_scheduler(scheduler)
+    from jtk import _checks
+
+    _checks.integer("n_workers", n_workers, minimum=1)
+    _checks.integer("threads_per_worker", threads_per_worker, minimum=1)
     if scheduler == "local":
         yield None
         return

@@ -214,8 +214,8 @@ def mixture_kl_by_tau(label_logprobs, true_logprobs, taus, log_weights=None) -> 
         raise ValueError(f"true_logprobs must have {n} entries to match label_logprobs {lp.shape}, got {true.shape}")
     log_w = None if log_weights is None else np.asarray(log_weights, np.float64)
     out = []
-    for tau in taus:
-        tau = _checks.integer("tau", tau, minimum=1, maximum=n)
+    for i, tau in enumerate(taus):
+        tau = _checks.integer(f"taus[{i}]", tau, minimum=1, maximum=n)
         m = n // tau * tau
         out.append(float(np.mean(mixture_kl(lp[:, :m], true[:m], tau, log_w))))
     return np.asarray(out)

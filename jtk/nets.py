@@ -34,6 +34,8 @@ def activation_fn(name: str) -> Callable[[jax.Array], jax.Array]:
 
 def mlp_sizes(input_dim: int, hidden: Sequence[int], num_classes: int) -> tuple[int, ...]:
     """Layer widths of an MLP ``input_dim → *hidden → num_classes``, e.g. (2, 50, 50, 2)."""
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("num_classes", num_classes, minimum=1)
+    hidden = _checks.widths("hidden", hidden)
     return (input_dim, *hidden, num_classes)
 
 
@@ -52,6 +54,9 @@ def init_mlp(key: jax.Array, sizes: Sequence[int], first_bias_std: float = 0.0) 
     Returns:
       Tuple of (w [fan_in, fan_out], b [fan_out]) pairs.
     """
+    _checks.prng_key("key", key)
+    if len(_checks.widths("sizes", sizes)) < 2:
+        raise ValueError(f"sizes must list at least the input and output widths, got {tuple(sizes)}")
     keys = jax.random.split(key, len(sizes))
     params = []
     for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):

@@ -114,6 +114,8 @@ def timestamp() -> str:
 
 def sha256_bytes(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     return hashlib.sha256(data).hexdigest()
 
 
@@ -179,9 +181,15 @@ def write_json_atomic(path, obj: Any) -> pathlib.Path:
     return write_atomic(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
+def _path_arg(name: str, value: Any) -> pathlib.Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} {value!r}")
+    return pathlib.Path(value)
+
+
 def manifest_path(path) -> pathlib.Path:
     """The manifest beside a results CSV: ``rows.csv`` → ``rows.manifest.json``."""
-    path = pathlib.Path(path)
+    path = _path_arg("path", path)
     stem = path.name[:-4] if path.name.lower().endswith(".csv") else path.name
     return path.with_name(stem + ".manifest.json")
 
@@ -192,6 +200,10 @@ def manifest_path(path) -> pathlib.Path:
 
 def problems_record(problems: Iterable[Any]) -> list[dict]:
     """Testbed problems as a list of plain dicts (every field of :class:`jtk.testbed.Problem`)."""
+    problems = list(problems)
+    for i, p in enumerate(problems):
+        if not dataclasses.is_dataclass(p) or isinstance(p, type):
+            raise TypeError(f"problems[{i}] must be a jtk.testbed.Problem, got {type(p).__name__}")
     return [jsonable(dataclasses.asdict(p)) for p in problems]
 
 
@@ -211,6 +223,8 @@ def check_output(path, *, option: str = "path", force: bool = False, resume: boo
       OutputError: the parent directory is missing or not writable, the path is
         of the wrong kind, or a file exists without ``force`` / ``resume``.
     """
+    if not isinstance(option, str):
+        raise TypeError(f"option must be the option's name as shown to the user (str), got {option!r}")
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise OutputError(f"{option}: expected a file path, got {path!r}")
     path = pathlib.Path(path)
@@ -484,6 +498,8 @@ class ChunkStore:
 
 def chunk_id(chunk: Sequence[Sequence[Any]], identity: Any = None) -> str:
     """A chunk's id: a hash of its problems (order-free) and, optionally, of the configuration it is run with."""
+    if isinstance(chunk, (str, bytes)) or not hasattr(chunk, "__iter__"):
+        raise TypeError(f"chunk must be a sequence of problem groups, got {type(chunk).__name__}")
     text = repr(sorted(repr(p) for group in chunk for p in group))
     if identity is not None:
         text += _canonical(identity)
@@ -612,7 +628,7 @@ class Interrupted(Exception):
 
 def parts_dir(out) -> pathlib.Path:
     """Where ``jtk testbed --out F.csv`` keeps finished chunks until the run completes: ``F.csv.parts/``."""
-    out = pathlib.Path(out)
+    out = _path_arg("out", out)
     return out.with_name(out.name + ".parts")
 
 

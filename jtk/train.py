@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+
 MIN_CAPACITY = 1024
 
 # On the CPU, training is fastest when the networks trained at once keep their activations, gradients and Adam
@@ -29,6 +30,7 @@ PARAMETER_ROWS = 32
 
 def cpu_block_size(batch_size: int, limit: int) -> int:
     """How many networks (ensemble members × problems) train at once on the CPU at this minibatch size, 1..limit."""
+    _positive_int("batch_size", batch_size), _positive_int("limit", limit)
     return max(1, min(int(limit), CPU_BLOCK_ROWS // (int(batch_size) + PARAMETER_ROWS)))
 
 
@@ -49,7 +51,16 @@ class Batch(NamedTuple):
     index: jax.Array  # [B] int32 row indices into the Dataset (for per-example weights)
 
 
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """int(value) >= minimum (numpy and concrete JAX integers pass: callers hand over array sizes)."""
+    v = int(value)
+    if v < minimum or v != value:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return v
+
+
 def next_pow2(n: int) -> int:
+    _positive_int("n", n, minimum=0)
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
@@ -65,6 +76,7 @@ def batch_bucket(n: int, batch_size: int) -> int:
     up to a power of two keeps the number of compiled shapes small (≤ 8 for
     batch_size = 100) while wasting at most half a batch on masked rows.
     """
+    _positive_int("batch_size", batch_size)
     return min(int(batch_size), next_pow2(max(int(n), 1)))
 
 

@@ -149,3 +149,31 @@ def test_report_only_without_an_earlier_run_says_what_is_missing(study, tmp_path
     with pytest.raises(SystemExit):
         study.main(["--preset", "paper", "--report-only", "--out-dir", str(tmp_path)])
     assert "bandit_paper_regret.csv is missing" in capsys.readouterr().err
+
+
+def test_import_log_adds_printed_runs_and_refuses_a_mistyped_total(study, tmp_path):
+    """--import-log: rows come back with their source and device; a digit off, a missing total or a total that
+    disagrees with the CSV is refused before anything is written."""
+    csv = tmp_path / "bandit_paper_regret.csv"
+    header = "# device: Test GPU\n# horizon: 50000\n"
+    line = ("mlp d = 50 seed 3 problems [0, 1]: total regret [241.39999389648438, 370.1000061035156], 30 s, "
+            "load 0.4 → 3.1\n")
+    log = tmp_path / "log.txt"
+    log.write_text(header + line, encoding="utf-8")
+    rows = study.import_log(log, csv)
+    assert rows.seed.tolist() == [0, 1] and rows.total_regret.tolist() == [241.39999389648438, 370.1000061035156]
+    assert set(rows.source) == {"log.txt"} and set(rows.device) == {"Test GPU"} and rows.seconds.tolist() == [15, 15]
+    stored = pd.read_csv(csv)
+    assert len(stored) == 2 and stored.horizon.eq(50000).all()
+    assert len(study.import_log(log, csv)) == 0 and len(pd.read_csv(csv)) == 2  # idempotent
+    bad = {"a mistyped digit": line.replace("241.39999389648438", "241.39999389648428"),
+           "a missing total": line.replace("241.39999389648438, ", ""),
+           "a clash": line.replace("370.1000061035156", "370.20001220703125")}
+    for what, text in bad.items():
+        log.write_text(header + text, encoding="utf-8")
+        with pytest.raises(ValueError):
+            study.import_log(log, csv)
+        assert len(pd.read_csv(csv)) == 2, what
+    log.write_text(line, encoding="utf-8")
+    with pytest.raises(ValueError, match="header"):
+        study.import_log(log, tmp_path / "other.csv")

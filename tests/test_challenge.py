@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jtk import challenge, cli, results, sandbox, testbed
+from jtk import cli, results, testbed
+from jtk.course import challenge, sandbox
 from jtk.testbed import runs
 import _readme
 
-# 3 GiB: in bwrap the worker's address space is this less its RAM-backed /tmp and /dev/shm (jtk.sandbox.address_space),
+# 3 GiB: in bwrap the worker's address space is this less its RAM-backed /tmp and /dev/shm (jtk.course.sandbox.address_space),
 # and at 2 GiB the scikit-learn worker (JAX, SciPy, OpenBLAS and LLVM threads) could not start a thread
 TINY = dict(grid="quick", seeds=2, baselines=["mlp"], time_limit_s=90.0, memory_limit_mb=3072, practice_seeds=1,
             num_train=[10], temperatures=[0.5], num_test=100, num_samples=100)

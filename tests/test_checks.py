@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax, logsumexp
 
-from jtk import _answers, _judge, checks, nets
+from jtk import checks, nets
+from jtk.course import _answers, _judge
 
 
 # ---------- right answers

@@ -58,8 +58,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from jtk import results, testbed  # noqa: E402
-
+from jtk import results  # noqa: E402
 from jtk.testbed import engine  # noqa: E402
 
 # mlp with a short schedule: two chunks on the quick grid (n = 10 and n = 100 buckets), real training.
@@ -175,17 +174,17 @@ def test_sigkill_loses_at_most_the_running_chunk(tmp_path, capsys, uninterrupted
     assert len(kept) == 1  # the finished chunk survived
     assert (tmp_path / "rows.csv.lock").exists()
     seen = []
-    original = testbed.evaluate_chunk
+    original = engine.evaluate_chunk
 
     def spy(agent, chunk, name, *args, **kwargs):
         seen.append(sum(len(g) for g in chunk))
         return original(agent, chunk, name, *args, **kwargs)
 
-    testbed.evaluate_chunk, restore = spy, testbed.evaluate_chunk
+    engine.evaluate_chunk, restore = spy, engine.evaluate_chunk
     try:
         assert cli.main([*MLP, "--out", str(out), "--resume"]) == 0
     finally:
-        testbed.evaluate_chunk = restore
+        engine.evaluate_chunk = restore
     assert seen == [4]  # only the chunk that was running is recomputed
     assert "taking over the stale lock" in capsys.readouterr().err
     _rows_equal_bitwise(results.load_results(out), uninterrupted)

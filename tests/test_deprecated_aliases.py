@@ -73,7 +73,7 @@ def test_patching_the_old_name_patches_the_checks_and_the_guard_covers_both(monk
     monkeypatch.setattr(old, "run_check", lambda *a, **k: None)
     assert jtk.checks.run_check is old.run_check
     monkeypatch.undo()
-    from jtk import _answers, _judge
+    from jtk.course import _answers, _judge
 
     check = _judge.check_by_name("try_then_commit")
     via_old_name = _answers.capture(lambda b, p, h: old.try_then_commit_value(b, p, h), ((0.5,), (1.0,), 2),
@@ -152,7 +152,9 @@ def test_coin_decision_values_moved_to_the_library():
 # #48: the flat modules moved into packages; the old paths are the very modules of the new ones, and warn once.
 OLD_PATHS = {"jtk.active": "jtk.ppc.active", "jtk.bandit": "jtk.testbed.bandit",
              "jtk.coverage": "jtk.regression.coverage", "jtk.ensemble_study": "jtk.testbed.ensemble_study",
-             "jtk.sweep": "jtk.testbed.sweep"}
+             "jtk.sweep": "jtk.testbed.sweep",
+             **{f"jtk.{m}": f"jtk.course.{m}" for m in ("challenge", "exercises", "export", "gradebook", "gradescope",
+                                                       "labs", "nbgrader", "sandbox")}}
 
 
 def _forget(monkeypatch, name):
@@ -198,6 +200,25 @@ def test_engine_settings_are_not_copied_into_the_testbed_package():
     with pytest.raises(AttributeError, match=r"jtk\.testbed\.engine\.MEMBERS_PER_CHUNK"):
         jtk.testbed.MEMBERS_PER_CHUNK
     assert jtk.testbed.engine.MEMBERS_PER_CHUNK > 0
+
+
+def test_jtk_checks_is_the_course_checks_module_without_a_warning():
+    import jtk.checks
+    import jtk.course.checks
+
+    assert jtk.checks is jtk.course.checks and "checks" in jtk._SUBMODULES
+
+
+def test_the_old_gradescope_command_still_grades(tmp_path):
+    """An autograder bundle built before #48 runs ``python -m jtk.gradescope``: it warns and runs the new module."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-W", "always::DeprecationWarning", "-m", "jtk.gradescope",
+                           str(tmp_path / "no-autograder")],
+                          capture_output=True, text=True, timeout=300)
+    assert "jtk.gradescope is deprecated; use jtk.course.gradescope" in done.stderr
+    assert done.returncode == 0 and (tmp_path / "no-autograder" / "results" / "results.json").is_file(), done.stderr
 
 
 def test_jtk_checks_imports_without_a_warning():

@@ -11,7 +11,8 @@ import pathlib
 import nbformat
 import pytest
 
-from jtk import cli, exercises
+from jtk import cli
+from jtk.course import exercises
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -119,7 +120,7 @@ def test_prepare_keeps_the_source_checks_and_the_plan_draws_the_graders_cases():
     assert SOURCE.checks[0].calls == (("coin_joint", False), ("coin_joint", True))
     assert SOURCE.checks[0].functions == ("coin_joint", "coin_joint")
     visible, hidden = exercises.check_plan(SOURCE.checks[0], 42, timeout=30)
-    from jtk import _judge
+    from jtk.course import _judge
 
     assert repr(visible.cases) == repr(tuple(_judge.cases("coin_joint", 42))) and hidden.hidden
     assert (visible.seconds, visible.compile_seconds) == (10.0, 30.0)

@@ -1,4 +1,4 @@
-"""jtk.export: control grids, frames equal to what the live app draws, the page block, a notebook → page, the CLI."""
+"""jtk.course.export: control grids, frames equal to what the live app draws, the page block, a notebook → page, the CLI."""
 
 import base64
 import json
@@ -8,7 +8,8 @@ import ipywidgets as widgets
 import nbformat
 import pytest
 
-from jtk import cli, export
+from jtk import cli
+from jtk.course import export
 from jtk.widgets import coins as wc
 
 COINS = wc.paper_coins()
@@ -106,7 +107,7 @@ ip = start_ipython()
 ip.display_formatter.active_types = ["text/plain", "text/html"]
 import json, ipywidgets as w
 from IPython.display import HTML, display
-from jtk import export
+from jtk.course import export
 from jtk.widgets._app import App
 out, s = w.Output(), w.IntSlider(value=2, min=1, max=3, description="n")
 def redraw(*_):

@@ -8,7 +8,7 @@ import re
 import nbformat
 import pytest
 
-from jtk import _math, export
+from jtk.course import _math, export
 from jtk.plots.layout import alt_text
 from jtk.widgets import coins as wc
 

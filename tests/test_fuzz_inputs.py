@@ -21,12 +21,22 @@ import pytest
 
 import jtk
 import jtk.ppc.active
+import jtk.agents
+import jtk.agents.base
+import jtk.agents.nonparametric
+import jtk.agents.records
+import jtk.testbed.runs
 import jtk.testbed.bandit
 import jtk.regression.coverage
 import jtk.testbed.ensemble_study
-import jtk.exercises
-import jtk.gradebook
+import jtk.envs
+import jtk.course.exercises
+import jtk.course.gradebook
 import jtk.likelihood
+import jtk.ppc
+import jtk.regression
+import jtk.regression.blr
+import jtk.regression.gp
 import jtk.results
 import jtk.testbed.sweep
 import jtk.testbed
@@ -169,96 +179,111 @@ X, Y = lambda: train_data()[0], lambda: train_data()[1]  # noqa: E731
 CASES: list = []
 
 
-def case(entry: str, cid: str, build, exc, names: str, marks=()):
-    CASES.append(pytest.param(build, exc, names, id=f"{entry}:{cid}", marks=marks))
+COVERED: dict[str, int] = {}  # public callable's key -> number of cases
+
+
+def key(obj) -> str:
+    """A callable's name where it is defined, resolved at run time (``jtk.ppc.active.tig``,
+    ``jtk.envs.coin.Coin.joint``): cases follow a function when its module moves."""
+    obj = getattr(obj, "__func__", obj)
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def case(covers, cid: str, build, exc, names: str, marks=()):
+    """One bad input. ``covers``: the public callable (or a tuple of them) whose validation the case exercises."""
+    covers = covers if isinstance(covers, tuple) else (covers,)
+    for obj in covers:
+        COVERED[key(obj)] = COVERED.get(key(obj), 0) + 1
+    label = key(covers[0]).removeprefix("jtk.")
+    CASES.append(pytest.param(build, exc, names, id=f"{label}:{cid}", marks=marks))
 
 
 # --- jtk.envs.Coin
 Coin = jtk.envs.Coin
-case("Coin", "biases-str", call(Coin, ("a",), (1.0,)), TE, "biases")
-case("Coin", "bias>1", call(Coin, (1.5,), (1.0,)), VE, "biases")
-case("Coin", "prior-nan", call(Coin, (0.5,), (np.nan,)), VE, "prior")
-case("Coin", "prior-sum", call(Coin, (0.2, 0.8), (0.5, 0.6)), VE, "prior")
-case("Coin", "length-mismatch", call(Coin, (0.2, 0.8), (1.0,)), VE, "prior")
-case("Coin", "empty", call(Coin, (), ()), VE, "biases")
-case("Coin", "complex", call(Coin, (0.5 + 1j,), (1.0,)), TE, "biases")
-case("Coin.joint", "flips-0", lambda: Coin((0.5,), (1.0,)).joint(0), VE, "flips")
-case("Coin.joint", "flips-float", lambda: Coin((0.5,), (1.0,)).joint(2.0), TE, "flips")
-case("Coin.joint", "flips-huge", lambda: Coin((0.5,), (1.0,)).joint(10 ** 6), VE, "flips")
-case("Coin.sample", "seed-2**32", lambda: Coin((0.5,), (1.0,)).sample(3, seed=2 ** 32), VE, "seed")
-case("Coin.sample", "seed-bool", lambda: Coin((0.5,), (1.0,)).sample(3, seed=True), TE, "seed")
-case("Coin.posterior", "outcomes-2", lambda: Coin((0.5,), (1.0,)).posterior([0, 2]), VE, "outcomes")
+case(jtk.envs.Coin, "biases-str", call(Coin, ("a",), (1.0,)), TE, "biases")
+case(jtk.envs.Coin, "bias>1", call(Coin, (1.5,), (1.0,)), VE, "biases")
+case(jtk.envs.Coin, "prior-nan", call(Coin, (0.5,), (np.nan,)), VE, "prior")
+case(jtk.envs.Coin, "prior-sum", call(Coin, (0.2, 0.8), (0.5, 0.6)), VE, "prior")
+case(jtk.envs.Coin, "length-mismatch", call(Coin, (0.2, 0.8), (1.0,)), VE, "prior")
+case(jtk.envs.Coin, "empty", call(Coin, (), ()), VE, "biases")
+case(jtk.envs.Coin, "complex", call(Coin, (0.5 + 1j,), (1.0,)), TE, "biases")
+case(jtk.envs.Coin.joint, "flips-0", lambda: Coin((0.5,), (1.0,)).joint(0), VE, "flips")
+case(jtk.envs.Coin.joint, "flips-float", lambda: Coin((0.5,), (1.0,)).joint(2.0), TE, "flips")
+case(jtk.envs.Coin.joint, "flips-huge", lambda: Coin((0.5,), (1.0,)).joint(10 ** 6), VE, "flips")
+case(jtk.envs.Coin.sample, "seed-2**32", lambda: Coin((0.5,), (1.0,)).sample(3, seed=2 ** 32), VE, "seed")
+case(jtk.envs.Coin.sample, "seed-bool", lambda: Coin((0.5,), (1.0,)).sample(3, seed=True), TE, "seed")
+case(jtk.envs.Coin.posterior, "outcomes-2", lambda: Coin((0.5,), (1.0,)).posterior([0, 2]), VE, "outcomes")
 
 # --- jtk.envs.MLPClassification
 MLP = jtk.envs.MLPClassification
 for tid, t, e in [("0", 0.0, VE), ("neg", -1.0, VE), ("nan", np.nan, VE), ("inf", np.inf, VE), ("1e-45", 1e-45, VE),
                   ("1e-7", 1e-7, VE), ("str", "0.1", TE), ("none", None, TE), ("bool", True, TE),
                   ("complex", 0.1 + 0j, TE)]:
-    case("MLPClassification", f"temperature-{tid}", call(MLP, temperature=t), e, "temperature")
+    case(jtk.envs.MLPClassification, f"temperature-{tid}", call(MLP, temperature=t), e, "temperature")
 for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**40", 2 ** 40, VE), ("2**70", 2 ** 70, VE),
                   ("float", 1.0, TE), ("bool", True, TE), ("str", "0", TE), ("key-batch", "KEYS", VE)]:
     build = (lambda: MLP(0.1, seed=__import__("jax").random.split(__import__("jax").random.key(0), 2))) \
         if s == "KEYS" else call(MLP, 0.1, seed=s)
-    case("MLPClassification", f"seed-{sid}", build, e, "seed")
-case("MLPClassification", "input_dim-0", call(MLP, 0.1, input_dim=0), VE, "input_dim")
-case("MLPClassification", "input_dim-float", call(MLP, 0.1, input_dim=2.0), TE, "input_dim")
-case("MLPClassification", "num_classes-1", call(MLP, 0.1, num_classes=1), VE, "num_classes")
-case("MLPClassification", "num_classes-1e9", call(MLP, 0.1, num_classes=10 ** 9), VE, "num_classes")
-case("MLPClassification", "hidden-empty", call(MLP, 0.1, hidden=()), VE, "hidden")
-case("MLPClassification", "hidden-0", call(MLP, 0.1, hidden=(50, 0)), VE, "hidden[1]")
-case("MLPClassification", "hidden-int", call(MLP, 0.1, hidden=50), TE, "hidden")
-case("MLPClassification", "hidden-huge", call(MLP, 0.1, hidden=(10 ** 6, 10 ** 6)), VE, "hidden")
-case("MLPClassification", "activation-unknown", call(MLP, 0.1, activation="relu6"), VE, "activation")
-case("MLPClassification", "unknown-kwarg", call(MLP, 0.1, temprature=0.1), TE, "temprature")
-case("MLPClassification.sample", "n-neg", lambda: env().sample(-1), VE, "n")
-case("MLPClassification.sample", "n-float", lambda: env().sample(3.0), TE, "n")
-case("MLPClassification.sample", "n-bool", lambda: env().sample(True), TE, "n")
-case("MLPClassification.sample", "n-huge", lambda: env().sample(10 ** 12), VE, "n")
-case("MLPClassification.sample", "seed-2**32", lambda: env().sample(3, seed=2 ** 32), VE, "seed")
-case("MLPClassification.sample", "seed-neg", lambda: env().sample(3, seed=-1), VE, "seed")
-case("MLPClassification.sample_inputs", "n-huge", lambda: env().sample_inputs(10 ** 12), VE, "n")
-case("MLPClassification.mean_entropy", "num_inputs-0", lambda: env().mean_entropy(0), VE, "num_inputs")
+    case(jtk.envs.MLPClassification, f"seed-{sid}", build, e, "seed")
+case(jtk.envs.MLPClassification, "input_dim-0", call(MLP, 0.1, input_dim=0), VE, "input_dim")
+case(jtk.envs.MLPClassification, "input_dim-float", call(MLP, 0.1, input_dim=2.0), TE, "input_dim")
+case(jtk.envs.MLPClassification, "num_classes-1", call(MLP, 0.1, num_classes=1), VE, "num_classes")
+case(jtk.envs.MLPClassification, "num_classes-1e9", call(MLP, 0.1, num_classes=10 ** 9), VE, "num_classes")
+case(jtk.envs.MLPClassification, "hidden-empty", call(MLP, 0.1, hidden=()), VE, "hidden")
+case(jtk.envs.MLPClassification, "hidden-0", call(MLP, 0.1, hidden=(50, 0)), VE, "hidden[1]")
+case(jtk.envs.MLPClassification, "hidden-int", call(MLP, 0.1, hidden=50), TE, "hidden")
+case(jtk.envs.MLPClassification, "hidden-huge", call(MLP, 0.1, hidden=(10 ** 6, 10 ** 6)), VE, "hidden")
+case(jtk.envs.MLPClassification, "activation-unknown", call(MLP, 0.1, activation="relu6"), VE, "activation")
+case(jtk.envs.MLPClassification, "unknown-kwarg", call(MLP, 0.1, temprature=0.1), TE, "temprature")
+case(jtk.envs.MLPClassification.sample, "n-neg", lambda: env().sample(-1), VE, "n")
+case(jtk.envs.MLPClassification.sample, "n-float", lambda: env().sample(3.0), TE, "n")
+case(jtk.envs.MLPClassification.sample, "n-bool", lambda: env().sample(True), TE, "n")
+case(jtk.envs.MLPClassification.sample, "n-huge", lambda: env().sample(10 ** 12), VE, "n")
+case(jtk.envs.MLPClassification.sample, "seed-2**32", lambda: env().sample(3, seed=2 ** 32), VE, "seed")
+case(jtk.envs.MLPClassification.sample, "seed-neg", lambda: env().sample(3, seed=-1), VE, "seed")
+case(jtk.envs.MLPClassification.sample_inputs, "n-huge", lambda: env().sample_inputs(10 ** 12), VE, "n")
+case(jtk.envs.MLPClassification.mean_entropy, "num_inputs-0", lambda: env().mean_entropy(0), VE, "num_inputs")
 for meth in ("logits", "probs", "function"):
-    case(f"MLPClassification.{meth}", "x-1d", lambda m=meth: getattr(env(), m)(np.zeros(2)), VE, "x")
-    case(f"MLPClassification.{meth}", "x-wrong-d", lambda m=meth: getattr(env(), m)(np.zeros((3, 5))), VE, "x")
-    case(f"MLPClassification.{meth}", "x-nan", lambda m=meth: getattr(env(), m)(np.full((3, 2), np.nan)), VE, "x")
-    case(f"MLPClassification.{meth}", "x-1e39-float64",
+    case(getattr(jtk.envs.MLPClassification, meth), "x-1d", lambda m=meth: getattr(env(), m)(np.zeros(2)), VE, "x")
+    case(getattr(jtk.envs.MLPClassification, meth), "x-wrong-d", lambda m=meth: getattr(env(), m)(np.zeros((3, 5))), VE, "x")
+    case(getattr(jtk.envs.MLPClassification, meth), "x-nan", lambda m=meth: getattr(env(), m)(np.full((3, 2), np.nan)), VE, "x")
+    case(getattr(jtk.envs.MLPClassification, meth), "x-1e39-float64",
          lambda m=meth: getattr(env(), m)(np.array([[1e39, 0.0]])), VE, "x")
-    case(f"MLPClassification.{meth}", "x-str", lambda m=meth: getattr(env(), m)(np.array([["a", "b"]])), TE, "x")
-    case(f"MLPClassification.{meth}", "x-complex",
+    case(getattr(jtk.envs.MLPClassification, meth), "x-str", lambda m=meth: getattr(env(), m)(np.array([["a", "b"]])), TE, "x")
+    case(getattr(jtk.envs.MLPClassification, meth), "x-complex",
          lambda m=meth: getattr(env(), m)(np.zeros((3, 2), complex)), TE, "x")
 
 # --- regression environments
 for cls, arg, bad in [(jtk.envs.SinusoidRegression, "f_main", 0.0), (jtk.envs.StyblinskiTangRegression, "dim", 0)]:
-    case(cls.__name__, f"{arg}-bad", call(cls, bad), VE, arg)
-    case(cls.__name__, f"{arg}-str", call(cls, "1"), TE, arg)
-    case(cls.__name__, "noise_std-neg", call(cls, noise_std=-1.0), VE, "noise_std")
-    case(cls.__name__, "num_train-0", call(cls, num_train=0), VE, "num_train")
-    case(cls.__name__, "seed-2**32", call(cls, seed=2 ** 32), VE, "seed")
-    case(cls.__name__, "unknown-kwarg", call(cls, nosie_std=1.0), TE, "nosie_std")
-case("PolynomialRegression", "noise_std-nan", call(jtk.envs.PolynomialRegression, noise_std=np.nan), VE, "noise_std")
-case("PolynomialRegression", "grid_size-1", call(jtk.envs.PolynomialRegression, grid_size=1), VE, "grid_size")
-case("PolynomialRegression", "num_train-float", call(jtk.envs.PolynomialRegression, num_train=10.5), TE, "num_train")
-case("PolynomialRegression", "seed-bool", call(jtk.envs.PolynomialRegression, seed=False), TE, "seed")
-case("SinusoidRegression.features", "x-3d", lambda: reg_env().features(np.zeros((2, 2, 2))), VE, "x")
-case("SinusoidRegression.features", "x-wrong-d", lambda: reg_env().features(np.zeros((4, 3))), VE, "x")
-case("SinusoidRegression.mean", "x-inf", lambda: reg_env().mean(np.array([[np.inf]])), VE, "x")
-case("SinusoidRegression.sample_train", "seed-neg", lambda: reg_env().sample_train(-1), VE, "seed")
-case("SinusoidRegression.sample_train", "seed-2**33", lambda: reg_env().sample_train(2 ** 33), VE, "seed")
-case("SinusoidRegression.sample_targets", "num_sets-0", lambda: reg_env().sample_targets(0, 0), VE, "num_sets")
+    case(cls, f"{arg}-bad", call(cls, bad), VE, arg)
+    case(cls, f"{arg}-str", call(cls, "1"), TE, arg)
+    case(cls, "noise_std-neg", call(cls, noise_std=-1.0), VE, "noise_std")
+    case(cls, "num_train-0", call(cls, num_train=0), VE, "num_train")
+    case(cls, "seed-2**32", call(cls, seed=2 ** 32), VE, "seed")
+    case(cls, "unknown-kwarg", call(cls, nosie_std=1.0), TE, "nosie_std")
+case(jtk.envs.PolynomialRegression, "noise_std-nan", call(jtk.envs.PolynomialRegression, noise_std=np.nan), VE, "noise_std")
+case(jtk.envs.PolynomialRegression, "grid_size-1", call(jtk.envs.PolynomialRegression, grid_size=1), VE, "grid_size")
+case(jtk.envs.PolynomialRegression, "num_train-float", call(jtk.envs.PolynomialRegression, num_train=10.5), TE, "num_train")
+case(jtk.envs.PolynomialRegression, "seed-bool", call(jtk.envs.PolynomialRegression, seed=False), TE, "seed")
+case(jtk.envs.SinusoidRegression.features, "x-3d", lambda: reg_env().features(np.zeros((2, 2, 2))), VE, "x")
+case(jtk.envs.SinusoidRegression.features, "x-wrong-d", lambda: reg_env().features(np.zeros((4, 3))), VE, "x")
+case(jtk.envs.SinusoidRegression.mean, "x-inf", lambda: reg_env().mean(np.array([[np.inf]])), VE, "x")
+case(jtk.envs.SinusoidRegression.sample_train, "seed-neg", lambda: reg_env().sample_train(-1), VE, "seed")
+case(jtk.envs.SinusoidRegression.sample_train, "seed-2**33", lambda: reg_env().sample_train(2 ** 33), VE, "seed")
+case(jtk.envs.SinusoidRegression.sample_targets, "num_sets-0", lambda: reg_env().sample_targets(0, 0), VE, "num_sets")
 
 # --- GP environment / kernels
-case("ReLUKernelGP", "input_dim-0", call(jtk.envs.ReLUKernelGP, input_dim=0), VE, "input_dim")
-case("ReLUKernelGP", "noise_var-neg", call(jtk.envs.ReLUKernelGP, noise_var=-1.0), VE, "noise_var")
-case("relu_kernel", "x1-nan", call(jtk.envs.relu_kernel, np.array([[np.nan]])), VE, "x1")
-case("relu_kernel", "x2-wrong-d", call(jtk.envs.relu_kernel, np.zeros((2, 1)), np.zeros((2, 3))), VE, "x2")
-case("toy_split_1d", "num_pool-0", call(jtk.envs.toy_split_1d, num_pool=0), VE, "num_pool")
-case("toy_split_1d", "seed-2**32", call(jtk.envs.toy_split_1d, seed=2 ** 32), VE, "seed")
-case("toy_split_1d", "num_pool-huge", call(jtk.envs.toy_split_1d, num_pool=10 ** 7), VE, "num_pool")
+case(jtk.envs.ReLUKernelGP, "input_dim-0", call(jtk.envs.ReLUKernelGP, input_dim=0), VE, "input_dim")
+case(jtk.envs.ReLUKernelGP, "noise_var-neg", call(jtk.envs.ReLUKernelGP, noise_var=-1.0), VE, "noise_var")
+case(jtk.envs.relu_kernel, "x1-nan", call(jtk.envs.relu_kernel, np.array([[np.nan]])), VE, "x1")
+case(jtk.envs.relu_kernel, "x2-wrong-d", call(jtk.envs.relu_kernel, np.zeros((2, 1)), np.zeros((2, 3))), VE, "x2")
+case(jtk.envs.toy_split_1d, "num_pool-0", call(jtk.envs.toy_split_1d, num_pool=0), VE, "num_pool")
+case(jtk.envs.toy_split_1d, "seed-2**32", call(jtk.envs.toy_split_1d, seed=2 ** 32), VE, "seed")
+case(jtk.envs.toy_split_1d, "num_pool-huge", call(jtk.envs.toy_split_1d, num_pool=10 ** 7), VE, "num_pool")
 
 # --- jtk.agents.make: every registered name, bad hyperparameters
 for name in jtk.agents.names():
-    case("agents.make", f"{name}-unknown-kwarg", call(jtk.agents.make, name, not_a_hyperparameter=1), TE,
+    case(jtk.agents.make, f"{name}-unknown-kwarg", call(jtk.agents.make, name, not_a_hyperparameter=1), TE,
          "not_a_hyperparameter")
 for name, kw, e, names in [
         ("ensemble", dict(num_members=0), VE, "num_members"), ("ensemble", dict(num_members=2.0), TE, "num_members"),
@@ -274,133 +299,139 @@ for name, kw, e, names in [
         ("knn", dict(weights="cosine"), VE, "weights"), ("random_forest", dict(num_trees=0), VE, "num_trees"),
         ("deep_kernel", dict(l2_scale=-1.0), VE, "l2_scale"),
         ("bayes_optimal", dict(num_particles=0), VE, "num_particles")]:
-    case("agents.make", f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}", call(jtk.agents.make, name, **kw),
+    case(jtk.agents.make, f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}", call(jtk.agents.make, name, **kw),
          e, names)
-case("agents.make", "name-unknown", call(jtk.agents.make, "ensembel"), VE, "name")
-case("agents.make", "name-int", call(jtk.agents.make, 3), VE, "name")
+case(jtk.agents.make, "name-unknown", call(jtk.agents.make, "ensembel"), VE, "name")
+case(jtk.agents.make, "name-int", call(jtk.agents.make, 3), VE, "name")
 
 # --- agent.fit (through a cheap agent; validation comes before training)
 fit = lambda *a, **k: jtk.agents.make("ensemble", num_members=2, num_steps=2).fit(*a, **k)  # noqa: E731
-case("agent.fit", "x-1d", lambda: fit(np.zeros(4), np.zeros(4, int)), VE, "x")
-case("agent.fit", "x-nan", lambda: fit(np.full((4, 2), np.nan), np.zeros(4, int)), VE, "x")
-case("agent.fit", "x-inf", lambda: fit(np.full((4, 2), np.inf), np.zeros(4, int)), VE, "x")
-case("agent.fit", "x-1e39-float64", lambda: fit(np.full((4, 2), 1e39), np.zeros(4, int)), VE, "x")
-case("agent.fit", "x-str", lambda: fit(np.full((4, 2), "a"), np.zeros(4, int)), TE, "x")
-case("agent.fit", "x-none", lambda: fit(None, np.zeros(4, int)), TE, "x")
-case("agent.fit", "x-complex", lambda: fit(np.zeros((4, 2), complex), np.zeros(4, int)), TE, "x")
-case("agent.fit", "y-rows", lambda: fit(np.zeros((4, 2)), np.zeros(3, int)), VE, "y")
-case("agent.fit", "y-2d", lambda: fit(np.zeros((4, 2)), np.zeros((4, 1), int)), VE, "y")
-case("agent.fit", "y-neg", lambda: fit(np.zeros((4, 2)), -np.ones(4, int)), VE, "y")
-case("agent.fit", "y-float-frac", lambda: fit(np.zeros((4, 2)), np.full(4, 0.5)), VE, "y")
-case("agent.fit", "y-out-of-range", lambda: fit(np.zeros((4, 2)), np.full(4, 2),
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-1d", lambda: fit(np.zeros(4), np.zeros(4, int)), VE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-nan", lambda: fit(np.full((4, 2), np.nan), np.zeros(4, int)), VE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-inf", lambda: fit(np.full((4, 2), np.inf), np.zeros(4, int)), VE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-1e39-float64", lambda: fit(np.full((4, 2), 1e39), np.zeros(4, int)), VE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-str", lambda: fit(np.full((4, 2), "a"), np.zeros(4, int)), TE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-none", lambda: fit(None, np.zeros(4, int)), TE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "x-complex", lambda: fit(np.zeros((4, 2), complex), np.zeros(4, int)), TE, "x")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-rows", lambda: fit(np.zeros((4, 2)), np.zeros(3, int)), VE, "y")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-2d", lambda: fit(np.zeros((4, 2)), np.zeros((4, 1), int)), VE, "y")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-neg", lambda: fit(np.zeros((4, 2)), -np.ones(4, int)), VE, "y")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-float-frac", lambda: fit(np.zeros((4, 2)), np.full(4, 0.5)), VE, "y")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-out-of-range", lambda: fit(np.zeros((4, 2)), np.full(4, 2),
                                                  prior=jtk.agents.ProblemInfo(2, 2, 4)), VE, "y")
-case("agent.fit", "y-str", lambda: fit(np.zeros((4, 2)), np.array(["a"] * 4)), TE, "y")
-case("agent.fit", "prior-input_dim", lambda: fit(np.zeros((4, 2)), np.zeros(4, int),
+case(jtk.agents.ensemble.EnsembleAgent.fit, "y-str", lambda: fit(np.zeros((4, 2)), np.array(["a"] * 4)), TE, "y")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "prior-input_dim", lambda: fit(np.zeros((4, 2)), np.zeros(4, int),
                                                   prior=jtk.agents.ProblemInfo(3, 2, 4)), VE, "input_dim")
-case("agent.fit", "prior-dict", lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
+case(jtk.agents.ensemble.EnsembleAgent.fit, "prior-dict",
+     lambda: fit(np.zeros((4, 2)), np.zeros(4, int), prior={"input_dim": 2}), TE, "prior")
 for sid, s, e in [("neg", -1, VE), ("2**32", 2 ** 32, VE), ("2**64", 2 ** 64, VE), ("float", 0.5, TE),
                   ("bool", False, TE), ("none", None, TE)]:
-    case("agent.fit", f"seed-{sid}", lambda s=s: fit(X(), Y(), seed=s), e, "seed")
+    case(jtk.agents.ensemble.EnsembleAgent.fit, f"seed-{sid}", lambda s=s: fit(X(), Y(), seed=s), e, "seed")
 for tid, t in [("0", 0.0), ("1e-45", 1e-45), ("nan", np.nan)]:
-    case("ProblemInfo", f"temperature-{tid}", call(jtk.agents.ProblemInfo, 2, 2, 4, temperature=t), VE, "temperature")
-case("ProblemInfo", "num_classes-1", call(jtk.agents.ProblemInfo, 2, 1, 4), VE, "num_classes")
-case("ProblemInfo", "tau-0", call(jtk.agents.ProblemInfo, 2, 2, 4, tau=0), VE, "tau")
-for name in ("knn", "random_forest", "uniform"):
-    case("agent.fit", f"{name}-x-nan", lambda n=name: jtk.agents.make(n).fit(np.full((4, 2), np.nan),
-                                                                              np.zeros(4, int)), VE, "x")
-    case("agent.fit", f"{name}-seed-2**32", lambda n=name: jtk.agents.make(n).fit(X(), Y(), seed=2 ** 32), VE, "seed")
+    case(jtk.agents.ProblemInfo, f"temperature-{tid}", call(jtk.agents.ProblemInfo, 2, 2, 4, temperature=t), VE, "temperature")
+case(jtk.agents.ProblemInfo, "num_classes-1", call(jtk.agents.ProblemInfo, 2, 1, 4), VE, "num_classes")
+case(jtk.agents.ProblemInfo, "tau-0", call(jtk.agents.ProblemInfo, 2, 2, 4, tau=0), VE, "tau")
+for name, cls in (("knn", jtk.agents.nonparametric.KNNAgent), ("random_forest", jtk.agents.nonparametric.RandomForestAgent),
+                  ("uniform", jtk.agents.UniformAgent)):
+    case(cls.fit, f"{name}-x-nan", lambda n=name: jtk.agents.make(n).fit(np.full((4, 2), np.nan), np.zeros(4, int)),
+         VE, "x")
+    case(cls.fit, f"{name}-seed-2**32", lambda n=name: jtk.agents.make(n).fit(X(), Y(), seed=2 ** 32), VE, "seed")
 KNN_POST = functools.lru_cache(None)(lambda: jtk.agents.make("knn").fit(X(), Y()))
-case("posterior.sample_logits", "knn-num_samples-huge", lambda: KNN_POST().sample_logits(X(), 10 ** 12), VE,
+case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-num_samples-huge",
+     lambda: KNN_POST().sample_logits(X(), 10 ** 12), VE,
      "num_samples")
-case("posterior.sample_logits", "knn-seed-neg", lambda: KNN_POST().sample_logits(X(), 2, seed=-1), VE, "seed")
-case("fit_many", "agent-str", call(jtk.agents.fit_many, "mlp", [np.zeros((2, 2))], [np.zeros(2, int)], None, 0),
+case(jtk.agents.nonparametric.ClassifierPosterior.sample_logits, "knn-seed-neg",
+     lambda: KNN_POST().sample_logits(X(), 2, seed=-1), VE, "seed")
+case(jtk.agents.fit_many, "agent-str", call(jtk.agents.fit_many, "mlp", [np.zeros((2, 2))], [np.zeros(2, int)], None, 0),
      TE, "agent")
-case("fit_many", "empty", lambda: jtk.agents.fit_many(jtk.agents.make("mlp"), [], [], None, 0), VE, "xs")
+case(jtk.agents.fit_many, "empty", lambda: jtk.agents.fit_many(jtk.agents.make("mlp"), [], [], None, 0), VE, "xs")
 
 # --- posterior.sample_logits
 for mid, m, e in [("0", 0, VE), ("neg", -3, VE), ("float", 2.0, TE), ("bool", True, TE), ("str", "10", TE),
                   ("huge", 10 ** 12, VE)]:
-    case("posterior.sample_logits", f"num_samples-{mid}", lambda m=m: posterior().sample_logits(X(), m), e,
+    case(jtk.agents.base.JaxPosterior.sample_logits, f"num_samples-{mid}", lambda m=m: posterior().sample_logits(X(), m), e,
          "num_samples")
-case("posterior.sample_logits", "x-wrong-d", lambda: posterior().sample_logits(np.zeros((3, 5)), 2), VE, "x")
-case("posterior.sample_logits", "x-1d", lambda: posterior().sample_logits(np.zeros(2), 2), VE, "x")
-case("posterior.sample_logits", "x-nan", lambda: posterior().sample_logits(np.full((3, 2), np.nan), 2), VE, "x")
-case("posterior.sample_logits", "x-1e39", lambda: posterior().sample_logits(np.full((3, 2), 1e39), 2), VE, "x")
-case("posterior.sample_logits", "seed-2**32", lambda: posterior().sample_logits(X(), 2, seed=2 ** 32), VE, "seed")
-case("posterior.components", "x-wrong-d", lambda: posterior().components(np.zeros((3, 1))), VE, "x")
+case(jtk.agents.base.JaxPosterior.sample_logits, "x-wrong-d", lambda: posterior().sample_logits(np.zeros((3, 5)), 2), VE, "x")
+case(jtk.agents.base.JaxPosterior.sample_logits, "x-1d", lambda: posterior().sample_logits(np.zeros(2), 2), VE, "x")
+case(jtk.agents.base.JaxPosterior.sample_logits, "x-nan", lambda: posterior().sample_logits(np.full((3, 2), np.nan), 2), VE, "x")
+case(jtk.agents.base.JaxPosterior.sample_logits, "x-1e39", lambda: posterior().sample_logits(np.full((3, 2), 1e39), 2), VE, "x")
+case(jtk.agents.base.JaxPosterior.sample_logits, "seed-2**32", lambda: posterior().sample_logits(X(), 2, seed=2 ** 32), VE, "seed")
+case(jtk.agents.base.JaxMixturePosterior.components, "x-wrong-d", lambda: posterior().components(np.zeros((3, 1))), VE, "x")
 
 # --- regression models
 BLR = jtk.regression.BayesianLinearRegression
-case("BayesianLinearRegression", "noise_std-0", lambda: BLR(reg_env().features, 0.0), VE, "noise_std")
-case("BayesianLinearRegression", "features-not-callable", call(BLR, 3, 1.0), TE, "features")
+case(jtk.regression.BayesianLinearRegression, "noise_std-0", lambda: BLR(reg_env().features, 0.0), VE, "noise_std")
+case(jtk.regression.BayesianLinearRegression, "features-not-callable", call(BLR, 3, 1.0), TE, "features")
 RX = lambda: reg_env().sample_train(0)[0]  # noqa: E731
-case("BLR.fit", "y-rows", lambda: blr().fit(RX(), np.zeros(len(RX()) - 1)), VE, "y")
-case("BLR.fit", "y-nan", lambda: blr().fit(RX(), np.full(len(RX()), np.nan)), VE, "y")
-case("BLR.fit", "x-rank-deficient", lambda: blr().fit(np.zeros((60, 1)), np.zeros(60)), VE, "x")
-case("BLR.fit", "x-3d", lambda: blr().fit(np.zeros((5, 1, 1)), np.zeros(5)), VE, "x")
-case("BLR.fit", "empty", lambda: blr().fit(np.zeros((0, 1)), np.zeros(0)), VE, "x")
-case("BLR.predict", "x-nan", lambda: blr_post().predict(np.full((3, 1), np.nan)), VE, "x")
-case("BLR.predict", "x-wrong-d", lambda: blr_post().predict(np.zeros((3, 4))), VE, "x")
-case("BLR.sample_functions", "num_samples-0", lambda: blr_post().sample_functions(np.zeros((3, 1)), 0), VE,
+case(jtk.regression.BayesianLinearRegression.fit, "y-rows", lambda: blr().fit(RX(), np.zeros(len(RX()) - 1)), VE, "y")
+case(jtk.regression.BayesianLinearRegression.fit, "y-nan", lambda: blr().fit(RX(), np.full(len(RX()), np.nan)), VE, "y")
+case(jtk.regression.BayesianLinearRegression.fit, "x-rank-deficient", lambda: blr().fit(np.zeros((60, 1)), np.zeros(60)), VE, "x")
+case(jtk.regression.BayesianLinearRegression.fit, "x-3d", lambda: blr().fit(np.zeros((5, 1, 1)), np.zeros(5)), VE, "x")
+case(jtk.regression.BayesianLinearRegression.fit, "empty", lambda: blr().fit(np.zeros((0, 1)), np.zeros(0)), VE, "x")
+case(jtk.regression.blr.BLRPosterior.predict, "x-nan", lambda: blr_post().predict(np.full((3, 1), np.nan)), VE, "x")
+case(jtk.regression.blr.BLRPosterior.predict, "x-wrong-d", lambda: blr_post().predict(np.zeros((3, 4))), VE, "x")
+case(jtk.regression.blr.BLRPosterior.sample_functions, "num_samples-0", lambda: blr_post().sample_functions(np.zeros((3, 1)), 0), VE,
      "num_samples")
-case("BLR.sample_functions", "num_samples-float", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2.5), TE,
+case(jtk.regression.blr.BLRPosterior.sample_functions, "num_samples-float", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2.5), TE,
      "num_samples")
-case("BLR.sample_functions", "num_samples-huge", lambda: blr_post().sample_functions(np.zeros((3, 1)), 10 ** 12),
+case(jtk.regression.blr.BLRPosterior.sample_functions, "num_samples-huge", lambda: blr_post().sample_functions(np.zeros((3, 1)), 10 ** 12),
      VE, "num_samples")
-case("BLR.sample_functions", "seed-2**32", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32),
+case(jtk.regression.blr.BLRPosterior.sample_functions, "seed-2**32", lambda: blr_post().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32),
      VE, "seed")
-case("BLR.covariance", "x-inf", lambda: blr_post().covariance(np.full((3, 1), np.inf)), VE, "x")
-case("BLR.covariance", "x-huge-n", lambda: blr_post().covariance(np.zeros((10 ** 6, 1), np.float32)), VE, "x")
-case("GPRegression", "noise_var-neg", call(jtk.regression.GPRegression, noise_var=-1.0), VE, "noise_var")
-case("GPRegression", "num_restarts-0", call(jtk.regression.GPRegression, num_restarts=0), VE, "num_restarts")
-case("GPRegression.fit", "x-nan", lambda: jtk.regression.GPRegression().fit(np.full((4, 1), np.nan), np.zeros(4)), VE,
+case(jtk.regression.blr.BLRPosterior.covariance, "x-inf", lambda: blr_post().covariance(np.full((3, 1), np.inf)), VE, "x")
+case(jtk.regression.blr.BLRPosterior.covariance, "x-huge-n", lambda: blr_post().covariance(np.zeros((10 ** 6, 1), np.float32)), VE, "x")
+case(jtk.regression.GPRegression, "noise_var-neg", call(jtk.regression.GPRegression, noise_var=-1.0), VE, "noise_var")
+case(jtk.regression.GPRegression, "num_restarts-0", call(jtk.regression.GPRegression, num_restarts=0), VE, "num_restarts")
+case(jtk.regression.GPRegression.fit, "x-nan", lambda: jtk.regression.GPRegression().fit(np.full((4, 1), np.nan), np.zeros(4)), VE,
      "x")
 GP_POST = functools.lru_cache(None)(lambda: jtk.regression.GPRegression(kernel=jtk.envs.ReLUKernelGP(), noise_var=0.01)
                                    .fit(np.linspace(-1, 1, 5)[:, None], np.zeros(5)))
-case("GP.covariance", "x-huge-n", lambda: GP_POST().covariance(np.zeros((10 ** 6, 1))), VE, "x")
-case("GP.sample_functions", "num_samples-huge", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
+case(jtk.regression.gp.GaussianProcessPosterior.covariance, "x-huge-n", lambda: GP_POST().covariance(np.zeros((10 ** 6, 1))), VE, "x")
+case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "num_samples-huge",
+     lambda: GP_POST().sample_functions(np.zeros((3, 1)), 10 ** 12), VE,
      "num_samples")
-case("GP.sample_functions", "seed-2**32", lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
+case(jtk.regression.gp.GaussianProcessPosterior.sample_functions, "seed-2**32",
+     lambda: GP_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE,
      "seed")
-case("MonteCarloGP", "num_samples-0", lambda: jtk.regression.MonteCarloGP(jtk.regression.GPRegression(), 0), VE,
+case(jtk.regression.MonteCarloGP, "num_samples-0", lambda: jtk.regression.MonteCarloGP(jtk.regression.GPRegression(), 0), VE,
      "num_samples")
-case("DeepRegression", "method-unknown", call(jtk.regression.DeepRegression, "XX"), VE, "method")
-case("DeepRegression", "num_members-0", call(jtk.regression.DeepRegression, "Ens", num_members=0), VE, "num_members")
-case("make_regression", "preset-unknown", call(jtk.regression.make_regression, "Ens", preset="huge"), VE, "preset")
-case("make_regression", "unknown-override", call(jtk.regression.make_regression, "Ens", num_member=3), TE, "num_member")
-case("BBBRegression", "hidden-0", call(jtk.regression.BBBRegression, hidden=0), VE, "hidden")
-case("SGLDRegression", "step_size-neg", call(jtk.regression.SGLDRegression, step_size=-1.0), VE, "step_size")
+case(jtk.regression.DeepRegression, "method-unknown", call(jtk.regression.DeepRegression, "XX"), VE, "method")
+case(jtk.regression.DeepRegression, "num_members-0", call(jtk.regression.DeepRegression, "Ens", num_members=0), VE, "num_members")
+case(jtk.regression.make_regression, "preset-unknown", call(jtk.regression.make_regression, "Ens", preset="huge"), VE, "preset")
+case(jtk.regression.make_regression, "unknown-override", call(jtk.regression.make_regression, "Ens", num_member=3), TE, "num_member")
+case(jtk.regression.BBBRegression, "hidden-0", call(jtk.regression.BBBRegression, hidden=0), VE, "hidden")
+case(jtk.regression.SGLDRegression, "step_size-neg", call(jtk.regression.SGLDRegression, step_size=-1.0), VE, "step_size")
 
 # --- likelihood functions
 L = jtk.likelihood
 lg = lambda *s: np.zeros(s, np.float32)  # noqa: E731
-case("joint_log_likelihood", "M-0", call(L.joint_log_likelihood, lg(0, 3, 2), np.zeros(3, int)), VE, "logits")
-case("joint_log_likelihood", "tau-mismatch", call(L.joint_log_likelihood, lg(4, 3, 2), np.zeros(5, int)), VE, "y")
-case("joint_log_likelihood", "label-K", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 2)), VE, "y")
-case("joint_log_likelihood", "label-neg", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, -1)), VE, "y")
-case("joint_log_likelihood", "K-1", call(L.joint_log_likelihood, lg(4, 3, 1), np.zeros(3, int)), VE, "logits")
-case("joint_log_likelihood", "logits-2d", call(L.joint_log_likelihood, lg(3, 2), np.zeros(3, int)), VE, "logits")
-case("joint_log_likelihood", "logits-nan",
+case(jtk.likelihood.joint_log_likelihood, "M-0", call(L.joint_log_likelihood, lg(0, 3, 2), np.zeros(3, int)), VE, "logits")
+case(jtk.likelihood.joint_log_likelihood, "tau-mismatch", call(L.joint_log_likelihood, lg(4, 3, 2), np.zeros(5, int)), VE, "y")
+case(jtk.likelihood.joint_log_likelihood, "label-K", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 2)), VE, "y")
+case(jtk.likelihood.joint_log_likelihood, "label-neg", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, -1)), VE, "y")
+case(jtk.likelihood.joint_log_likelihood, "K-1", call(L.joint_log_likelihood, lg(4, 3, 1), np.zeros(3, int)), VE, "logits")
+case(jtk.likelihood.joint_log_likelihood, "logits-2d", call(L.joint_log_likelihood, lg(3, 2), np.zeros(3, int)), VE, "logits")
+case(jtk.likelihood.joint_log_likelihood, "logits-nan",
      call(L.joint_log_likelihood, np.full((4, 3, 2), np.nan), np.zeros(3, int)), VE, "logits")
-case("joint_log_likelihood", "logits-1e39-float64",
+case(jtk.likelihood.joint_log_likelihood, "logits-1e39-float64",
      call(L.joint_log_likelihood, np.full((4, 3, 2), 1e39), np.zeros(3, int)),
      None, "")  # valid: float64 logits are computed in float64 (documented)
-case("joint_log_likelihood", "logits-str", call(L.joint_log_likelihood, np.full((4, 3, 2), "a"), np.zeros(3, int)),
+case(jtk.likelihood.joint_log_likelihood, "logits-str", call(L.joint_log_likelihood, np.full((4, 3, 2), "a"), np.zeros(3, int)),
      TE, "logits")
-case("joint_log_likelihood", "y-float-frac", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 0.5)), VE, "y")
-case("joint_log_likelihood", "y-broadcast", call(L.joint_log_likelihood, lg(4, 2, 3, 2), np.zeros(3, int)), VE, "y")
-case("log_likelihood", "shape-mismatch", call(L.log_likelihood, lg(3, 2), np.zeros(4, int)), VE, "y")
-case("log_likelihood", "logits-inf", call(L.log_likelihood, np.full((3, 2), np.inf), np.zeros(3, int)), VE, "logits")
-case("accuracy", "probs-neg", call(jtk.accuracy, np.array([[1.5, -0.5]]), [0]), VE, "probs")
-case("accuracy", "empty", call(jtk.accuracy, np.zeros((0, 2)), np.zeros(0, int)), VE, "probs")
-case("accuracy", "y-rows", call(jtk.accuracy, np.full((3, 2), 0.5), np.zeros(2, int)), VE, "y")
-case("expected_calibration_error", "num_bins-0",
+case(jtk.likelihood.joint_log_likelihood, "y-float-frac", call(L.joint_log_likelihood, lg(4, 3, 2), np.full(3, 0.5)), VE, "y")
+case(jtk.likelihood.joint_log_likelihood, "y-broadcast", call(L.joint_log_likelihood, lg(4, 2, 3, 2), np.zeros(3, int)), VE, "y")
+case(jtk.likelihood.log_likelihood, "shape-mismatch", call(L.log_likelihood, lg(3, 2), np.zeros(4, int)), VE, "y")
+case(jtk.likelihood.log_likelihood, "logits-inf", call(L.log_likelihood, np.full((3, 2), np.inf), np.zeros(3, int)), VE, "logits")
+case(jtk.likelihood.accuracy, "probs-neg", call(jtk.accuracy, np.array([[1.5, -0.5]]), [0]), VE, "probs")
+case(jtk.likelihood.accuracy, "empty", call(jtk.accuracy, np.zeros((0, 2)), np.zeros(0, int)), VE, "probs")
+case(jtk.likelihood.accuracy, "y-rows", call(jtk.accuracy, np.full((3, 2), 0.5), np.zeros(2, int)), VE, "y")
+case(jtk.likelihood.expected_calibration_error, "num_bins-0",
      call(jtk.expected_calibration_error, np.full((3, 2), 0.5), np.zeros(3, int), 0), VE, "num_bins")
-case("expected_calibration_error", "num_bins-float",
+case(jtk.likelihood.expected_calibration_error, "num_bins-float",
      call(jtk.expected_calibration_error, np.full((3, 2), 0.5), np.zeros(3, int), 2.0), TE, "num_bins")
-case("summarize_kl", "empty", call(L.summarize_kl, []), VE, "kl_values")
-case("summarize_kl", "nan", call(L.summarize_kl, [0.1, np.nan]), VE, "kl_values")
-case("summarize_kl", "str", call(L.summarize_kl, ["0.1"]), TE, "kl_values")
+case(jtk.likelihood.summarize_kl, "empty", call(L.summarize_kl, []), VE, "kl_values")
+case(jtk.likelihood.summarize_kl, "nan", call(L.summarize_kl, [0.1, np.nan]), VE, "kl_values")
+case(jtk.likelihood.summarize_kl, "str", call(L.summarize_kl, ["0.1"]), TE, "kl_values")
 
 # --- active learning
 A = jtk.ppc.active
@@ -415,305 +446,968 @@ def cp(**kw):
 
 for fn in (A.tig, A.mig, A.batch_mig):
     nm = fn.__name__
-    case(nm, "overlap", lambda f=fn: f(**cp(test=np.arange(6, 12))), VE, "pool")
-    case(nm, "index-out-of-range", lambda f=fn: f(**cp(pool=np.arange(5, 13))), VE, "pool")
-    case(nm, "index-negative", lambda f=fn: f(**cp(test=np.array([-1, 9]))), VE, "test")
-    case(nm, "index-float", lambda f=fn: f(**cp(pool=np.arange(8) * 1.0)), TE, "pool")
-    case(nm, "index-repeat", lambda f=fn: f(**cp(pool=np.array([0, 0, 1]))), VE, "pool")
-    case(nm, "pool-empty", lambda f=fn: f(**cp(pool=np.array([], int))), VE, "pool")
-    case(nm, "non-psd", lambda f=fn: f(**cp(cov=indefinite())), VE, "cov")
-    case(nm, "asymmetric", lambda f=fn: f(**cp(cov=cov_problem()[0] + np.triu(np.ones((12, 12)), 1))), VE, "cov")
-    case(nm, "cov-nan", lambda f=fn: f(**cp(cov=np.full((12, 12), np.nan))), VE, "cov")
-    case(nm, "cov-not-square", lambda f=fn: f(**cp(cov=np.zeros((12, 11)))), VE, "cov")
-    case(nm, "noise_var-neg", lambda f=fn: f(**cp(noise_var=-0.1)), VE, "noise_var")
-    case(nm, "noise_var-nan", lambda f=fn: f(**cp(noise_var=np.nan)), VE, "noise_var")
-    case(nm, "batch_size-0", lambda f=fn: f(**cp(batch_size=0)), VE, "batch_size")
-    case(nm, "batch_size>pool", lambda f=fn: f(**cp(batch_size=9)), VE, "batch_size")
-    case(nm, "batch_size-float", lambda f=fn: f(**cp(batch_size=2.0)), TE, "batch_size")
-case("batch_mig", "non-psd-3500", lambda: A.batch_mig(**cp(cov=indefinite(3500), pool=np.arange(3000),
+    case(fn, "overlap", lambda f=fn: f(**cp(test=np.arange(6, 12))), VE, "pool")
+    case(fn, "index-out-of-range", lambda f=fn: f(**cp(pool=np.arange(5, 13))), VE, "pool")
+    case(fn, "index-negative", lambda f=fn: f(**cp(test=np.array([-1, 9]))), VE, "test")
+    case(fn, "index-float", lambda f=fn: f(**cp(pool=np.arange(8) * 1.0)), TE, "pool")
+    case(fn, "index-repeat", lambda f=fn: f(**cp(pool=np.array([0, 0, 1]))), VE, "pool")
+    case(fn, "pool-empty", lambda f=fn: f(**cp(pool=np.array([], int))), VE, "pool")
+    case(fn, "non-psd", lambda f=fn: f(**cp(cov=indefinite())), VE, "cov")
+    case(fn, "asymmetric", lambda f=fn: f(**cp(cov=cov_problem()[0] + np.triu(np.ones((12, 12)), 1))), VE, "cov")
+    case(fn, "cov-nan", lambda f=fn: f(**cp(cov=np.full((12, 12), np.nan))), VE, "cov")
+    case(fn, "cov-not-square", lambda f=fn: f(**cp(cov=np.zeros((12, 11)))), VE, "cov")
+    case(fn, "noise_var-neg", lambda f=fn: f(**cp(noise_var=-0.1)), VE, "noise_var")
+    case(fn, "noise_var-nan", lambda f=fn: f(**cp(noise_var=np.nan)), VE, "noise_var")
+    case(fn, "batch_size-0", lambda f=fn: f(**cp(batch_size=0)), VE, "batch_size")
+    case(fn, "batch_size>pool", lambda f=fn: f(**cp(batch_size=9)), VE, "batch_size")
+    case(fn, "batch_size-float", lambda f=fn: f(**cp(batch_size=2.0)), TE, "batch_size")
+case(jtk.ppc.active.batch_mig, "non-psd-3500", lambda: A.batch_mig(**cp(cov=indefinite(3500), pool=np.arange(3000),
                                                           test=np.arange(3000, 3500))), VE, "cov")
 for fn in (A.tig, A.mig, A.batch_mig):  # σ² / max diag(cov) overflows float64: inf / NaN inside the criteria
-    case(fn.__name__, "cov-1e-320-vs-noise_var", lambda f=fn: f(**cp(cov=cov_problem()[0] * 1e-320)), VE,
+    case(fn, "cov-1e-320-vs-noise_var", lambda f=fn: f(**cp(cov=cov_problem()[0] * 1e-320)), VE,
          "cov noise_var")
-    case(fn.__name__, "noise_var-1e300-vs-cov-1e-310",
+    case(fn, "noise_var-1e300-vs-cov-1e-310",
          lambda f=fn: f(**cp(cov=cov_problem()[0] * 1e-310, noise_var=1e300)), VE, "cov noise_var")
-case("mig_scores", "cov-1e-320-vs-noise_var",
+case(jtk.ppc.active.mig_scores, "cov-1e-320-vs-noise_var",
      lambda: A.mig_scores(cov_problem()[0] * 1e-320, cov_problem()[1], cov_problem()[2], 0.1), VE, "cov noise_var")
-case("batch_mig_score", "batch-repeat", lambda: A.batch_mig_score(cov_problem()[0], [0, 0], cov_problem()[2], 0.1), VE,
+case(jtk.ppc.active.batch_mig_score, "batch-repeat", lambda: A.batch_mig_score(cov_problem()[0], [0, 0], cov_problem()[2], 0.1), VE,
      "batch")
-case("batch_mig_score", "batch-float", lambda: A.batch_mig_score(cov_problem()[0], [0.0, 1.0], cov_problem()[2], 0.1),
+case(jtk.ppc.active.batch_mig_score, "batch-float", lambda: A.batch_mig_score(cov_problem()[0], [0.0, 1.0], cov_problem()[2], 0.1),
      TE, "batch")
-case("batch_mig_score", "batch-overlaps-test", lambda: A.batch_mig_score(cov_problem()[0], [8], cov_problem()[2], 0.1),
+case(jtk.ppc.active.batch_mig_score, "batch-overlaps-test", lambda: A.batch_mig_score(cov_problem()[0], [8], cov_problem()[2], 0.1),
      VE, "batch")
-case("select", "criterion-unknown", lambda: A.select("bald", **cp()), VE, "criterion")
-case("random_selection", "seed-2**32", call(A.random_selection, np.arange(5), 2, seed=2 ** 32), VE, "seed")
-case("random_selection", "batch_size>pool", call(A.random_selection, np.arange(5), 6), VE, "batch_size")
-case("random_selection", "pool-float", call(A.random_selection, np.array([0.5, 1.5]), 1), TE, "pool")
-case("random_selection", "pool-repeat", call(A.random_selection, np.array([1, 1]), 2), VE, "pool")
-case("random_selection", "pool-negative", call(A.random_selection, np.array([-1, 2]), 1), VE, "pool")
+case(jtk.ppc.active.select, "criterion-unknown", lambda: A.select("bald", **cp()), VE, "criterion")
+case(jtk.ppc.active.random_selection, "seed-2**32", call(A.random_selection, np.arange(5), 2, seed=2 ** 32), VE, "seed")
+case(jtk.ppc.active.random_selection, "batch_size>pool", call(A.random_selection, np.arange(5), 6), VE, "batch_size")
+case(jtk.ppc.active.random_selection, "pool-float", call(A.random_selection, np.array([0.5, 1.5]), 1), TE, "pool")
+case(jtk.ppc.active.random_selection, "pool-repeat", call(A.random_selection, np.array([1, 1]), 2), VE, "pool")
+case(jtk.ppc.active.random_selection, "pool-negative", call(A.random_selection, np.array([-1, 2]), 1), VE, "pool")
 TOY = functools.lru_cache(None)(lambda: jtk.envs.toy_split_1d(seed=0))
 GP_ORACLE = functools.lru_cache(None)(lambda: jtk.regression.GPRegression(kernel=jtk.envs.ReLUKernelGP(),
                                                                           noise_var=0.01))
-case("evaluate_prediction", "queried-out-of-range", lambda: A.evaluate_prediction(TOY(), [1000], GP_ORACLE()), VE,
+case(jtk.ppc.active.evaluate_prediction, "queried-out-of-range", lambda: A.evaluate_prediction(TOY(), [1000], GP_ORACLE()), VE,
      "queried split.x_pool")
-case("evaluate_prediction", "queried-float", lambda: A.evaluate_prediction(TOY(), [0.5], GP_ORACLE()), TE, "queried")
-case("evaluate_prediction", "queried-repeat", lambda: A.evaluate_prediction(TOY(), [1, 1], GP_ORACLE()), VE,
+case(jtk.ppc.active.evaluate_prediction, "queried-float", lambda: A.evaluate_prediction(TOY(), [0.5], GP_ORACLE()), TE, "queried")
+case(jtk.ppc.active.evaluate_prediction, "queried-repeat", lambda: A.evaluate_prediction(TOY(), [1, 1], GP_ORACLE()), VE,
      "queried")
-case("evaluate_prediction", "split-y_pool-short",
+case(jtk.ppc.active.evaluate_prediction, "split-y_pool-short",
      lambda: A.evaluate_prediction(TOY()._replace(y_pool=TOY().y_pool[:-1]), [0], GP_ORACLE()), VE, "split.y_pool")
-case("run_tal", "split-x_pool-nan",
+case(jtk.ppc.active.run_tal, "split-x_pool-nan",
      lambda: A.run_tal(TOY()._replace(x_pool=np.full_like(TOY().x_pool, np.nan)), GP_ORACLE(), GP_ORACLE()), VE,
      "split.x_pool")
-case("run_tal", "split-x_test-wrong-d",
+case(jtk.ppc.active.run_tal, "split-x_test-wrong-d",
      lambda: A.run_tal(TOY()._replace(x_test=np.zeros((len(TOY().x_test), 2))), GP_ORACLE(), GP_ORACLE()), VE,
      "split.x_test")
-case("correlation_matrix", "non-square", call(jtk.ppc.correlation_matrix, np.zeros((3, 2))), VE, "cov")
-case("top_correlated_batches", "batch_size-0", lambda: jtk.ppc.top_correlated_batches(cov_problem()[0], 0), VE,
+case(jtk.ppc.correlation_matrix, "non-square", call(jtk.ppc.correlation_matrix, np.zeros((3, 2))), VE, "cov")
+case(jtk.ppc.top_correlated_batches, "batch_size-0", lambda: jtk.ppc.top_correlated_batches(cov_problem()[0], 0), VE,
      "batch_size")
-case("metacorrelation", "shape-mismatch",
+case(jtk.ppc.metacorrelation, "shape-mismatch",
      lambda: jtk.ppc.metacorrelation(cov_problem()[0], np.eye(5), np.arange(8), np.arange(8, 12)), VE, "model_cov")
-case("metacorrelation", "oracle_cov-non-psd",
+case(jtk.ppc.metacorrelation, "oracle_cov-non-psd",
      lambda: jtk.ppc.metacorrelation(cov_problem()[0], indefinite(), np.arange(8), np.arange(8, 12)), VE, "oracle_cov")
-case("metacorrelation", "oracle_cov-not-square",
+case(jtk.ppc.metacorrelation, "oracle_cov-not-square",
      lambda: jtk.ppc.metacorrelation(np.zeros((12, 11)), np.zeros((12, 11)), np.arange(8), np.arange(8, 12)), VE,
      "oracle_cov")
-case("metacorrelation", "pool-out-of-range",
+case(jtk.ppc.metacorrelation, "pool-out-of-range",
      lambda: jtk.ppc.metacorrelation(cov_problem()[0], cov_problem()[0], np.arange(5, 13), np.arange(0, 4)), VE,
      "pool oracle_cov")
 YN = lambda: np.linspace(-1.0, 1.0, 12)  # noqa: E731  targets / means of the 12 points of cov_problem()
-case("top_correlated_log_likelihood", "batches-out-of-range",
+case(jtk.ppc.top_correlated_log_likelihood, "batches-out-of-range",
      lambda: jtk.ppc.top_correlated_log_likelihood(YN(), YN(), cov_problem()[0], 0.1, batches=np.array([[0, 20]])), VE,
      "batches")
-case("top_correlated_log_likelihood", "batches-float",
+case(jtk.ppc.top_correlated_log_likelihood, "batches-float",
      lambda: jtk.ppc.top_correlated_log_likelihood(YN(), YN(), cov_problem()[0], 0.1, batches=np.array([[0.0, 1.0]])),
      TE, "batches")
-case("cross_normalized_log_likelihood", "batches-1d",
+case(jtk.ppc.cross_normalized_log_likelihood, "batches-1d",
      lambda: jtk.ppc.cross_normalized_log_likelihood(YN(), YN(), cov_problem()[0], cov_problem()[0], 0.1,
                                                      batches=np.array([0, 1])), VE, "batches")
-case("xll_table", "means-nan",
+case(jtk.ppc.xll_table, "means-nan",
      lambda: jtk.ppc.xll_table(YN(), {"a": np.full(12, np.nan)}, {"a": cov_problem()[0]}, 0.1), VE, "means['a']")
-case("xll_table", "means-short", lambda: jtk.ppc.xll_table(YN(), {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1), VE,
+case(jtk.ppc.xll_table, "means-short", lambda: jtk.ppc.xll_table(YN(), {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1), VE,
      "means['a']")
-case("xll_table", "covs-wrong-n", lambda: jtk.ppc.xll_table(YN()[:5], {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1),
+case(jtk.ppc.xll_table, "covs-wrong-n", lambda: jtk.ppc.xll_table(YN()[:5], {"a": YN()[:5]}, {"a": cov_problem()[0]}, 0.1),
      VE, "covs['a']")
-case("reference_batch_size", "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
+case(jtk.ppc.active.reference_batch_size, "neg", call(A.reference_batch_size, -1, 10, 10), VE, "num_train")
 
 # --- coverage
 C = jtk.regression.coverage
-case("coverage_study", "k-1", lambda: C.coverage_study(reg_env(), ["BLR"], k=1, progress=False), VE, "k")
-case("coverage_study", "k-float", lambda: C.coverage_study(reg_env(), ["BLR"], k=10.0, progress=False), TE, "k")
-case("coverage_study", "k-huge", lambda: C.coverage_study(reg_env(), ["BLR"], k=10 ** 9, progress=False), VE, "k")
-case("coverage_study", "method-unknown", lambda: C.coverage_study(reg_env(), ["GP2"], k=2, progress=False), VE,
+case(jtk.regression.coverage.coverage_study, "k-1", lambda: C.coverage_study(reg_env(), ["BLR"], k=1, progress=False), VE, "k")
+case(jtk.regression.coverage.coverage_study, "k-float", lambda: C.coverage_study(reg_env(), ["BLR"], k=10.0, progress=False), TE, "k")
+case(jtk.regression.coverage.coverage_study, "k-huge", lambda: C.coverage_study(reg_env(), ["BLR"], k=10 ** 9, progress=False), VE, "k")
+case(jtk.regression.coverage.coverage_study, "method-unknown", lambda: C.coverage_study(reg_env(), ["GP2"], k=2, progress=False), VE,
      "methods")
-case("coverage_study", "seed-2**32", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, seed=2 ** 32,
+case(jtk.regression.coverage.coverage_study, "seed-2**32", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, seed=2 ** 32,
                                                               progress=False), VE, "seed")
-case("coverage_study", "preset-unknown", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, preset="xl",
+case(jtk.regression.coverage.coverage_study, "preset-unknown", lambda: C.coverage_study(reg_env(), ["BLR"], k=2, preset="xl",
                                                                   progress=False), VE, "preset")
-case("coverage_study", "env-none", lambda: C.coverage_study(None, ["BLR"], k=2, progress=False), TE, "env")
-case("sweep_f_main", "f_mains-neg", lambda: C.sweep_f_main([-1.0], ["BLR"], k=2, progress=False), VE, "f_mains")
-case("sweep_f_main", "f_mains-empty", lambda: C.sweep_f_main([], ["BLR"], k=2, progress=False), VE, "f_mains")
-case("sweep_f_main", "f_mains-scalar", lambda: C.sweep_f_main(3.0, ["BLR"], k=2, progress=False), TE, "f_mains")
-case("sweep_dim", "dims-0", lambda: C.sweep_dim([0], ["BLR"], k=2, progress=False), VE, "dims")
-case("sweep_dim", "dims-empty", lambda: C.sweep_dim([], ["BLR"], k=2, progress=False), VE, "dims")
-case("sweep_dim", "dims-scalar", lambda: C.sweep_dim(2, ["BLR"], k=2, progress=False), TE, "dims")
-case("summarize", "not-a-frame", call(C.summarize, [1, 2]), TE, "per_input")
-case("at_inputs", "coordinates-nan", lambda: C.at_inputs(pd.DataFrame({"x": [0.0]}), [np.nan]), VE, "coordinates")
-case("at_inputs", "coordinates-scalar", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), 1.0), VE,
+case(jtk.regression.coverage.coverage_study, "env-none", lambda: C.coverage_study(None, ["BLR"], k=2, progress=False), TE, "env")
+case(jtk.regression.coverage.sweep_f_main, "f_mains-neg", lambda: C.sweep_f_main([-1.0], ["BLR"], k=2, progress=False), VE, "f_mains")
+case(jtk.regression.coverage.sweep_f_main, "f_mains-empty", lambda: C.sweep_f_main([], ["BLR"], k=2, progress=False), VE, "f_mains")
+case(jtk.regression.coverage.sweep_f_main, "f_mains-scalar", lambda: C.sweep_f_main(3.0, ["BLR"], k=2, progress=False), TE, "f_mains")
+case(jtk.regression.coverage.sweep_dim, "dims-0", lambda: C.sweep_dim([0], ["BLR"], k=2, progress=False), VE, "dims")
+case(jtk.regression.coverage.sweep_dim, "dims-empty", lambda: C.sweep_dim([], ["BLR"], k=2, progress=False), VE, "dims")
+case(jtk.regression.coverage.sweep_dim, "dims-scalar", lambda: C.sweep_dim(2, ["BLR"], k=2, progress=False), TE, "dims")
+case(jtk.regression.coverage.summarize, "not-a-frame", call(C.summarize, [1, 2]), TE, "per_input")
+case(jtk.regression.coverage.at_inputs, "coordinates-nan", lambda: C.at_inputs(pd.DataFrame({"x": [0.0]}), [np.nan]), VE, "coordinates")
+case(jtk.regression.coverage.at_inputs, "coordinates-scalar", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), 1.0), VE,
      "coordinates")
-case("at_inputs", "coordinates-nested", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), [[1.0, 2.0]]), VE,
+case(jtk.regression.coverage.at_inputs, "coordinates-nested", lambda: C.at_inputs(pd.DataFrame({"coordinate": [0.0]}), [[1.0, 2.0]]), VE,
      "coordinates")
 
 # --- bandit
 B = jtk.testbed.bandit
 run = lambda **kw: B.run(**{**dict(agent="uniform", horizon=5, seeds=1, progress=False), **kw})  # noqa: E731
-case("bandit.run", "agent-unknown", lambda: run(agent="ensembel"), VE, "agent")
-case("bandit.run", "agent-knn", lambda: run(agent="knn"), VE, "agent")
-case("bandit.run", "agent-int", lambda: run(agent=3), VE, "agent")
+case(jtk.testbed.bandit.run, "agent-unknown", lambda: run(agent="ensembel"), VE, "agent")
+case(jtk.testbed.bandit.run, "agent-knn", lambda: run(agent="knn"), VE, "agent")
+case(jtk.testbed.bandit.run, "agent-int", lambda: run(agent=3), VE, "agent")
 for hid, h, e in [("0", 0, VE), ("neg", -5, VE), ("float", 5.0, TE), ("bool", True, TE), ("huge", 10 ** 13, VE)]:
-    case("bandit.run", f"horizon-{hid}", lambda h=h: run(horizon=h), e, "horizon")
+    case(jtk.testbed.bandit.run, f"horizon-{hid}", lambda h=h: run(horizon=h), e, "horizon")
 for sid, s, e in [("0", 0, VE), ("neg-entry", [-1], VE), ("2**32", [2 ** 32], VE), ("float", 2.5, TE),
                   ("str", "3", TE), ("empty", [], VE), ("bool", True, TE)]:
-    case("bandit.run", f"seeds-{sid}", lambda s=s: run(seeds=s), e, "seeds")
-case("bandit.run", "seeds-duplicate", lambda: run(seeds=[0, 0]), VE, "seeds [0]")
-case("bandit.run", "seeds-duplicates", lambda: run(seeds=[3, 1, 3, 1, 2]), VE, "seeds [1, 3]")
-case("bandit.make_problems", "seeds-duplicate", call(jtk.testbed.bandit.make_problems, seeds=[5, 5]), VE, "seeds [5]")
-case("bandit.run", "input_dim-0", lambda: run(input_dim=0), VE, "input_dim")
-case("bandit.run", "input_dim-huge", lambda: run(input_dim=10 ** 9), VE, "input_dim")
-case("bandit.run", "num_actions-1", lambda: run(num_actions=1), VE, "num_actions")
+    case(jtk.testbed.bandit.run, f"seeds-{sid}", lambda s=s: run(seeds=s), e, "seeds")
+case(jtk.testbed.bandit.run, "seeds-duplicate", lambda: run(seeds=[0, 0]), VE, "seeds [0]")
+case(jtk.testbed.bandit.run, "seeds-duplicates", lambda: run(seeds=[3, 1, 3, 1, 2]), VE, "seeds [1, 3]")
+case(jtk.testbed.bandit.make_problems, "seeds-duplicate", call(jtk.testbed.bandit.make_problems, seeds=[5, 5]), VE, "seeds [5]")
+case(jtk.testbed.bandit.run, "input_dim-0", lambda: run(input_dim=0), VE, "input_dim")
+case(jtk.testbed.bandit.run, "input_dim-huge", lambda: run(input_dim=10 ** 9), VE, "input_dim")
+case(jtk.testbed.bandit.run, "num_actions-1", lambda: run(num_actions=1), VE, "num_actions")
 for tid, t in [("0", 0.0), ("1e-45", 1e-45), ("nan", np.nan), ("inf", np.inf)]:
-    case("bandit.run", f"temperature-{tid}", lambda t=t: run(temperature=t), VE, "temperature")
-case("bandit.run", "agent_seed-2**32", lambda: run(agent_seed=2 ** 32), VE, "agent_seed")
-case("bandit.run", "agent_seed-float", lambda: run(agent_seed=1.5), TE, "agent_seed")
-case("bandit.run", "agent_kwargs-unknown", lambda: run(agent="ensemble", agent_kwargs={"num_member": 3}), TE,
+    case(jtk.testbed.bandit.run, f"temperature-{tid}", lambda t=t: run(temperature=t), VE, "temperature")
+case(jtk.testbed.bandit.run, "agent_seed-2**32", lambda: run(agent_seed=2 ** 32), VE, "agent_seed")
+case(jtk.testbed.bandit.run, "agent_seed-float", lambda: run(agent_seed=1.5), TE, "agent_seed")
+case(jtk.testbed.bandit.run, "agent_kwargs-unknown", lambda: run(agent="ensemble", agent_kwargs={"num_member": 3}), TE,
      "num_members")
-case("bandit.run", "agent_kwargs-for-uniform", lambda: run(agent_kwargs={"num_members": 3}), TE, "num_members")
-case("bandit.run", "agent_kwargs-list", lambda: run(agent="ensemble", agent_kwargs=[("num_members", 3)]), TE,
+case(jtk.testbed.bandit.run, "agent_kwargs-for-uniform", lambda: run(agent_kwargs={"num_members": 3}), TE, "num_members")
+case(jtk.testbed.bandit.run, "agent_kwargs-list", lambda: run(agent="ensemble", agent_kwargs=[("num_members", 3)]), TE,
      "agent_kwargs")
-case("bandit.run", "batch_size-0", lambda: run(batch_size=0), VE, "batch_size")
-case("bandit.run", "replay_capacity-huge", lambda: run(agent="ensemble", replay_capacity=10 ** 13), VE,
+case(jtk.testbed.bandit.run, "batch_size-0", lambda: run(batch_size=0), VE, "batch_size")
+case(jtk.testbed.bandit.run, "replay_capacity-huge", lambda: run(agent="ensemble", replay_capacity=10 ** 13), VE,
      "replay_capacity")
-case("bandit.run", "problems-wrong-type", lambda: run(problems={"seeds": [0]}), TE, "problems")
-case("bandit.make_problems", "num_actions-float", call(B.make_problems, num_actions=2.5), TE, "num_actions")
-case("bandit.expected_uniform_regret", "horizon-0", lambda: B.expected_uniform_regret(B.make_problems(seeds=1), 0),
+case(jtk.testbed.bandit.run, "problems-wrong-type", lambda: run(problems={"seeds": [0]}), TE, "problems")
+case(jtk.testbed.bandit.make_problems, "num_actions-float", call(B.make_problems, num_actions=2.5), TE, "num_actions")
+case(jtk.testbed.bandit.expected_uniform_regret, "horizon-0", lambda: B.expected_uniform_regret(B.make_problems(seeds=1), 0),
      VE, "horizon")
 
 POINTS = lambda: pd.DataFrame({"kl_10": [0.5, 1.0, 2.0, 3.0], "total_regret": [10.0, 20.0, 15.0, 40.0]})  # noqa
-case("bandit.regret_correlation", "seed-2**32", lambda: B.regret_correlation(POINTS(), seed=2 ** 32), VE, "seed")
-case("bandit.regret_correlation", "metric-unknown", lambda: B.regret_correlation(POINTS(), metric="kl_1"), VE,
+case(jtk.testbed.bandit.regret_correlation, "seed-2**32", lambda: B.regret_correlation(POINTS(), seed=2 ** 32), VE, "seed")
+case(jtk.testbed.bandit.regret_correlation, "metric-unknown", lambda: B.regret_correlation(POINTS(), metric="kl_1"), VE,
      "kl_1")
-case("bandit.regret_correlation", "num_bootstrap-10", lambda: B.regret_correlation(POINTS(), num_bootstrap=10), VE,
+case(jtk.testbed.bandit.regret_correlation, "num_bootstrap-10", lambda: B.regret_correlation(POINTS(), num_bootstrap=10), VE,
      "num_bootstrap")
 
 # --- widgets (builders and their pure update functions)
 W = jtk.widgets
 ES = jtk.testbed.ensemble_study
-case("coin_flip_app", "seed-neg", call(W.coin_flip_app, seed=-1), VE, "seed")
-case("coin_flip_app", "seed-2**32", call(W.coin_flip_app, seed=2 ** 32), VE, "seed")
-case("coin_flip_app", "seed-str", call(W.coin_flip_app, seed="0"), TE, "seed")
-case("decision_app", "horizon-0", call(W.decision_app, horizon=0), VE, "horizon")
-case("decision_app", "horizon>max", call(W.decision_app, horizon=60, max_horizon=50), VE, "horizon")
-case("joint_grid_app", "flips-0", call(W.joint_grid_app, flips=0), VE, "flips")
-case("joint_grid_app", "flips-huge", call(W.joint_grid_app, flips=40), VE, "flips")
-case("joint_grid_app", "coins-not-mapping", call(W.joint_grid_app, coins=[1, 2]), TE, "coins")
-case("BanditExplorer", "num_problems-0", call(W.BanditExplorer, num_problems=0), VE, "num_problems")
-case("BanditExplorer", "max_horizon-float", call(W.BanditExplorer, max_horizon=10.0), TE, "max_horizon")
-case("BanditExplorer", "max_horizon-huge", call(W.BanditExplorer, max_horizon=10 ** 13), VE, "max_horizon")
-case("JointPredictions", "resolution-0", call(W.JointPredictions, resolution=0), VE, "resolution")
-case("JointPredictions", "resolution-huge", call(W.JointPredictions, resolution=10 ** 6), VE, "resolution")
-case("JointPredictions", "num_train_values-empty", call(W.JointPredictions, num_train_values=()), VE,
+case(jtk.widgets.coin_flip_app, "seed-neg", call(W.coin_flip_app, seed=-1), VE, "seed")
+case(jtk.widgets.coin_flip_app, "seed-2**32", call(W.coin_flip_app, seed=2 ** 32), VE, "seed")
+case(jtk.widgets.coin_flip_app, "seed-str", call(W.coin_flip_app, seed="0"), TE, "seed")
+case(jtk.widgets.decision_app, "horizon-0", call(W.decision_app, horizon=0), VE, "horizon")
+case(jtk.widgets.decision_app, "horizon>max", call(W.decision_app, horizon=60, max_horizon=50), VE, "horizon")
+case(jtk.widgets.joint_grid_app, "flips-0", call(W.joint_grid_app, flips=0), VE, "flips")
+case(jtk.widgets.joint_grid_app, "flips-huge", call(W.joint_grid_app, flips=40), VE, "flips")
+case(jtk.widgets.joint_grid_app, "coins-not-mapping", call(W.joint_grid_app, coins=[1, 2]), TE, "coins")
+case(jtk.widgets.BanditExplorer, "num_problems-0", call(W.BanditExplorer, num_problems=0), VE, "num_problems")
+case(jtk.widgets.BanditExplorer, "max_horizon-float", call(W.BanditExplorer, max_horizon=10.0), TE, "max_horizon")
+case(jtk.widgets.BanditExplorer, "max_horizon-huge", call(W.BanditExplorer, max_horizon=10 ** 13), VE, "max_horizon")
+case(jtk.widgets.JointPredictions, "resolution-0", call(W.JointPredictions, resolution=0), VE, "resolution")
+case(jtk.widgets.JointPredictions, "resolution-huge", call(W.JointPredictions, resolution=10 ** 6), VE, "resolution")
+case(jtk.widgets.JointPredictions, "num_train_values-empty", call(W.JointPredictions, num_train_values=()), VE,
      "num_train_values")
-case("joint_predictions_app", "temperature-0", call(W.joint_predictions_app, temperature=0.0, background=False), VE,
+case(jtk.widgets.joint_predictions_app, "temperature-0", call(W.joint_predictions_app, temperature=0.0, background=False), VE,
      "temperature")
 MAKE_COMP = ES.make_ensemble_comparison
-case("make_ensemble_comparison", "temperature-neg", call(MAKE_COMP, temperature=-1.0), VE, "temperature")
-case("make_ensemble_comparison", "seed-2**32", call(MAKE_COMP, seed=2 ** 32), VE, "seed")
-case("make_ensemble_comparison", "prior_scales-no-0", call(MAKE_COMP, prior_scales=(1.0,)), VE, "prior_scales")
-case("make_ensemble_comparison", "resolution-huge", call(MAKE_COMP, resolution=10 ** 6), VE, "resolution")
-case("kl_vs_num_train", "seeds-0", call(ES.kl_vs_num_train, seeds=0), VE, "seeds")
-case("kl_vs_num_train", "num_test-huge", call(ES.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
-case("kl_vs_num_train", "temperature-1e-45", call(ES.kl_vs_num_train, temperature=1e-45), VE, "temperature")
-case("make_toy_state", "seed-2**32", call(jtk.ppc.active.make_toy_state, seed=2 ** 32), VE, "seed")
-case("make_toy_state", "num_pool-0", call(jtk.ppc.active.make_toy_state, num_pool=0), VE, "num_pool")
-case("make_toy_state", "unknown-kwarg", call(jtk.ppc.active.make_toy_state, num_pools=5), TE, "num_pools")
-case("make_toy_state", "models-empty", call(jtk.ppc.active.make_toy_state, models={}), VE, "models")
-case("coverage_app", "results-none", call(W.coverage_app, None), TE, "results")
-case("ensemble_app", "comp-none", call(W.ensemble_app, None), TE, "comp")
-case("query_app", "state-wrong", call(W.query_app, state=3), TE, "state")
-case("bandit_app", "explorer-none", call(W.bandit_app, None), TE, "explorer")
+case(jtk.testbed.ensemble_study.make_ensemble_comparison, "temperature-neg", call(MAKE_COMP, temperature=-1.0), VE, "temperature")
+case(jtk.testbed.ensemble_study.make_ensemble_comparison, "seed-2**32", call(MAKE_COMP, seed=2 ** 32), VE, "seed")
+case(jtk.testbed.ensemble_study.make_ensemble_comparison, "prior_scales-no-0", call(MAKE_COMP, prior_scales=(1.0,)), VE, "prior_scales")
+case(jtk.testbed.ensemble_study.make_ensemble_comparison, "resolution-huge", call(MAKE_COMP, resolution=10 ** 6), VE, "resolution")
+case(jtk.testbed.ensemble_study.kl_vs_num_train, "seeds-0", call(ES.kl_vs_num_train, seeds=0), VE, "seeds")
+case(jtk.testbed.ensemble_study.kl_vs_num_train, "num_test-huge", call(ES.kl_vs_num_train, num_test=10 ** 9), VE, "num_test")
+case(jtk.testbed.ensemble_study.kl_vs_num_train, "temperature-1e-45", call(ES.kl_vs_num_train, temperature=1e-45), VE, "temperature")
+case(jtk.ppc.active.make_toy_state, "seed-2**32", call(jtk.ppc.active.make_toy_state, seed=2 ** 32), VE, "seed")
+case(jtk.ppc.active.make_toy_state, "num_pool-0", call(jtk.ppc.active.make_toy_state, num_pool=0), VE, "num_pool")
+case(jtk.ppc.active.make_toy_state, "unknown-kwarg", call(jtk.ppc.active.make_toy_state, num_pools=5), TE, "num_pools")
+case(jtk.ppc.active.make_toy_state, "models-empty", call(jtk.ppc.active.make_toy_state, models={}), VE, "models")
+case(jtk.widgets.coverage_app, "results-none", call(W.coverage_app, None), TE, "results")
+case(jtk.widgets.ensemble_app, "comp-none", call(W.ensemble_app, None), TE, "comp")
+case(jtk.widgets.query_app, "state-wrong", call(W.query_app, state=3), TE, "state")
+case(jtk.widgets.bandit_app, "explorer-none", call(W.bandit_app, None), TE, "explorer")
 
 # --- jtk.testbed
 T = jtk.testbed
-case("testbed.Problem", "temperature-0", lambda: good_problem(temperature=0.0), VE, "temperature")
-case("testbed.Problem", "temperature-1e-45", lambda: good_problem(temperature=1e-45), VE, "temperature")
-case("testbed.Problem", "num_train-0", lambda: good_problem(num_train=0), VE, "num_train")
-case("testbed.Problem", "tau-0", lambda: good_problem(tau=0), VE, "tau")
-case("testbed.Problem", "seed-2**32", lambda: good_problem(seed=2 ** 32), VE, "seed")
-case("testbed.Problem", "seed-bool", lambda: good_problem(seed=True), TE, "seed")
-case("testbed.Problem", "num_test-0", lambda: good_problem(num_test=0), VE, "num_test")
-case("testbed.Problem", "num_samples-huge", lambda: good_problem(num_samples=10 ** 12), VE, "num_samples")
-case("testbed.Problem", "test_inputs-unknown", lambda: good_problem(test_inputs="grid"), VE, "test_inputs")
-case("testbed.problems", "name-unknown", call(T.problems, "nope"), VE, "name")
-case("testbed.problems", "seeds-0", call(T.problems, "quick", seeds=0), VE, "seeds")
-case("testbed.problems", "seeds-float", call(T.problems, "quick", seeds=2.0), TE, "seeds")
-case("testbed.evaluate", "agent-none", lambda: T.evaluate(None, [good_problem()], progress=False), TE, "agent")
-case("testbed.evaluate", "problems-unknown", lambda: T.evaluate(jtk.agents.make("uniform"), "nope", progress=False),
+case(jtk.testbed.Problem, "temperature-0", lambda: good_problem(temperature=0.0), VE, "temperature")
+case(jtk.testbed.Problem, "temperature-1e-45", lambda: good_problem(temperature=1e-45), VE, "temperature")
+case(jtk.testbed.Problem, "num_train-0", lambda: good_problem(num_train=0), VE, "num_train")
+case(jtk.testbed.Problem, "tau-0", lambda: good_problem(tau=0), VE, "tau")
+case(jtk.testbed.Problem, "seed-2**32", lambda: good_problem(seed=2 ** 32), VE, "seed")
+case(jtk.testbed.Problem, "seed-bool", lambda: good_problem(seed=True), TE, "seed")
+case(jtk.testbed.Problem, "num_test-0", lambda: good_problem(num_test=0), VE, "num_test")
+case(jtk.testbed.Problem, "num_samples-huge", lambda: good_problem(num_samples=10 ** 12), VE, "num_samples")
+case(jtk.testbed.Problem, "test_inputs-unknown", lambda: good_problem(test_inputs="grid"), VE, "test_inputs")
+case(jtk.testbed.problems, "name-unknown", call(T.problems, "nope"), VE, "name")
+case(jtk.testbed.problems, "seeds-0", call(T.problems, "quick", seeds=0), VE, "seeds")
+case(jtk.testbed.problems, "seeds-float", call(T.problems, "quick", seeds=2.0), TE, "seeds")
+case(jtk.testbed.evaluate, "agent-none", lambda: T.evaluate(None, [good_problem()], progress=False), TE, "agent")
+case(jtk.testbed.evaluate, "problems-unknown", lambda: T.evaluate(jtk.agents.make("uniform"), "nope", progress=False),
      VE, "problems")
-case("testbed.evaluate", "likelihood-unknown",
+case(jtk.testbed.evaluate, "likelihood-unknown",
      lambda: T.evaluate(jtk.agents.make("uniform"), [good_problem()], likelihood="exactly", progress=False), VE,
      "likelihood")
-case("testbed.evaluate", "problems-empty", lambda: T.evaluate(jtk.agents.make("uniform"), [], progress=False), VE,
+case(jtk.testbed.evaluate, "problems-empty", lambda: T.evaluate(jtk.agents.make("uniform"), [], progress=False), VE,
      "problems")
-case("testbed.evaluate", "duplicate-problems",
+case(jtk.testbed.evaluate, "duplicate-problems",
      lambda: T.evaluate(jtk.agents.make("uniform"), [good_problem(), good_problem()], progress=False), VE, "problems")
-case("testbed.grid", "seeds-duplicate", call(T.grid, seeds=[2, 2]), VE, "seeds [2]")
+case(jtk.testbed.grid, "seeds-duplicate", call(T.grid, seeds=[2, 2]), VE, "seeds [2]")
 for eid, ex in [("str-dask", "dask"), ("str-tcp", "tcp://127.0.0.1:8786"), ("str-local", "local"), ("int", 2),
                 ("object", object())]:
-    case("testbed.evaluate", f"executor-{eid}", lambda ex=ex: evaluate_user(jtk.agents.make("uniform"), executor=ex),
+    case(jtk.testbed.evaluate, f"executor-{eid}", lambda ex=ex: evaluate_user(jtk.agents.make("uniform"), executor=ex),
          TE, "executor submit Client")
-case("testbed.evaluate", "executor-dask-hint", lambda: evaluate_user(jtk.agents.make("uniform"), executor="dask"), TE,
+case(jtk.testbed.evaluate, "executor-dask-hint", lambda: evaluate_user(jtk.agents.make("uniform"), executor="dask"), TE,
      "executor 'dask' jtk.executors.executor('dask') --scheduler")
-case("evaluate_to_file", "executor-str",
+case(jtk.testbed.runs.evaluate_to_file, "executor-str",
      lambda: jtk.testbed.runs.evaluate_to_file("uniform", [good_problem()], "unused.csv", executor="dask", progress=False),
      TE, "executor 'dask'")
-case("sweep.run", "executor-str",
+case(jtk.testbed.sweep.run, "executor-str",
      lambda: jtk.testbed.sweep.run([jtk.testbed.sweep.Config("uniform")], [good_problem()], "unused", executor="dask", progress=False),
      TE, "executor 'dask'")
 # the agent's own faults, named with the agent and the problem (message and __cause__: tests below)
 for fid, fill in [("inf", np.inf), ("nan", np.nan)]:
-    case("testbed.evaluate", f"logits-{fid}", lambda fill=fill: evaluate_user(UserAgent(fill=fill)), VE,
+    case(jtk.testbed.evaluate, f"logits-{fid}", lambda fill=fill: evaluate_user(UserAgent(fill=fill)), VE,
          f"student_agent {PROBLEM_NAMED} not finite")
-case("testbed.evaluate", "logits-row-all--inf", lambda: evaluate_user(UserAgent(fill=-np.inf, all_neg_inf=True)), VE,
+case(jtk.testbed.evaluate, "logits-row-all--inf", lambda: evaluate_user(UserAgent(fill=-np.inf, all_neg_inf=True)), VE,
      f"student_agent {PROBLEM_NAMED} not finite -inf")
-case("testbed.evaluate", "logits--inf-valid", lambda: evaluate_user(UserAgent(fill=-np.inf)), None, "")  # probability 0
-case("testbed.evaluate", "fit-raises", lambda: evaluate_user(UserAgent(fit_error=ZeroDivisionError("boom"))),
+case(jtk.testbed.evaluate, "logits--inf-valid", lambda: evaluate_user(UserAgent(fill=-np.inf)), None, "")  # probability 0
+case(jtk.testbed.evaluate, "fit-raises", lambda: evaluate_user(UserAgent(fit_error=ZeroDivisionError("boom"))),
      ZeroDivisionError, f"student_agent fit {PROBLEM_NAMED} boom")
-case("testbed.evaluate", "sample_logits-raises",
+case(jtk.testbed.evaluate, "sample_logits-raises",
      lambda: evaluate_user(UserAgent(sample_error=ValueError("bad shapes"))), VE,
      f"student_agent sample_logits {PROBLEM_NAMED} bad shapes")
-case("testbed.summarize", "not-a-frame", call(T.summarize, [1, 2]), TE, "results")
-case("testbed.summarize", "kl-str", lambda: T.summarize(with_col(results_frame(), kl="0.1")), TE,
+case(jtk.testbed.summarize, "not-a-frame", call(T.summarize, [1, 2]), TE, "results")
+case(jtk.testbed.summarize, "kl-str", lambda: T.summarize(with_col(results_frame(), kl="0.1")), TE,
      "results['kl'] numeric '0.1'")
-case("testbed.summarize", "kl-bool", lambda: T.summarize(with_col(results_frame(), kl=True)), TE, "results['kl']")
-case("testbed.summarize", "accuracy-str", lambda: T.summarize(with_col(results_frame(), accuracy="high")), TE,
+case(jtk.testbed.summarize, "kl-bool", lambda: T.summarize(with_col(results_frame(), kl=True)), TE, "results['kl']")
+case(jtk.testbed.summarize, "accuracy-str", lambda: T.summarize(with_col(results_frame(), accuracy="high")), TE,
      "results['accuracy'] numeric")
-case("testbed.summarize", "missing-accuracy", lambda: T.summarize(results_frame().drop(columns=["accuracy"])), VE,
+case(jtk.testbed.summarize, "missing-accuracy", lambda: T.summarize(results_frame().drop(columns=["accuracy"])), VE,
      "required ['accuracy']")
-case("testbed.summarize", "missing-accuracy-and-ece",
+case(jtk.testbed.summarize, "missing-accuracy-and-ece",
      lambda: T.summarize(results_frame().drop(columns=["accuracy", "ece"])), VE, "['accuracy', 'ece']")
-case("testbed.summarize", "no-timings-valid",  # optional columns may be left out
+case(jtk.testbed.summarize, "no-timings-valid",  # optional columns may be left out
      lambda: T.summarize(results_frame().drop(columns=["train_seconds", "eval_seconds", "likelihood"])), None, "")
-case("testbed.summarize", "se-unknown", lambda: T.summarize(results_frame(), se="bootstrap"), VE, "se")
-case("testbed.summarize", "kl-nan", lambda: T.summarize(with_col(results_frame(), kl=np.nan)), VE, "kl")
-case("testbed.summarize", "duplicated-rows",
+case(jtk.testbed.summarize, "se-unknown", lambda: T.summarize(results_frame(), se="bootstrap"), VE, "se")
+case(jtk.testbed.summarize, "kl-nan", lambda: T.summarize(with_col(results_frame(), kl=np.nan)), VE, "kl")
+case(jtk.testbed.summarize, "duplicated-rows",
      lambda: T.summarize(pd.concat([results_frame(), results_frame()], ignore_index=True)), VE, "results")
-case("testbed.summarize", "missing-column", lambda: T.summarize(results_frame().drop(columns=["kl"])), VE, "kl")
-case("testbed.breakdown", "missing-num_train", lambda: T.breakdown(results_frame().drop(columns=["num_train"])), VE,
+case(jtk.testbed.summarize, "missing-column", lambda: T.summarize(results_frame().drop(columns=["kl"])), VE, "kl")
+case(jtk.testbed.breakdown, "missing-num_train", lambda: T.breakdown(results_frame().drop(columns=["num_train"])), VE,
      "num_train")
-case("testbed.breakdown", "temperature-str", lambda: T.breakdown(with_col(results_frame(), temperature="0.1")), TE,
+case(jtk.testbed.breakdown, "temperature-str", lambda: T.breakdown(with_col(results_frame(), temperature="0.1")), TE,
      "results['temperature']")
 SWEEP_ROWS = lambda taus: with_col(results_frame()[results_frame()["tau"].isin(taus)], config="mlp__l2_scale=1")  # noqa
-case("sweep.best_configs", "tau-1-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
-case("sweep.best_configs", "tau-10-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
+case(jtk.testbed.sweep.best_configs, "tau-1-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([1])), VE, "tau 10 [1]")
+case(jtk.testbed.sweep.best_configs, "tau-10-only", lambda: jtk.testbed.sweep.best_configs(SWEEP_ROWS([10])), VE, "tau [10]")
 
 # the mixture likelihoods (shapes are static, so these checks hold under jit too)
 L = jtk.likelihood
-case("likelihood.mixture_joint_log_likelihood", "n-not-multiple-of-tau",
+case(jtk.likelihood.mixture_joint_log_likelihood, "n-not-multiple-of-tau",
      lambda: L.mixture_joint_log_likelihood(np.zeros((3, 10)), 4), VE, "label_logprobs tau")
-case("likelihood.mixture_joint_log_likelihood", "1-d", lambda: L.mixture_joint_log_likelihood(np.zeros(8), 4), VE,
+case(jtk.likelihood.mixture_joint_log_likelihood, "1-d", lambda: L.mixture_joint_log_likelihood(np.zeros(8), 4), VE,
      "label_logprobs")
-case("likelihood.mixture_joint_log_likelihood", "tau-0", lambda: L.mixture_joint_log_likelihood(np.zeros((3, 8)), 0),
+case(jtk.likelihood.mixture_joint_log_likelihood, "tau-0", lambda: L.mixture_joint_log_likelihood(np.zeros((3, 8)), 0),
      VE, "tau")
-case("likelihood.mixture_joint_log_likelihood", "log_weights-length",
+case(jtk.likelihood.mixture_joint_log_likelihood, "log_weights-length",
      lambda: L.mixture_joint_log_likelihood(np.zeros((3, 8)), 4, np.zeros(2)), VE, "log_weights")
-case("likelihood.mixture_kl", "true-length", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(6), 4), VE,
+case(jtk.likelihood.mixture_kl, "true-length", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(6), 4), VE,
      "true_logprobs")
-case("likelihood.mixture_kl", "tau-float", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(8), 2.0), VE, "tau")
+case(jtk.likelihood.mixture_kl, "tau-float", lambda: L.mixture_kl(np.zeros((3, 8)), np.zeros(8), 2.0), VE, "tau")
 
 # grading files and times
-G = jtk.gradebook
+G = jtk.course.gradebook
 GRADES_ROW = dict(student="a", notebook="n", score=1.0, max_score=2.0, status="graded")
-case("gradebook.check_grades", "score-above-max", lambda: G.check_grades(pd.DataFrame([{**GRADES_ROW, "score": 5.0}])),
+case(jtk.course.gradebook.check_grades, "score-above-max", lambda: G.check_grades(pd.DataFrame([{**GRADES_ROW, "score": 5.0}])),
      VE, "score max_score a/n")
-case("gradebook.to_canvas", "roster-empty-frame",
+case(jtk.course.gradebook.to_canvas, "roster-empty-frame",
      lambda: G.to_canvas(G.check_grades(pd.DataFrame([GRADES_ROW])), pd.DataFrame()), VE, "roster normalize_roster")
-case("gradebook.to_moodle", "roster-no-rows",
+case(jtk.course.gradebook.to_moodle, "roster-no-rows",
      lambda: G.to_moodle(G.check_grades(pd.DataFrame([GRADES_ROW])),
                          G.normalize_roster(pd.DataFrame({"student": ["a"]})).iloc[:0]), VE, "roster student")
-case("gradebook.to_canvas", "roster-list", lambda: G.to_canvas(G.check_grades(pd.DataFrame([GRADES_ROW])), ["a"]), TE,
+case(jtk.course.gradebook.to_canvas, "roster-list", lambda: G.to_canvas(G.check_grades(pd.DataFrame([GRADES_ROW])), ["a"]), TE,
      "roster DataFrame")
-case("gradebook.days_late", "text", lambda: G.days_late("2025-03-02T01:00", "2025-03-01"), None, "")
-case("gradebook.days_late", "not-a-time", lambda: G.days_late("tomorrow", "2025-03-01"), VE, "submitted ISO")
-case("gradebook.days_late", "aware-and-naive", lambda: G.days_late("2025-03-02T01:00Z", "2025-03-01"), VE,
+case(jtk.course.gradebook.days_late, "text", lambda: G.days_late("2025-03-02T01:00", "2025-03-01"), None, "")
+case(jtk.course.gradebook.days_late, "not-a-time", lambda: G.days_late("tomorrow", "2025-03-01"), VE, "submitted ISO")
+case(jtk.course.gradebook.days_late, "aware-and-naive", lambda: G.days_late("2025-03-02T01:00Z", "2025-03-01"), VE,
      "submitted deadline zone")
-case("exercises.read_bytes", "seconds-text", lambda: jtk.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
-case("exercises.read_bytes", "max_bytes-0", lambda: jtk.exercises.read_bytes("README.md", max_bytes=0), VE,
+case(jtk.course.exercises.read_bytes, "seconds-text", lambda: jtk.course.exercises.read_bytes("README.md", seconds="3"), TE, "seconds")
+case(jtk.course.exercises.read_bytes, "max_bytes-0", lambda: jtk.course.exercises.read_bytes("README.md", max_bytes=0), VE,
      "max_bytes")
-case("exercises.grade_notebook", "timeout-text",
-     lambda: jtk.exercises.grade_notebook(jtk.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
+case(jtk.course.exercises.grade_notebook, "timeout-text",
+     lambda: jtk.course.exercises.grade_notebook(jtk.course.exercises.Submission("s", "n.ipynb", pathlib.Path("x")), {},
                                           timeout="30"), TE, "timeout")
-case("exercises.grade_notebook", "not-a-submission", lambda: jtk.exercises.grade_notebook("s/n.ipynb", {}), TE,
+case(jtk.course.exercises.grade_notebook, "not-a-submission", lambda: jtk.course.exercises.grade_notebook("s/n.ipynb", {}), TE,
      "sub Submission")
-case("exercises.execute", "timeout-negative", lambda: jtk.exercises.execute(None, [], timeout=-1), VE, "timeout")
+case(jtk.course.exercises.execute, "timeout-negative", lambda: jtk.course.exercises.execute(None, [], timeout=-1), VE, "timeout")
+
+
+# ------------------------------------------------------------------ cases added with the inventory (issue #48 item 5)
+import jtk.envs.classification as ENVC  # noqa: E402
+import jtk.envs.coin as ENVCOIN  # noqa: E402
+import jtk.envs.gp as ENVGP  # noqa: E402
+import jtk.regression.bnn  # noqa: E402
+import jtk.regression.deep  # noqa: E402
+import jtk.regression.fbnn  # noqa: E402
+import jtk.regression.hmc  # noqa: E402
+import jtk.regression.nng  # noqa: E402
+R = jtk.regression
+RXY = lambda: reg_env().sample_train(0)  # noqa: E731
+
+# active learning: the helpers around the criteria
+case(A.check_covariance, "not-square", call(A.check_covariance, np.zeros((3, 2))), VE, "cov")
+case(A.check_covariance, "nan", call(A.check_covariance, np.full((3, 3), np.nan)), VE, "cov")
+case(A.check_covariance, "str", call(A.check_covariance, np.full((2, 2), "a")), TE, "cov")
+case(A.select_many, "criteria-unknown", lambda: A.select_many(**cp(), criteria=("bald",)), VE, "criteria")
+case(A.select_many, "criteria-str", lambda: A.select_many(**cp(), criteria="mig"), TE, "criteria")
+case(A.select_many, "seed-2**32", lambda: A.select_many(**cp(), criteria=("random",), seed=2 ** 32), VE, "seed")
+case(A.split_data, "x-nan", call(A.split_data, np.full((10, 2), np.nan), np.zeros(10)), VE, "x")
+case(A.split_data, "y-rows", call(A.split_data, np.zeros((10, 2)), np.zeros(9)), VE, "y")
+case(A.split_data, "train_fraction-1.5", call(A.split_data, np.zeros((10, 2)), np.zeros(10), train_fraction=1.5), VE,
+     "train_fraction")
+case(A.split_data, "fractions-sum>1",
+     call(A.split_data, np.zeros((10, 2)), np.zeros(10), train_fraction=0.6, test_fraction=0.6), VE, "test_fraction")
+case(A.split_data, "target-missing", call(A.split_data, pd.DataFrame({"a": [1.0] * 10}), target="b"), VE, "target")
+case(A.summarize, "not-a-frame", call(A.summarize, [1, 2]), TE, "df")
+case(A.summarize, "value-missing", call(A.summarize, pd.DataFrame({"criterion": ["a"], "x": [1.0]})), VE,
+     "df test_log_likelihood")
+case(A.tal_comparison, "splits-empty", lambda: A.tal_comparison([], GP_ORACLE(), GP_ORACLE(), progress=False), VE,
+     "splits")
+case(A.tal_comparison, "criteria-unknown",
+     lambda: A.tal_comparison([TOY()], GP_ORACLE(), GP_ORACLE(), criteria=("bald",), progress=False), VE, "criteria")
+TOY_STATE = functools.lru_cache(None)(lambda: A.make_toy_state(num_pool=20, num_test=10))
+case(A.toy_view, "state-wrong", call(A.toy_view, 3, "mig", 2, "GP"), TE, "state")
+case(A.toy_view, "criterion-unknown", lambda: A.toy_view(TOY_STATE(), "bald", 2, "oracle GP"), VE, "criterion")
+case(A.toy_view, "batch_size-0", lambda: A.toy_view(TOY_STATE(), "mig", 0, "oracle GP"), VE, "batch_size")
+case(A.toy_view, "model-unknown", lambda: A.toy_view(TOY_STATE(), "mig", 2, "nope"), VE, "model")
+case(A.default_toy_models, "oracle-wrong", call(A.default_toy_models, 3), TE, "oracle")
+
+# ppc
+case(jtk.ppc.ppc_study, "splits-empty",
+     lambda: jtk.ppc.ppc_study([], {"GP": GP_ORACLE()}, GP_ORACLE(), progress=False), VE, "splits")
+case(jtk.ppc.ppc_study, "models-empty", lambda: jtk.ppc.ppc_study([TOY()], {}, GP_ORACLE(), progress=False), VE,
+     "models")
+case(jtk.ppc.ppc_study, "noise_var-neg",
+     lambda: jtk.ppc.ppc_study([TOY()], {"GP": GP_ORACLE()}, GP_ORACLE(), noise_var=-1.0, progress=False), VE,
+     "noise_var")
+case(jtk.ppc.ppc_per_model, "not-a-mapping", call(jtk.ppc.ppc_per_model, [1, 2]), TE, "study")
+case(jtk.ppc.split_mean_correlation, "length-mismatch", call(jtk.ppc.split_mean_correlation, np.zeros((4, 3)),
+                                                             np.zeros((5, 3))), VE, "y")
+case(jtk.ppc.split_mean_correlation, "nan", call(jtk.ppc.split_mean_correlation, np.full((4, 3), np.nan),
+                                                 np.zeros((4, 3))), VE, "x")
+case(jtk.ppc.split_mean_correlation, "level-2", call(jtk.ppc.split_mean_correlation, np.ones((4, 3)), np.ones((4, 3)),
+                                                     level=2.0), VE, "level")
+case(jtk.ppc.split_mean_correlation, "num_resamples-0",
+     call(jtk.ppc.split_mean_correlation, np.ones((4, 3)), np.ones((4, 3)), num_resamples=0), VE, "num_resamples")
+case(jtk.ppc.split_mean_reliability, "nan", call(jtk.ppc.split_mean_reliability, np.full((4, 3), np.nan)), VE,
+     "values")
+case(jtk.ppc.split_mean_reliability, "str", call(jtk.ppc.split_mean_reliability, "abc"), TE, "values")
+case(jtk.ppc.xll_summary, "not-a-frame", call(jtk.ppc.xll_summary, [1, 2]), TE, "table")
+
+# coverage tables
+case(C.lemma1_check, "not-a-mapping", call(C.lemma1_check, [1, 2]), TE, "results")
+case(C.per_input_table, "not-a-mapping", call(C.per_input_table, [1, 2]), TE, "results")
+case(C.per_input_table, "value-not-a-result", call(C.per_input_table, {"a": 1}), TE, "results")
+case(C.summary_table, "not-a-mapping", call(C.summary_table, "abc"), TE, "results")
+case(C.sweep, "values-empty", lambda: C.sweep(jtk.envs.SinusoidRegression, [], "f_main", ["BLR"], k=2,
+                                              progress=False), VE, "values")
+case(C.sweep, "make_env-not-callable", lambda: C.sweep(3, [1.0], "f_main", ["BLR"], k=2, progress=False), TE,
+     "make_env")
+case(C.sweep, "k-1", lambda: C.sweep(jtk.envs.SinusoidRegression, [1.0], "f_main", ["BLR"], k=1, progress=False), VE,
+     "k")
+
+# testbed helpers
+for fn in (T.paper_problems, T.quick_problems, T.classification_problems):
+    case(fn, "seeds-0", call(fn, 0), VE, "seeds")
+    case(fn, "seeds-str", call(fn, "2"), TE, "seeds")
+case(T.check_agent, "agent-none", call(T.check_agent, None), TE, "agent")
+case(T.check_agent, "num_samples-0", lambda: T.check_agent(jtk.agents.make("uniform"), num_samples=0), VE,
+     "num_samples")
+case(T.check_agent, "seed-2**32", lambda: T.check_agent(jtk.agents.make("uniform"), seed=2 ** 32), VE, "seed")
+case(T.check_agent, "prior-dict", lambda: T.check_agent(jtk.agents.make("uniform"), prior={"input_dim": 2}), TE,
+     "prior")
+case(T.seed_se, "not-a-series", call(T.seed_se, "abc"), TE, "per_seed_means")
+case(T.seed_se, "2-d", call(T.seed_se, np.zeros((2, 2))), VE, "per_seed_means")
+case(T.paired_difference, "tau-0", lambda: T.paired_difference(results_frame(), results_frame(), 0), VE, "tau")
+case(T.paired_difference, "baseline-list", lambda: T.paired_difference(results_frame(), [1], 1), TE, "baseline")
+case(T.agent_seed, "problem-wrong", call(T.agent_seed, "p", 0), TE, "problem")
+case(T.agent_seed, "purpose-float", lambda: T.agent_seed(good_problem(), 1.5), TE, "purpose")
+case(T.load_problem, "problem-wrong", call(T.load_problem, {"seed": 0}), TE, "problem")
+case(T.padded_count, "0", call(T.padded_count, 0), VE, "num_groups")
+case(T.padded_count, "float", call(T.padded_count, 2.5), TE, "num_groups")
+case(T.sort_rows, "not-a-frame", call(T.sort_rows, [1, 2]), TE, "results")
+case(T.sort_rows, "missing-seed", lambda: T.sort_rows(results_frame().drop(columns=["seed"])), VE, "seed")
+
+# likelihood
+case(L.mixture_kl_by_tau, "taus-0", call(L.mixture_kl_by_tau, np.zeros((3, 8)), np.zeros(8), [0]), VE, "taus")
+case(L.mixture_kl_by_tau, "taus-not-divisor-valid",  # documented: the first n // τ · τ labels are used
+     call(L.mixture_kl_by_tau, np.zeros((3, 8)), np.zeros(8), [3]), None, "")
+case(L.mixture_kl_by_tau, "taus>n", call(L.mixture_kl_by_tau, np.zeros((3, 8)), np.zeros(8), [9]), VE, "taus")
+case(L.mixture_kl_by_tau, "true-nan", call(L.mixture_kl_by_tau, np.zeros((3, 8)), np.full(8, np.nan), [2]), VE,
+     "true_logprobs")
+
+# coin helpers
+for fn in (ENVCOIN.decision_table, ENVCOIN.decision_summary):
+    case(fn, "horizon-0", call(fn, 0), VE, "horizon")
+    case(fn, "horizon-float", call(fn, 2.5), TE, "horizon")
+    case(fn, "coins-list", call(fn, 3, coins=[1]), TE, "coins")
+case(ENVCOIN.expected_cumulative_heads, "policy-unknown", call(ENVCOIN.expected_cumulative_heads, "greedy", 3), VE,
+     "policy")
+case(ENVCOIN.expected_cumulative_heads, "horizon-neg", call(ENVCOIN.expected_cumulative_heads, "marginal", -1), VE,
+     "horizon")
+
+# GP environment
+case(ENVGP.relu_network_kernel_mc, "x1-nan", call(ENVGP.relu_network_kernel_mc, np.full((2, 1), np.nan),
+                                                  np.zeros((2, 1))), VE, "x1")
+case(ENVGP.relu_network_kernel_mc, "num_hidden-0", call(ENVGP.relu_network_kernel_mc, np.zeros((2, 1)),
+                                                        np.zeros((2, 1)), num_hidden=0), VE, "num_hidden")
+case(ENVGP.relu_network_kernel_mc, "bias0_var-neg", call(ENVGP.relu_network_kernel_mc, np.zeros((2, 1)),
+                                                         np.zeros((2, 1)), bias0_var=-1.0), VE, "bias0_var")
+case(ENVGP.check_split_memory, "n-neg", call(ENVGP.check_split_memory, -1), VE, "n")
+case(ENVGP.check_split_memory, "n-str", call(ENVGP.check_split_memory, "5"), TE, "n")
+case(jtk.envs.ReLUKernelGP.sample_split, "num_pool-0", lambda: jtk.envs.ReLUKernelGP().sample_split(num_pool=0), VE,
+     "num_pool")
+case(jtk.envs.ReLUKernelGP.sample_split, "seed-2**32", lambda: jtk.envs.ReLUKernelGP().sample_split(seed=2 ** 32), VE,
+     "seed")
+case(jtk.envs.ReLUKernelGP.sample_split, "num_train-neg",
+     lambda: jtk.envs.ReLUKernelGP().sample_split(num_train=-1), VE, "num_train")
+
+# the testbed prior's functional core (keys, parameters, data): pure and jittable, its arguments may be traced, so
+# only the host-side entry points (lab_keys' static lab, sample_lab_data) validate values
+case(ENVC.lab_keys, "lab-unknown", call(ENVC.lab_keys, 0, lab="nope"), VE, "lab")
+case(ENVC.sample_lab_data, "temperature-0", call(ENVC.sample_lab_data, 0, 0.0, 10, 10, np.zeros((4, 2))), VE,
+     "temperature")
+case(ENVC.sample_lab_data, "grid-nan", call(ENVC.sample_lab_data, 0, 0.1, 10, 10, np.full((4, 2), np.nan)), VE,
+     "grid")
+KEY = lambda: __import__("jax").random.key(0)  # noqa: E731
+case(ENVC.sample_inputs, "key-float", call(ENVC.sample_inputs, 0.5, 3, 2), TE, "key PRNG")
+case(ENVC.sample_inputs, "n-neg", lambda: ENVC.sample_inputs(KEY(), -1, 2), VE, "n")
+case(ENVC.sample_prior_params, "hidden-0", lambda: ENVC.sample_prior_params(KEY(), hidden=(0,)), VE, "hidden")
+case(ENVC.sample_prior_params, "num_classes-1", lambda: ENVC.sample_prior_params(KEY(), num_classes=1), VE,
+     "num_classes")
+case(ENVC.sample_prior_params, "key-int", call(ENVC.sample_prior_params, 3), TE, "key")
+case(ENVC.sample_labels, "key-int", call(ENVC.sample_labels, 3, np.zeros((3, 2))), TE, "key")
+case(ENVC.sample_data, "n-neg", lambda: ENVC.sample_data(KEY(), env().params, 0.1, -1), VE, "n")
+
+# regression: GP helpers and every model's fit / posterior
+GPR = R.gp
+case(GPR.rbf_kernel, "x1-nan", call(GPR.rbf_kernel, np.full((2, 1), np.nan)), VE, "x1")
+case(GPR.rbf_kernel, "lengthscale-0", call(GPR.rbf_kernel, np.zeros((2, 1)), lengthscale=0.0), VE, "lengthscale")
+case(GPR.rbf_kernel, "x2-wrong-d", call(GPR.rbf_kernel, np.zeros((2, 1)), np.zeros((2, 3))), VE, "x2")
+case(GPR.kernel_diag, "kernel-not-callable", call(GPR.kernel_diag, 3, np.zeros((2, 1))), TE, "kernel")
+case(GPR.kernel_diag, "chunk-0", call(GPR.kernel_diag, GPR.rbf_kernel, np.zeros((2, 1)), chunk=0), VE, "chunk")
+case(GPR.condition, "y-rows", call(GPR.condition, GPR.rbf_kernel, np.zeros((3, 1)), np.zeros(2), 0.1), VE, "y")
+case(GPR.condition, "noise_var-neg", call(GPR.condition, GPR.rbf_kernel, np.zeros((3, 1)), np.zeros(3), -0.1), VE,
+     "noise_var")
+case(GPR.gaussian_log_likelihood, "var-neg", call(GPR.gaussian_log_likelihood, np.zeros(3), np.zeros(3),
+                                                  -np.ones(3)), VE, "var")
+case(GPR.gaussian_log_likelihood, "shape-mismatch", call(GPR.gaussian_log_likelihood, np.zeros(3), np.zeros(4),
+                                                         np.ones(3)), VE, "mean")
+case(GPR.rbf_neg_log_marginal_likelihood, "x-nan",
+     call(GPR.rbf_neg_log_marginal_likelihood, np.zeros(3), np.full((3, 1), np.nan), np.zeros(3), 0.1), VE, "x")
+case(GPR.GaussianProcessPosterior.predict, "x-nan", lambda: GP_POST().predict(np.full((3, 1), np.nan)), VE, "x")
+case(GPR.GaussianProcessPosterior.predict, "x-wrong-d", lambda: GP_POST().predict(np.zeros((3, 2))), VE, "x")
+MC_GP_POST = functools.lru_cache(None)(lambda: R.MonteCarloGP(GP_ORACLE(), 4).fit(*RXY()))
+case(GPR.SampledGPPosterior.sample_functions, "num_samples-0",
+     lambda: MC_GP_POST().sample_functions(np.zeros((3, 1)), 0), VE, "num_samples")
+case(R.base.SampledRegressionPosterior.predict, "x-nan", lambda: MC_GP_POST().predict(np.full((3, 1), np.nan)), VE,
+     "x")
+case(R.base.SampledRegressionPosterior.covariance, "x-wrong-d", lambda: MC_GP_POST().covariance(np.zeros((3, 2))), VE,
+     "x")
+for cls in (R.DeepRegression, R.BBBRegression, R.SGLDRegression, R.hmc.HMCRegression, R.nng.NNGRegression,
+            R.fbnn.FBNNRegression):
+    make_model = (lambda c=cls: c("Ens")) if cls is R.DeepRegression else cls
+    case(cls.fit, "x-nan", lambda m=make_model: m().fit(np.full((5, 1), np.nan), np.zeros(5)), VE, "x")
+    case(cls.fit, "y-rows", lambda m=make_model: m().fit(np.zeros((5, 1)), np.zeros(4)), VE, "y")
+    case(cls.fit, "seed-2**32", lambda m=make_model: m().fit(*RXY(), seed=2 ** 32), VE, "seed")
+for cls, kw, arg in [(R.hmc.HMCRegression, dict(samples_per_chain=0), "samples_per_chain"),
+                     (R.nng.NNGRegression, dict(learning_rate=-1.0), "learning_rate"),
+                     (R.fbnn.FBNNRegression, dict(num_steps=0), "num_steps")]:
+    case(cls, f"{arg}-bad", call(cls, **kw), VE, arg)
+    case(cls, "unknown-kwarg", call(cls, not_a_setting=1), TE, "not_a_setting")
+
+
+# agents: every registered factory called directly, every agent class, and the shared checks
+import jtk.agents.bayes_optimal  # noqa: E402
+import jtk.agents.bbb  # noqa: E402
+import jtk.agents.deep_kernel  # noqa: E402
+import jtk.agents.dropout  # noqa: E402
+import jtk.agents.ensemble  # noqa: E402
+import jtk.agents.epinet  # noqa: E402
+import jtk.agents.hypermodel  # noqa: E402
+import jtk.agents.sgmcmc  # noqa: E402
+AG = jtk.agents
+FACTORIES = (AG.ensemble.mlp, AG.ensemble.ensemble, AG.ensemble.ensemble_plus, AG.bbb.bbb, AG.deep_kernel.deep_kernel,
+             AG.dropout.dropout, AG.epinet.epinet, AG.hypermodel.hypermodel, AG.nonparametric.knn,
+             AG.nonparametric.random_forest, AG.sgmcmc.sgmcmc, AG.sgmcmc.sgld, AG.bayes_optimal.bayes_optimal)
+for factory in FACTORIES:
+    case(factory, "unknown-kwarg", call(factory, not_a_hyperparameter=1), TE, "not_a_hyperparameter")
+AGENT_CLASSES = (AG.ensemble.EnsembleAgent, AG.bbb.BBBAgent, AG.deep_kernel.DeepKernelAgent, AG.dropout.DropoutAgent,
+                 AG.epinet.EpinetAgent, AG.hypermodel.HypermodelAgent, AG.nonparametric.KNNAgent,
+                 AG.nonparametric.RandomForestAgent, AG.sgmcmc.SGMCMCAgent, AG.bayes_optimal.BayesOptimalAgent,
+                 AG.UniformAgent, AG.JaxAgent, AG.NeuralAgent)
+for cls in AGENT_CLASSES:
+    case(cls, "unknown-kwarg", call(cls, not_a_hyperparameter=1), TE, "not_a_hyperparameter")
+    if "num_classes" in getattr(cls, "__dataclass_fields__", {}):
+        case(cls, "num_classes-1", call(cls, num_classes=1), VE, "num_classes")
+case(AG.base.check_query, "x-nan", call(AG.base.check_query, np.full((3, 2), np.nan), 2), VE, "x")
+case(AG.base.check_query, "x-wrong-d", call(AG.base.check_query, np.zeros((3, 5)), 2), VE, "x")
+case(AG.base.check_query, "num_samples-0", call(AG.base.check_query, np.zeros((3, 2)), 2, 0), VE, "num_samples")
+case(AG.base.check_training_data, "y-rows", call(AG.base.check_training_data, np.zeros((4, 2)), np.zeros(3, int), None),
+     VE, "y")
+case(AG.base.check_training_data, "prior-dict",
+     call(AG.base.check_training_data, np.zeros((4, 2)), np.zeros(4, int), {"input_dim": 2}), TE, "prior")
+case(AG.base.check_fit_memory, "num_train-neg",
+     lambda: AG.base.check_fit_memory(AG.make("mlp"), -1, 2, 2), VE, "num_train")
+case(AG.base.check_sample_memory, "num_samples-0",
+     lambda: AG.base.check_sample_memory(AG.make("mlp"), 0, 3, 2, 2), VE, "num_samples")
+case(AG.base.register, "name-int", call(AG.base.register, 3), TE, "name")
+case(AG.base.register, "name-empty", call(AG.base.register, ""), VE, "name")
+
+# regression: the deep presets and the sampled GP
+for factory in (R.deep.BD, R.deep.CD, R.deep.VD, R.deep.Ens, R.deep.EnsAdvA, R.deep.EnsBS):
+    case(factory, "preset-unknown", call(factory, preset="huge"), VE, "preset")
+    case(factory, "unknown-kwarg", call(factory, num_member=3), TE, "num_member")
+case(R.MonteCarloGP.fit, "x-nan", lambda: R.MonteCarloGP(GP_ORACLE(), 4).fit(np.full((4, 1), np.nan), np.zeros(4)),
+     VE, "x")
+case(R.MonteCarloGP.fit, "seed-2**32", lambda: R.MonteCarloGP(GP_ORACLE(), 4).fit(*RXY(), seed=2 ** 32), VE, "seed")
+
+# plots: colours and intervals
+import jtk.plots.colors as COLORS  # noqa: E402
+import jtk.plots.intervals as INTERVALS  # noqa: E402
+case(COLORS.to_rgb, "unknown-name", call(COLORS.to_rgb, "not-a-colour"), VE, "color")
+case(COLORS.to_rgb, "int", call(COLORS.to_rgb, 3), VE, "color RGB")
+case(COLORS.srgb_to_linear, "str", call(COLORS.srgb_to_linear, "abc"), TE, "rgb")
+case(COLORS.srgb_to_linear, "nan", call(COLORS.srgb_to_linear, [np.nan, 0.0, 0.0]), VE, "rgb")
+case(COLORS.linear_to_srgb, "nan", call(COLORS.linear_to_srgb, [np.nan, 0.0, 0.0]), VE, "linear")
+case(COLORS.relative_luminance, "unknown-name", call(COLORS.relative_luminance, "nope"), VE, "color")
+case(COLORS.contrast_ratio, "background-unknown", call(COLORS.contrast_ratio, "black", "nope"), VE, "background")
+case(COLORS.simulate_cvd, "kind-unknown", call(COLORS.simulate_cvd, ["black"], "martian"), VE, "kind")
+case(COLORS.to_lab, "wrong-length", call(COLORS.to_lab, [0.1, 0.2]), VE, "rgb")
+case(COLORS.min_cvd_distance, "one-colour", call(COLORS.min_cvd_distance, ["black"]), VE, "colors")
+case(COLORS.min_cvd_distance, "str", call(COLORS.min_cvd_distance, "black"), TE, "colors")
+case(INTERVALS.wilson_interval, "coverage>1", call(INTERVALS.wilson_interval, np.array([1.5]), 10), VE, "coverage")
+case(INTERVALS.wilson_interval, "k-0", call(INTERVALS.wilson_interval, np.array([0.5]), 0), VE, "k")
+case(INTERVALS.coverage_yerr, "coverage-neg", call(INTERVALS.coverage_yerr, np.array([-0.5]), 4), VE, "coverage")
+
+# executors and sweeps
+import jtk.executors as EX  # noqa: E402
+case(EX.check_executor, "int", call(EX.check_executor, 3), TE, "executor")
+case(EX.executor, "scheduler-unknown", lambda: EX.executor("nope").__enter__(), VE, "scheduler")
+case(EX.executor, "n_workers-0", lambda: EX.executor("local", n_workers=0).__enter__(), VE, "n_workers")
+case(EX.local_threads, "num_tasks-neg", call(EX.local_threads, -1), VE, "num_tasks")
+case(EX.map_local, "fn-not-callable", call(EX.map_local, 3, [1, 2], desc="x", progress=False), TE, "fn")
+case(jtk.testbed.sweep.Config, "agent-int", call(jtk.testbed.sweep.Config, 3), TE, "agent")
+case(jtk.testbed.sweep.Config, "hyperparameters-dict", call(jtk.testbed.sweep.Config, "mlp", {"l2_scale": 1.0}), TE, "hyperparameters")
+case(jtk.testbed.sweep.configs, "not-a-mapping", call(jtk.testbed.sweep.configs, ["mlp"]), TE, "sweeps")
+case(jtk.testbed.sweep.configs, "agents-unknown", call(jtk.testbed.sweep.configs, {"mlp": {"l2_scale": [1.0]}}, agents=["nope"]), VE,
+     "agents")
+case(jtk.testbed.sweep.load, "dir-missing", call(jtk.testbed.sweep.load, "/nonexistent/jtk-sweep"), VE, "results_dir")
+case(jtk.testbed.sweep.sweep_by_name, "unknown", call(jtk.testbed.sweep.sweep_by_name, "nope"), VE, "name")
+
+# bandit
+case(B.make_policy, "agent-unknown", call(B.make_policy, "ensembel"), VE, "agent")
+case(B.make_policy, "batch_size-0", call(B.make_policy, "ensemble", batch_size=0), VE, "batch_size")
+case(B.ThompsonSampling, "agent-str", call(B.ThompsonSampling, "ensemble"), TE, "agent")
+case(B.ThompsonSampling, "steps_per_obs-0", lambda: B.ThompsonSampling(AG.make("ensemble"), steps_per_obs=0), VE,
+     "steps_per_obs")
+case(B.paper_verdict, "not-a-frame", call(B.paper_verdict, [1, 2]), TE, "corr")
+case(B.paper_verdict, "d-0", lambda: B.paper_verdict(pd.DataFrame({"metric": ["kl_10"]}), d=0), VE, "d")
+
+# nets and the ensemble study
+import jtk.nets as NETS  # noqa: E402
+case(NETS.activation_fn, "unknown", call(NETS.activation_fn, "relu6"), VE, "activation")
+case(NETS.mlp_sizes, "hidden-0", call(NETS.mlp_sizes, 2, (0,), 2), VE, "hidden")
+case(NETS.mlp_sizes, "input_dim-float", call(NETS.mlp_sizes, 2.0, (5,), 2), TE, "input_dim")
+case(NETS.init_mlp, "key-int", call(NETS.init_mlp, 3, (2, 5, 2)), TE, "key")
+case(NETS.init_mlp, "sizes-short", lambda: NETS.init_mlp(KEY(), (2,)), VE, "sizes")
+case(ES.FitSettings, "num_members-0", call(ES.FitSettings, num_members=0), VE, "num_members")
+case(ES.FitSettings, "learning_rate-nan", call(ES.FitSettings, learning_rate=np.nan), VE, "learning_rate")
+case(ES.probability_grid, "resolution-0", call(ES.probability_grid, 0), VE, "resolution")
+case(ES.probability_grid, "extent-neg", call(ES.probability_grid, 10, -1.0), VE, "extent")
+case(ES.lab_data, "temperature-0", call(ES.lab_data, 0, 0.0, 10, 10, np.zeros((4, 2))), VE, "temperature")
+
+# the testbed prior's settings and draws
+case(ENVC.ProblemSettings, "input_dim-0", call(ENVC.ProblemSettings, input_dim=0), VE, "input_dim")
+case(ENVC.ProblemSettings, "activation-unknown", call(ENVC.ProblemSettings, activation="relu6"), VE, "activation")
+case(ENVC.problem_keys, "key-int", call(ENVC.problem_keys, 3), TE, "key")
+case(ENVC.sample_problem, "settings-dict", lambda: ENVC.sample_problem({}, KEY(), 0.1, 10), TE, "settings")
+case(ENVC.sample_test, "settings-dict", lambda: ENVC.sample_test({}, 10, 1, env().params, KEY(), 0.1), TE, "settings")
+
+# testbed: the oracle agent and chunks
+case(T.OracleAgent, "problems-empty", call(T.OracleAgent, []), VE, "problems")
+case(T.OracleAgent, "problems-wrong", call(T.OracleAgent, [1, 2]), TE, "problems")
+
+# course tools with a few arguments
+import jtk.course.labs as LABS  # noqa: E402
+import jtk.cli as CLI  # noqa: E402
+case(LABS.lab_files, "root-missing", call(LABS.lab_files, "/nonexistent/jtk-labs"), FileNotFoundError,
+     "/nonexistent/jtk-labs")
+case(LABS.write_labs, "out-is-a-file", call(LABS.write_labs, __file__), VE, "out")
+case(CLI.main, "argv-str", call(CLI.main, "testbed"), TE, "argv")
+
+
+# regression posteriors of the cheap BNN fits (the others' fits take ~15-25 s on a shared CPU: backlog)
+NNG_POST = functools.lru_cache(None)(lambda: R.nng.NNGRegression(hidden=8, num_steps=2, num_moment_samples=4).fit(*RXY()))
+FBNN_POST = functools.lru_cache(None)(lambda: R.fbnn.FBNNRegression(hidden=8, num_steps=2).fit(*RXY()))
+case(R.bnn.WeightSamplingPosterior.sample_functions, "num_samples-0",
+     lambda: NNG_POST().sample_functions(np.zeros((3, 1)), 0), VE, "num_samples")
+case(R.bnn.WeightSamplingPosterior.sample_functions, "x-nan",
+     lambda: NNG_POST().sample_functions(np.full((3, 1), np.nan), 2), VE, "x")
+case(R.bnn.WeightSamplingPosterior.sample_functions, "seed-2**32",
+     lambda: NNG_POST().sample_functions(np.zeros((3, 1)), 2, seed=2 ** 32), VE, "seed")
+for meth in ("predict", "covariance", "features"):
+    case(getattr(R.fbnn.FBNNPosterior, meth), "x-nan", lambda m=meth: getattr(FBNN_POST(), m)(np.full((3, 1), np.nan)),
+         VE, "x")
+    case(getattr(R.fbnn.FBNNPosterior, meth), "x-wrong-d", lambda m=meth: getattr(FBNN_POST(), m)(np.zeros((3, 2))), VE,
+         "x")
+case(R.fbnn.FBNNPosterior.sample_functions, "num_samples-0", lambda: FBNN_POST().sample_functions(np.zeros((3, 1)), 0),
+     VE, "num_samples")
+case(R.fbnn.FBNNPosterior.sample_functions, "seed-neg", lambda: FBNN_POST().sample_functions(np.zeros((3, 1)), 2,
+                                                                                             seed=-1), VE, "seed")
+case(R.bnn.full_batch, "y-rows", call(R.bnn.full_batch, np.zeros((4, 1)), np.zeros(3)), VE, "y")
+case(R.bnn.full_batch, "x-nan", call(R.bnn.full_batch, np.full((4, 1), np.nan), np.zeros(4)), VE, "x")
+case(R.bnn.stack_full_batches, "lengths-differ", call(R.bnn.stack_full_batches, [np.zeros((4, 1))], [np.zeros(4),
+                                                                                                     np.zeros(4)]),
+     VE, "ys")
+case(R.bnn.layer_scales, "hidden-0", call(R.bnn.layer_scales, 1, 0), VE, "hidden")
+case(R.bnn.init_raw, "key-int", call(R.bnn.init_raw, 3, 1, 8), TE, "key")
+case(R.bnn.apply_raw_numpy, "chunk-0", lambda: R.bnn.apply_raw_numpy(None, np.zeros((3, 1)), chunk=0), VE, "chunk")
+case(R.fbnn.init_params, "hidden-0", lambda: R.fbnn.init_params(KEY(), 1, 0), VE, "hidden")
+
+# results files
+import jtk.results as RES  # noqa: E402
+case(RES.sha256_bytes, "str", call(RES.sha256_bytes, "abc"), TE, "data")
+case(RES.sha256_file, "missing", call(RES.sha256_file, "/nonexistent/jtk.csv"), FileNotFoundError, "/nonexistent/jtk.csv")
+case(RES.write_atomic, "data-str", lambda: RES.write_atomic("/nonexistent/out.bin", "text"), TE, "data")
+case(RES.csv_bytes, "not-a-frame", call(RES.csv_bytes, [1, 2]), TE, "df")
+case(RES.manifest_path, "path-int", call(RES.manifest_path, 3), TE, "path")
+case(RES.parts_dir, "out-int", call(RES.parts_dir, 3), TE, "out")
+case(RES.load_results, "missing", call(RES.load_results, "/nonexistent/rows.csv"), VE, "path /nonexistent/rows.csv")
+case(RES.read_manifest, "missing", call(RES.read_manifest, "/nonexistent/rows.csv"), VE, "path /nonexistent/rows")
+case(jtk.testbed.runs.verify, "sample-0", call(jtk.testbed.runs.verify, "/nonexistent/rows.csv", sample=0), VE, "sample")
+case(jtk.agents.records.make_agent, "not-a-mapping", call(jtk.agents.records.make_agent, "mlp"), TE, "config")
+case(jtk.agents.records.make_agent, "not-registered", call(jtk.agents.records.make_agent, {"name": "ensembel"}), VE, "agent registered")
+case(jtk.testbed.runs.problems_from_record, "not-a-list", call(jtk.testbed.runs.problems_from_record, "abc"), TE, "record")
+case(RES.problems_record, "not-problems", call(RES.problems_record, [1, 2]), TE, "problems")
+case(RES.chunk_id, "chunk-int", call(RES.chunk_id, 3), TE, "chunk")
+case(jtk.agents.records.agent_config, "hyperparameters-list",
+     lambda: jtk.agents.records.agent_config(AG.make("mlp"), hyperparameters=[1]), TE, "hyperparameters")
+case(RES.check_output, "option-int", call(RES.check_output, "x.csv", option=3), TE, "option")
+case(RES.save_results, "not-a-frame", call(RES.save_results, [1], "/nonexistent/rows.csv"), TE, "df")
+
+# gradebook
+G = jtk.course.gradebook
+case(G.parse_time, "not-a-time", call(G.parse_time, "soon"), VE, "time ISO")
+case(G.parse_time, "int", call(G.parse_time, 3), VE, "time ISO")
+case(G.normalize_roster, "not-a-frame", call(G.normalize_roster, ["a"]), TE, "roster")
+case(G.normalize_roster, "key-missing", call(G.normalize_roster, pd.DataFrame({"student": ["a"]}), key="email"), VE,
+     "email")
+case(G.check_submitted, "not-a-frame", call(G.check_submitted, ["a"]), TE, "submitted")
+case(G.exercise_rows, "not-a-frame", call(G.exercise_rows, ["a"]), TE, "grades")
+case(G.unmatched, "roster-list", lambda: G.unmatched(G.check_grades(pd.DataFrame([GRADES_ROW])), ["a"]), TE, "roster")
+case(G.csv_bytes, "not-a-frame", call(G.csv_bytes, [1]), TE, "frame")
+case(G.write, "not-a-frame", call(G.write, [1], "/nonexistent/x.csv"), TE, "frame")
+case(G.late_path, "out-int", call(G.late_path, 3), TE, "out")
+for fn, what in ((G.read_grades, "grades"), (G.read_roster, "roster"), (G.read_submitted, "submitted")):
+    case(fn, "missing", call(fn, "/nonexistent/grades.csv"), VE, f"{what} /nonexistent/grades.csv")
+case(G.apply_late_policy, "penalty-neg",
+     lambda: G.apply_late_policy(G.check_grades(pd.DataFrame([GRADES_ROW])), pd.DataFrame(), "2025-03-01",
+                                 penalty_per_day=-1.0), VE, "penalty_per_day")
+
+# train
+import jtk.train as TRAIN  # noqa: E402
+case(TRAIN.next_pow2, "neg", call(TRAIN.next_pow2, -1), VE, "n")
+case(TRAIN.next_pow2, "fraction", call(TRAIN.next_pow2, 2.5), VE, "n")
+case(TRAIN.capacity_for, "neg", call(TRAIN.capacity_for, -1), VE, "n")
+case(TRAIN.batch_bucket, "batch_size-0", call(TRAIN.batch_bucket, 10, 0), VE, "batch_size")
+case(TRAIN.cpu_block_size, "limit-0", call(TRAIN.cpu_block_size, 10, 0), VE, "limit")
+case(TRAIN.pad_dataset, "y-rows", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.zeros(3, int)), VE, "y")
+case(TRAIN.pad_dataset, "capacity-small", call(TRAIN.pad_dataset, np.zeros((4, 2)), np.zeros(4, int), 2), VE, "capacity")
+
+
+# the students' checks (jtk.checks): a wrong answer object is named, not crashed on
+import jtk.checks as CHECKS  # noqa: E402
+for fn in (CHECKS.check_coin_joint, CHECKS.check_try_then_commit, CHECKS.check_joint_log_likelihood,
+           CHECKS.check_prior_member, CHECKS.check_blr_posterior, CHECKS.check_batch_mig_step,
+           CHECKS.check_thompson_action):
+    # the student's feedback: CheckFailed (the check cell's failure), saying what to pass instead
+    case(fn, "fn-not-callable", call(fn, 3), CHECKS.CheckFailed, "expected a function, got int")
+    case(fn, "seed-str", call(fn, lambda *a, **k: None, seed="0"), TE, "seed")
+case(CHECKS.run_check, "name-unknown", call(CHECKS.run_check, "nope", lambda: None), VE, "name")
+case(CHECKS.case_seed, "str", call(CHECKS.case_seed, "0"), TE, "seed")
+case(CHECKS.case_seed, "neg", call(CHECKS.case_seed, -1), VE, "seed")
+
+# exercises: sources, plans, summaries
+E = jtk.course.exercises
+case(E.strip_solutions, "not-str", call(E.strip_solutions, 3), TE, "source")
+case(E.strip_hidden_tests, "not-str", call(E.strip_hidden_tests, 3), TE, "source")
+case(E.exercise_notebook, "not-a-notebook", call(E.exercise_notebook, "nb"), TE, "solution")
+case(E.check_calls, "code-int", call(E.check_calls, 3), TE, "code")
+case(E.check_calls, "syntax-error", call(E.check_calls, "check_x(("), VE, "a check cell")
+case(E.check_seed, "student-int", call(E.check_seed, 3, "g"), TE, "student")
+case(E.check_seed, "seed-neg", call(E.check_seed, "s", "g", seed=-1), VE, "seed")
+case(E.load_source, "missing", call(E.load_source, "/nonexistent/src.ipynb"), VE, "/nonexistent/src.ipynb")
+case(E.load_sources, "missing", call(E.load_sources, "/nonexistent/src"), VE, "source /nonexistent/src")
+case(E.read_notebook, "missing", call(E.read_notebook, "/nonexistent/nb.ipynb"), VE, "nb.ipynb could not be opened")
+case(E.build, "solutions-missing", call(E.build, "/nonexistent/solutions", "/nonexistent/exercises"), VE,
+     "solutions_dir")
+case(E.stale, "solutions-missing", call(E.stale, "/nonexistent/solutions", "/nonexistent/exercises"), VE,
+     "solutions_dir")
+case(E.collect, "path-missing", call(E.collect, ["/nonexistent/a.ipynb"], {}), VE, "/nonexistent/a.ipynb")
+for fn in (E.fault_summary, E.timeout_summary, E.grades_frame, E.misconception_summary):
+    case(fn, "rows-str", call(fn, "abc"), TE, "rows")
+case(E.feedback_html, "row-list", call(E.feedback_html, [1]), TE, "row")
+case(E.write_csv, "rows-str", call(E.write_csv, "abc", "/nonexistent/out.csv"), TE, "rows")
+case(E.write_feedback, "rows-str", call(E.write_feedback, "abc", "/nonexistent/fb"), TE, "rows")
+case(E.grade_class, "workers-0", call(E.grade_class, [], {}, workers=0), VE, "workers")
+case(E.check_plan, "check-wrong", call(E.check_plan, "check", 0), TE, "check")
+case(E.prepare, "source-wrong", call(E.prepare, None, "source", lambda s: 0), TE, "source")
+
+# the class challenge
+import jtk.course.challenge as CH  # noqa: E402
+case(CH.config_from_dict, "not-a-dict", call(CH.config_from_dict, [1]), TE, "config")
+case(CH.config_from_dict, "grid-unknown", call(CH.config_from_dict, {"grid": "huge", "salt": "x"}), VE, "grid")
+case(CH.ChallengeConfig, "seeds-0", call(CH.ChallengeConfig, seeds=0), VE, "seeds")
+case(CH.ChallengeConfig, "grid-unknown", call(CH.ChallengeConfig, grid="huge"), VE, "grid")
+case(CH.load_config, "missing", call(CH.load_config, "/nonexistent/challenge.toml"), VE, "/nonexistent/challenge")
+case(CH.new_config, "seeds-0", call(CH.new_config, "/nonexistent/c.toml", seeds=0), VE, "seeds")
+case(CH.resolve_sandbox, "unknown", call(CH.resolve_sandbox, "docker"), VE, "sandbox")
+case(CH.hidden_key, "purpose-unknown", lambda: CH.hidden_key("s", good_problem(), "fit"), VE, "purpose")
+case(CH.hidden_agent_seed, "purpose-str", lambda: CH.hidden_agent_seed("s", good_problem(), "fit"), TE, "purpose")
+case(CH.format_board, "not-a-frame", call(CH.format_board, [1]), TE, "board")
+case(CH.leaderboard_html, "not-a-frame", call(CH.leaderboard_html, [1]), TE, "board")
+case(CH.leaderboard, "entries-str", call(CH.leaderboard, "abc", None), TE, "entries")
+case(CH.is_board, "int", call(CH.is_board, 3), None, "")  # a predicate: False for anything that is not a board
+case(CH.verify_board, "sample-0", call(CH.verify_board, "/nonexistent/board", sample=0), VE, "sample")
+case(CH.score, "workers-0", call(CH.score, [], None, "/nonexistent/out", workers=0), VE, "workers")
+case(CH.practice, "submission-missing", call(CH.practice, "/nonexistent/agent.py", progress=False), VE,
+     "/nonexistent/agent.py")
+
+# the coin widgets' pure update functions
+import jtk.widgets.coins as WCOINS  # noqa: E402
+for fn in (WCOINS.joint_table, WCOINS.joint_grid_update, WCOINS.joint_grid_figure):
+    case(fn, "flips-0", call(fn, 0), VE, "flips")
+    case(fn, "flips-float", call(fn, 2.0), TE, "flips")
+case(WCOINS.hidden_biases, "coins-list", call(WCOINS.hidden_biases, [1]), TE, "coins")
+case(WCOINS.hidden_biases, "seed-neg", call(WCOINS.hidden_biases, seed=-1), VE, "seed")
+case(WCOINS.draw_flip, "bias-2", call(WCOINS.draw_flip, 2.0, 0, 0, 0), VE, "bias")
+case(WCOINS.draw_flip, "flip_number-neg", call(WCOINS.draw_flip, 0.5, 0, 0, -1), VE, "flip_number")
+for fn in (WCOINS.flip_update, WCOINS.flip_figure):
+    case(fn, "history-outcome-2", call(fn, [(0, 2)]), VE, "history")
+    case(fn, "history-str", call(fn, "HT"), VE, "history[0]")
+case(WCOINS.decision_figure, "horizon-0", call(WCOINS.decision_figure, 0), VE, "horizon")
+case(WCOINS.decision_totals_html, "not-a-frame", call(WCOINS.decision_totals_html, [1], 3), TE, "table")
+
+# the joint-predictions widget's pure functions
+import jtk.widgets.joint as WJOINT  # noqa: E402
+JP = functools.lru_cache(None)(lambda: W.JointPredictions(resolution=8, num_train_values=(10,)))
+case(WJOINT.environment_update, "temperature-0", lambda: WJOINT.environment_update(JP(), 0.0, 0, 10), VE, "temperature")
+case(WJOINT.environment_update, "model-wrong", call(WJOINT.environment_update, None, 0.1, 0, 10), TE, "model")
+case(WJOINT.environment_figure, "seed-neg", lambda: WJOINT.environment_figure(JP(), 0.1, -1, 10), VE, "seed")
+case(WJOINT.agent_update, "agent-unknown", lambda: WJOINT.agent_update(JP(), "nope", 0.1, 0, 10), VE, "agent")
+case(WJOINT.agent_figure, "agent-unknown", lambda: WJOINT.agent_figure(JP(), "nope", 0.1, 0, 10), VE, "agent")
+case(WJOINT.kl_update, "tau-0", lambda: WJOINT.kl_update(JP(), 0.1, 0, 10, 0), VE, "tau")
+case(WJOINT.kl_figure, "tau-0", lambda: WJOINT.kl_figure(JP(), 0.1, 0, 10, 0), VE, "tau")
+case(WJOINT.kl_table, "taus-empty", lambda: WJOINT.kl_table(JP(), 0.1, 0, taus=()), VE, "taus")
+case(WJOINT.temperature_figure, "temperatures-empty", lambda: WJOINT.temperature_figure(JP(), temperatures=()), VE,
+     "temperatures")
+case(WJOINT.fit_status, "seconds-neg", call(WJOINT.fit_status, 0.1, 0, seconds=-1.0), VE, "seconds")
+
+
+# display and widget helpers that take data: a wrong object is named (first argument a string)
+import jtk.agents.zoo_common as ZOO  # noqa: E402
+import jtk.course.export as EXPORT  # noqa: E402
+import jtk.plots.active as PACTIVE  # noqa: E402
+import jtk.plots.bandit as PBANDIT  # noqa: E402
+import jtk.plots.coins as PCOINS  # noqa: E402
+import jtk.plots.grading as PGRADING  # noqa: E402
+import jtk.plots.layout as PLAYOUT  # noqa: E402
+import jtk.plots.regression as PREG  # noqa: E402
+import jtk.plots.testbed as PTESTBED  # noqa: E402
+import jtk.widgets.bandit as WBANDIT  # noqa: E402
+import jtk.widgets.coverage as WCOV  # noqa: E402
+import jtk.widgets.ensembles as WENS  # noqa: E402
+for fn, arg, nargs, exc in [
+        (ZOO.flat_mlp, "key", 2, TE), (R.deep.glorot_mlp, "key", 2, TE), (EXPORT.capture_app, "app", 1, TE),
+        (EXPORT.control_values, "widget", 1, TE), (EXPORT.export_notebook, "notebook", 2, VE),
+        (EXPORT.export_site, "notebooks", 2, VE), (EXPORT.write_index, "out_dir", 1, VE),
+        (PBANDIT.plot_action_map, "actions", 2, VE), (PCOINS.figure_to_png, "fig", 1, TE),
+        (PLAYOUT.alt_text, "fig", 1, TE), (PTESTBED.plot_kl_vs_num_train, "results", 1, TE),
+        (WCOV.coverage_text, "covered", 2, TE), (WCOV.fit_panel_data, "results", 5, TE),
+        (WCOV.sweep_panel_data, "results", 4, TE), (WENS.comparison_figure, "comp", 3, TE),
+        (WENS.comparison_update, "comp", 3, TE), (WENS.kl_summary, "results", 1, TE),
+        (WENS.kl_vs_num_train_figure, "results", 1, TE), (WENS.kl_wins, "results", 1, TE),
+        (PACTIVE.tal_criteria_alt, "df", 1, TE), (PACTIVE.plot_tal_criteria, "df", 1, TE),
+        (PACTIVE.ppc_panel_alt, "per_model", 6, TE), (PACTIVE.plot_ppc_study, "per_model", 1, TE),
+        (PBANDIT.regret_vs_kl_alt, "points", 1, TE), (PBANDIT.plot_regret_vs_kl, "points", 1, TE),
+        (PGRADING.misconception_alt, "summary", 2, TE), (PGRADING.misconception_figure, "summary", 2, TE),
+        (PREG.sweep_curves, "table", 3, TE), (PREG.sweep_alt, "table", 2, TE), (PREG.plot_sweep, "table", 2, TE),
+        (PREG.heatmap_grids, "table", 3, TE), (PREG.heatmaps_alt, "table", 2, TE),
+        (PREG.plot_heatmaps, "table", 2, TE), (PTESTBED.kl_vs_num_train_alt, "results", 1, TE),
+        (PCOINS.decision_alt, "table", 2, TE), (PCOINS.plot_decision, "table", 2, TE),
+        (WBANDIT.curves_view, "explorer", 4, TE), (WBANDIT.regret_table, "explorer", 1, TE),
+        (WBANDIT.run_times, "explorer", 1, TE), (WBANDIT.expected_seconds, "explorer", 2, TE),
+        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE)]:
+    case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
+
+
+# ------------------------------------------------------------------ backlog part A (issue #48 item 5): plots, widgets,
+# course, envs and the platform modules (results, likelihood, nets, train, executors)
+EXEMPT_A: dict[str, str] = {}
+
+# ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
+# regression, testbed and ppc
+EXEMPT_B: dict[str, str] = {}
+
+
+# ------------------------------------------------------------------ inventory: every public callable has a case
+# What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
+# with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
+# ``__deprecated__ = True``); in each, the names of ``__all__`` or else every name not starting with "_", kept when the
+# object is a function or a class defined in that very module. Keys are ``module.qualname`` read from the objects, so
+# the table follows a function when the layout refactor moves it (tests import through module names only).
+# Plus the data-taking methods of the classes DESIGN.md names as public API (and every registered agent's class).
+DATA_METHODS = ("fit", "sample_logits", "components", "predict", "covariance", "sample_functions", "evaluate",
+                "logits", "probs", "function", "sample", "sample_inputs", "joint", "posterior", "features", "mean",
+                "sample_train", "sample_targets", "sample_split")
+AGENT_METHODS = ("fit",)  # an agent's other methods (sample, function, ...) are its network's internals
+
+
+def api_classes() -> list[type]:
+    import jtk.regression.bnn
+    import jtk.regression.deep
+    import jtk.regression.fbnn
+    import jtk.regression.hmc
+    import jtk.regression.nng
+    R = jtk.regression
+    return [jtk.envs.Coin, jtk.envs.MLPClassification, jtk.envs.SinusoidRegression, jtk.envs.StyblinskiTangRegression,
+            jtk.envs.PolynomialRegression, jtk.envs.ReLUKernelGP,
+            jtk.agents.JaxPosterior, jtk.agents.JaxMixturePosterior, jtk.agents.nonparametric.ClassifierPosterior,
+            R.BayesianLinearRegression, R.blr.BLRPosterior, R.GPRegression, R.gp.GaussianProcessPosterior,
+            R.gp.SampledGPPosterior, R.MonteCarloGP, R.DeepRegression, R.deep.DeepRegressionPosterior,
+            R.BBBRegression, R.SGLDRegression, R.bnn.WeightSamplingPosterior, R.bnn.ParticlePosterior,
+            R.bnn.GaussianWeightPosterior, R.hmc.HMCRegression, R.hmc.HMCPosterior, R.nng.NNGRegression,
+            R.nng.KFACWeightPosterior, R.fbnn.FBNNRegression, R.fbnn.FBNNPosterior]
+
+
+def is_deprecated_shim(module_name: str) -> bool:
+    import importlib
+    import warnings
+    if module_name in sys.modules:
+        module = sys.modules[module_name]
+        return bool(getattr(module, "__deprecated__", False)) or module_name in DEPRECATED_SEEN
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(module_name)
+    if any(issubclass(w.category, DeprecationWarning) for w in caught) or getattr(module, "__deprecated__", False):
+        DEPRECATED_SEEN.add(module_name)
+        return True
+    return False
+
+
+DEPRECATED_SEEN = {"jtk.grading"}  # warns on import (a deprecated alias of jtk.checks); kept in case it loaded first
+
+
+@functools.lru_cache(None)
+def public_callables() -> dict:
+    """key -> object for every public function and class of every jtk module, and the API classes' data methods."""
+    import importlib
+    import inspect
+    import pkgutil
+    found = {}
+    for info in pkgutil.walk_packages(jtk.__path__, "jtk."):
+        name = info.name
+        if any(part.startswith("_") for part in name.split(".")[1:]) or is_deprecated_shim(name):
+            continue
+        module = importlib.import_module(name)
+        names = getattr(module, "__all__", None)
+        names = names if names is not None else [n for n in vars(module) if not n.startswith("_")]
+        for n in names:
+            obj = getattr(module, n)
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == name:
+                found[key(obj)] = obj
+    agent_classes = sorted({type(jtk.agents.make(n)) for n in jtk.agents.names()}, key=key)
+    for cls, methods in [*((c, AGENT_METHODS) for c in agent_classes), *((c, DATA_METHODS) for c in api_classes())]:
+        for m in methods:
+            fn = inspect.getattr_static(cls, m, None)
+            fn = getattr(fn, "__func__", fn)
+            if inspect.isfunction(fn) and fn.__module__.startswith("jtk.") and not getattr(
+                    fn, "__isabstractmethod__", False):
+                found[key(fn)] = fn
+    return found
+
+
+# Callables that take no user input at all: each with its reason. (Keys, so the table survives a module move only
+# where the object moves with its name; a stale key fails the test below.)
+EXEMPT = {
+    "jtk.agents.base.names": "no arguments: lists the registry",
+    "jtk.agents.baseline.uniform": "no arguments: the uniform agent's factory (make('uniform', x=1) is a case)",
+    "jtk.testbed.bandit.online_agents": "no arguments: lists registered agents",
+    "jtk.testbed.bandit.Policy": "no arguments: the interface the bandit policies implement",
+    "jtk.testbed.bandit.Oracle": "no arguments: a policy whose methods run inside the bandit's jitted scan",
+    "jtk.testbed.bandit.UniformPolicy": "no arguments: a policy whose methods run inside the bandit's jitted scan",
+    "jtk.cli.build_parser": "no arguments: builds the argparse parser (jtk.cli.main has the cases)",
+    "jtk.envs.coin.paper_coins": "no arguments: the paper's two coins",
+    "jtk.envs.regression.LinearFeatureRegression": "no arguments: the base class of the E.1-E.3 problems",
+    "jtk.executors.host_cores": "no arguments: reads the machine's core count",
+    "jtk.course.labs.labs_root": "no arguments: the installed labs folder",
+    "jtk.course.sandbox.launcher": "no arguments: the path of the kernel launcher",
+    "jtk.course.sandbox.runtime_paths": "no arguments: the paths a sandbox mounts",
+    "jtk.agents.nonparametric.SklearnAgent": "no arguments: the base of knn / random_forest (they have cases)",
+    "jtk.regression.base.SampledRegressionPosterior": "no arguments: a mixin (its predict / covariance have cases)",
+    "jtk.regression.bnn.WeightSamplingPosterior": "no arguments: a mixin (its sample_functions is listed)",
+    "jtk.plots.layout.LiveFigure": "no arguments: the base of the redrawn figures",
+    # exception and warning types: jtk raises them with its own arguments; no user calls them
+    **{k: "an exception / warning type jtk raises, not an entry point" for k in (
+        "jtk.course.checks.CheckFailed", "jtk.course.exercises.GraderFault", "jtk.course.exercises.Rejected",
+        "jtk.course.gradebook.UnmatchedStudents", "jtk.results.ConfigMismatch", "jtk.results.Interrupted",
+        "jtk.results.LockedError", "jtk.results.ManifestMismatch", "jtk.results.OutputError",
+        "jtk.results.ResultsWarning", "jtk.course.sandbox.WorkerError", "jtk.testbed.stats.InfiniteKLWarning")},
+}
+EXEMPT.update(EXEMPT_A)
+EXEMPT.update(EXEMPT_B)
+
+# Public callables that still lack a case (issue #48 item 5 is not finished): one key a line in this file. The test
+# below fails for a callable in neither CASES, EXEMPT nor the backlog (so every new public function needs a case),
+# and for a backlog line that has a case now or no longer exists (so the list only shrinks). Set
+# JTK_FUZZ_STRICT=1 to fail on the backlog too.
+BACKLOG_FILE = pathlib.Path(__file__).with_name("fuzz_backlog.txt")
+
+
+def backlog() -> set[str]:
+    if not BACKLOG_FILE.exists():
+        return set()
+    return {line.strip() for line in BACKLOG_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def test_every_public_function_has_a_bad_input_case():
+    found = public_callables()
+    pending = set() if os.environ.get("JTK_FUZZ_STRICT") == "1" else backlog()
+    missing = sorted(k for k in found if k not in COVERED and k not in EXEMPT and k not in pending)
+    stale = sorted(k for k in EXEMPT if k not in found or k in COVERED)
+    assert not stale, f"EXEMPT lists callables that are gone or now have cases: {stale}"
+    done = sorted(k for k in pending if k not in found or k in COVERED or k in EXEMPT)
+    assert not done, f"remove from {BACKLOG_FILE.name} (they have cases now, or are gone): {done}"
+    assert not missing, (f"{len(missing)} of {len(found)} public callables have no bad-input case "
+                         f"(add one to CASES, or to EXEMPT with a reason):\n" + "\n".join(missing))
+
+
+def inventory_table() -> str:
+    """'cases per public callable' as text (benchmarks/fuzz_inventory.py prints it)."""
+    found = public_callables()
+    lines = [f"{'public callable':70s} cases"]
+    for k in sorted(found):
+        lines.append(f"{k:70s} {'exempt' if k in EXEMPT else COVERED.get(k, 0)}")
+    covered = sum(1 for k in found if COVERED.get(k))
+    lines.append(f"{len(found)} public callables, {covered} with cases, {len(EXEMPT)} exempt, "
+                 f"{len(found) - covered - len(EXEMPT)} without (backlog: {len(backlog())}); {len(CASES)} cases")
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("build, exc, names", CASES)

@@ -9,7 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from jtk import cli, gradebook
+from jtk import cli
+from jtk.course import gradebook
 
 # A class of five on the roster (dee never submitted, cy skipped 02_jll) and zed, who is not on it.
 GRADES_CSV = """\

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from jtk import gradescope
+from jtk.course import gradescope
 
 TEST_FIELDS = {"name", "number", "score", "max_score", "status", "output", "visibility"}
 
@@ -144,7 +144,7 @@ def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(t
         assert {f"solutions/{p.name}" for p in (repo / "solutions").glob("*.ipynb")} <= names
         assert any(n.startswith("jtk-") and n.endswith(".whl") for n in names)
         assert stat.S_IMODE(z.getinfo("run_autograder").external_attr >> 16) & 0o111
-        assert "/autograder/venv/bin/python -m jtk.gradescope /autograder" in z.read("run_autograder").decode()
+        assert "/autograder/venv/bin/python -m jtk.course.gradescope /autograder" in z.read("run_autograder").decode()
         z.extractall(tmp_path / "autograder" / "source")
     with pytest.raises(ValueError, match="exists"):
         gradescope.build_autograder(bundle, repo / "solutions", salt="s3cret")
@@ -162,7 +162,7 @@ def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(t
     (root / "submission" / "answers.py").write_text("print('hi')\n")
     (root / "submission_metadata.json").write_text(json.dumps({"id": 7, "users": [{"email": "ana@uni.edu"}]}))
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-m", "jtk.gradescope", str(root)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "jtk.course.gradescope", str(root)], capture_output=True, text=True,
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((root / "results" / "results.json").read_text())
@@ -248,7 +248,7 @@ def test_the_autograder_finishes_on_a_fifo_and_names_it(tmp_path):
     root, _ = _gradescope_root(tmp_path)
     os.mkfifo(root / "submission" / "01_coin_joint.ipynb")
     # run_autograder, as run_autograder's script calls it, in a process of its own that is killed if it hangs
-    proc = subprocess.Popen([sys.executable, "-m", "jtk.gradescope", str(root)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "jtk.course.gradescope", str(root)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
     try:

@@ -25,7 +25,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from jtk import exercises, sandbox
+from jtk.course import exercises, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"

@@ -13,7 +13,8 @@ import zipfile
 
 import pytest
 
-from jtk import cli, labs
+from jtk import cli
+from jtk.course import labs
 from jtk import _info
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -183,7 +184,7 @@ def test_installed_wheel_writes_the_labs_outside_the_checkout(wheel, tmp_path):
     assert _files(out) == labs.lab_files(ROOT)
     _assert_identical(out, _files(out))
     # It was the installed package, not the checkout, that ran and provided the files.
-    where = subprocess.run([sys.executable, "-c", "import jtk, jtk.labs; print(jtk.__file__); print(jtk.labs.labs_root())"],
+    where = subprocess.run([sys.executable, "-c", "import jtk, jtk.course.labs; print(jtk.__file__); print(jtk.course.labs.labs_root())"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert where.returncode == 0, where.stderr[-3000:]
     module, root = where.stdout.split()

@@ -28,7 +28,8 @@ import nbformat
 import pytest
 
 import jtk
-from jtk import cli, exercises, nbgrader
+from jtk import cli
+from jtk.course import exercises, nbgrader
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"

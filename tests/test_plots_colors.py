@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from jtk import export
+from jtk.course import export
 from jtk.plots import active, coins, colors, regression, testbed
 
 # Figures draw a palette's colours together; each must stay distinguishable for a dichromat, each line must show

@@ -364,3 +364,17 @@ def test_new_families_train_on_toy_sizes(study):
             for st in g.settings:
                 mean, cov = study.moments(posts[i][st.samples], np.concatenate([s.x_pool, s.x_test]), st.samples)
                 assert mean.shape == (6,) and cov.shape == (6, 6) and np.all(np.isfinite(cov))
+
+
+@pytest.mark.parametrize("m", [0, 1, 63, 64, 65, 700])
+def test_kernel_diag_equals_the_kernels_diagonal(m):
+    from jtk.regression.gp import kernel_diag, rbf_kernel
+
+    x = np.random.default_rng(m).normal(size=(m, 9))
+    relu = ReLUKernelGP(9).kernel
+    for kernel in (relu, lambda a, b=None: rbf_kernel(a, b, lengthscale=2.0)):
+        want = np.diag(kernel(x)) if m else np.zeros(0)
+        for chunk in (1, 64, 512):
+            got = kernel_diag(kernel, x, chunk=chunk)
+            assert got.shape == (m,)
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)

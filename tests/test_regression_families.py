@@ -10,7 +10,7 @@ import pytest
 from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, WEIGHT0_VAR, WEIGHT1_VAR, relu_kernel
 from jtk.regression import FBNNRegression, GPRegression, HMCRegression, NNGRegression, RegressionPosterior, bnn, fbnn
 from jtk.regression.hmc import hmc_chain
-from jtk.regression.nng import noisy_kfac
+from jtk.regression.nng import _nng_fit_fn, noisy_kfac
 
 
 def _linear_problem(n=200, d=3, noise_var=0.25, prior_var=1.0, seed=0):
@@ -237,3 +237,76 @@ def test_other_hyperparameter_checks():
         NNGRegression(ema=1.5)
     with pytest.raises(ValueError, match="num_measurement"):
         FBNNRegression(num_measurement=-1)
+
+
+# ------------------------------------------------------------------ fit_many: no deadlock-prone batched LAPACK calls
+@pytest.mark.parametrize("cls", [NNGRegression, FBNNRegression, HMCRegression])
+def test_fit_many_makes_no_batched_lapack_call(cls, monkeypatch):
+    # Vmapped over data sets, NNG's eigh of its Kronecker factors (FBNN's of the prior covariance) became batched
+    # LAPACK calls; jaxlib splits those over XLA's intra-op pool and blocks a pool thread on the parts, so two such
+    # calls at once on a 2-thread pool slept at 0 % CPU forever (the all-families PPC run). fit_many must run every
+    # decomposition on single matrices: read the program it compiles.
+    seen = []
+    original = bnn.map_datasets
+
+    def spy(fn, key, batches, hyper, **kw):
+        seen.append((fn, key, batches, hyper, kw))
+        return original(fn, key, batches, hyper, **kw)
+
+    monkeypatch.setattr(bnn, "map_datasets", spy)
+    small = {NNGRegression: dict(num_steps=3), FBNNRegression: dict(num_steps=3),
+             HMCRegression: dict(burn_in=3, thin=1, samples_per_chain=2)}[cls]
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(3, 12, 2))
+    posts = cls(hidden=5, **small).fit_many(xs, xs[..., 0], seed=0)
+    assert len(posts) == 3 and len(seen) == 1
+    fn, key, batches, hyper, kw = seen[0]
+    calls = bnn.lapack_calls(lambda k, b, h: original(fn, k, b, h, **kw), key, batches, hyper)
+    assert all(len(shape) <= 2 for _, shape in calls), calls
+    if cls is not HMCRegression:  # the check sees them: NNG and FBNN do decompose
+        assert calls and any(name.startswith("lapack_ssyevd") for name, _ in calls)
+        vmapped = bnn.lapack_calls(lambda k, b, h: original(fn, k, b, h, vectorize=True), key, batches, hyper)
+        assert any(len(shape) == 3 for _, shape in vmapped)  # what the vmapped fit_many ran: batched
+
+
+def test_map_datasets_equals_one_fit_per_data_set():
+    rng = np.random.default_rng(1)
+    xs = rng.normal(size=(3, 10, 2))
+    batches, n, d = bnn.stack_full_batches(xs, xs[..., 1])
+    model = NNGRegression(hidden=4, num_steps=5)
+    fn = _nng_fit_fn(d, 4, 5)
+    key = jax.random.PRNGKey(3)
+    many = bnn.map_datasets(fn, key, batches, model._hyper(n))
+    for i, k in enumerate(jax.random.split(key, 3)):
+        one = fn(k, jax.tree_util.tree_map(lambda a: a[i], batches), model._hyper(n))
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(np.asarray(a[i]), np.asarray(b), rtol=1e-5,
+                                                                       atol=1e-6), many, one)
+
+
+def test_map_datasets_completes_on_two_threads(tmp_path):
+    # The hang itself, as far as a test can provoke it: 50 data sets, the PPC study's sizes, XLA's pool at two
+    # threads (the process pinned to two CPUs), fits repeated. Before the fix this slept at 0 % CPU within seconds
+    # to minutes on a 2-core machine, not on every run (a race); the subprocess's timeout turns a hang into a failure.
+    # test_fit_many_makes_no_batched_lapack_call is the deterministic check.
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "fits.py"
+    script.write_text(
+        "import os\n"
+        "if hasattr(os, 'sched_setaffinity'):\n"
+        "    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])\n"
+        "import numpy as np\n"
+        "from jtk.regression import FBNNRegression, NNGRegression\n"
+        "xs = np.random.default_rng(0).normal(size=(50, 45, 9))\n"
+        "for r in range(3):\n"
+        "    NNGRegression(hidden=50, num_steps=20).fit_many(xs, xs[..., 0], seed=r)\n"
+        "FBNNRegression(hidden=50, num_steps=5).fit_many(xs, xs[..., 0], seed=0)\n"
+        "print('ok')\n")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    try:
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("fit_many on 50 data sets did not finish in 600 s: a deadlocked thread pool?")
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -14,7 +14,7 @@ import time
 import nbformat
 import pytest
 
-from jtk import _judge, exercises, sandbox
+from jtk.course import _judge, exercises, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_works(), reason="needs bubblewrap (apt-get install bubblewrap)")
@@ -38,12 +38,12 @@ def test_every_stubbed_function_only_raises_and_the_judge_is_gone(stubs):
         module, qualname = path.split(":")
         file = stubs.joinpath(*module.split(".")[1:]).with_suffix(".py")
         body = ast.unparse(_function(ast.parse(file.read_text()), qualname).body)
-        assert body == f"from jtk._answers import NotAvailable\nraise NotAvailable({path!r})", (path, body)
-    judge = (stubs / "_judge.py").read_text()
+        assert body == f"from jtk.course._answers import NotAvailable\nraise NotAvailable({path!r})", (path, body)
+    judge = (stubs / "course" / "_judge.py").read_text()
     assert "raise ImportError" in judge and "def " not in judge
     assert not list(stubs.rglob("__pycache__")) and not list(stubs.rglob("*.pyc"))
     # the originals are intact, and the copy holds nothing of the judge's code
-    assert "def _coin_joint_judge" in (ROOT / "jtk" / "_judge.py").read_text()
+    assert "def _coin_joint_judge" in (ROOT / "jtk" / "course" / "_judge.py").read_text()
     assert not any("_coin_joint_judge" in p.read_text() for p in stubs.rglob("*.py"))
 
 
@@ -98,11 +98,11 @@ def test_the_reference_cannot_be_reached_from_the_worker(stubs):
         assert _run(worker, "import jtk\nfrom jtk import checks")["error"] is None
         joint = _run(worker, "jtk.envs.Coin((0.5,), (1.0,)).joint(2)")["error"]
         assert joint.startswith("NotAvailable: jtk.envs.coin:Coin.joint"), joint
-        assert "ImportError" in _run(worker, "import jtk._judge")["error"]
+        assert "ImportError" in _run(worker, "import jtk.course._judge")["error"]
         assert "not available" in _run(worker, "checks.check_coin_joint(lambda *a: 0)")["error"]
         # the original source is nowhere in view: not at jtk's path, not in bytecode, not in a checkout
         assert _run(worker, "import glob\nassert not glob.glob(jtk.__path__[0] + '/**/*.pyc', recursive=True)\n"
-                            "assert 'def _coin_joint_judge' not in open(jtk.__path__[0] + '/_judge.py').read()\n"
+                            "assert 'def _coin_joint_judge' not in open(jtk.__path__[0] + '/course/_judge.py').read()\n"
                             f"assert not __import__('os').path.exists({str(ROOT / 'solutions')!r})\n"
                             f"assert not __import__('os').path.exists({str(ROOT / '.git')!r})")["error"] is None
 

@@ -25,7 +25,7 @@ TOCTREE = re.compile(r"```\{toctree\}\n(.*?)```", re.S)
 
 def public_modules() -> set[str]:
     """Public modules of jtk from its files (no import): no part of the dotted name starts with ``_``."""
-    deprecated = {f"jtk.{m}" for m in jtk._DEPRECATED_SUBMODULES}
+    deprecated = {f"jtk.{m}" for m in (*jtk._DEPRECATED_SUBMODULES, *jtk._ALIAS_SUBMODULES)}  # no pages
     found = set()
     for path in (ROOT / "jtk").rglob("*.py"):
         parts = path.relative_to(ROOT).with_suffix("").parts

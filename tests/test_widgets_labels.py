@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from jtk import export  # noqa: E402
+from jtk.course import export  # noqa: E402
 from jtk.testbed import ensemble_study as es
 from jtk.ppc.active import make_toy_state  # noqa: E402
 from jtk.regression.coverage import CoverageResult  # noqa: E402

@@ -36,8 +36,10 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 logger = logging.getLogger(__name__)
 
-# Deprecated aliases (jtk.grading is jtk.checks): importing them warns, and they have no page of their own.
-DEPRECATED_MODULES = {f"jtk.{name}" for name in importlib.import_module("jtk")._DEPRECATED_SUBMODULES}
+# Aliases have no page of their own: the deprecated ones (jtk.grading is jtk.checks, jtk.sweep is jtk.testbed.sweep)
+# warn on import; jtk.checks is the students' name of jtk.course.checks, documented there.
+_jtk = importlib.import_module("jtk")
+DEPRECATED_MODULES = {f"jtk.{name}" for name in (*_jtk._DEPRECATED_SUBMODULES, *_jtk._ALIAS_SUBMODULES)}
 
 
 def is_public(modname: str) -> bool:

@@ -2,12 +2,12 @@
 
 Registers the HTML math renderer ``mathml`` (``html_math_renderer = "mathml"`` in conf.py). Inline ``math`` and
 display ``math_block`` nodes (MyST ``$…$``, ``$$…$$``, amsmath environments, ``{math}``, docstrings' ``:math:``) are
-converted by :func:`jtk._math.tex_to_mathml`, the converter ``jtk export`` uses for the lab pages (latex2mathml,
+converted by :func:`jtk.course._math.tex_to_mathml`, the converter ``jtk export`` uses for the lab pages (latex2mathml,
 pure Python), so the site and the labs show a formula the same way. Browsers render MathML Core natively and screen
 readers read it as mathematics.
 
-The labs' plain notation (``d_KL^τ``, ``d_KL^10``, ``f_j``: :data:`jtk._math.PLAIN_NOTATION` and
-:data:`jtk._math.PLAIN_SUBSCRIPT`) in prose becomes math too, so the docs can keep writing it as the notebooks do.
+The labs' plain notation (``d_KL^τ``, ``d_KL^10``, ``f_j``: :data:`jtk.course._math.PLAIN_NOTATION` and
+:data:`jtk.course._math.PLAIN_SUBSCRIPT`) in prose becomes math too, so the docs can keep writing it as the notebooks do.
 Code, literals, signatures and parameter names are left alone.
 
 A formula latex2mathml cannot convert is a warning naming it (an error under ``sphinx-build -W``).
@@ -23,7 +23,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
 
-from jtk import _math
+from jtk.course import _math
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,8 @@
 """Testbed classification agents: anything with ``fit(x, y, seed, prior) -> posterior``; jtk's are built by name.
 
+The package owns the agents, their registry and their records in results manifests (:mod:`jtk.agents.records`); it
+may import the platform (jtk's top-level modules) and :mod:`jtk.envs`, nothing above (tests/test_architecture.py).
+
 >>> import jtk
 >>> agent = jtk.agents.make("ensemble+", num_members=10)
 >>> "ensemble+" in jtk.agents.names()

@@ -211,6 +211,9 @@ _REGISTRY: dict[str, Callable[..., Agent]] = {}
 
 def register(name: str) -> Callable[[Callable[..., Agent]], Callable[..., Agent]]:
     """Decorator adding an agent factory to the registry under ``name``."""
+    _checks.instance("name", name, str, "an agent name (str)")
+    if not name:
+        raise ValueError("name must be a non-empty agent name, got ''")
 
     def deco(factory):
         _REGISTRY[name] = factory
@@ -323,6 +326,8 @@ def check_fit_memory(agent: Any, num_train: int, input_dim: int, num_classes: in
     gradients and Adam moments (4 × members × params; ×2 for Gaussian weights
     such as bbb), and one minibatch of activations per member.
     """
+    _checks.integer("num_train", num_train, minimum=0), _checks.integer("input_dim", input_dim, minimum=1)
+    _checks.integer("num_classes", num_classes, minimum=2)
     members, params, width = _network_size(agent, input_dim, num_classes)
     batch = min(float(num_train), float(getattr(agent, "batch_size", 100) or 100))
     factor = 8.0 if hasattr(agent, "num_index_samples") else 4.0
@@ -335,6 +340,8 @@ def check_fit_memory(agent: Any, num_train: int, input_dim: int, num_classes: in
 
 def check_sample_memory(agent: Any, num_samples: int, num_inputs: int, input_dim: int, num_classes: int) -> None:
     """Refuses ``sample_logits`` whose output and activations (float32) exceed the memory budget."""
+    _checks.integer("num_samples", num_samples, minimum=1), _checks.integer("num_inputs", num_inputs, minimum=0)
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("num_classes", num_classes, minimum=2)
     members, _, width = _network_size(agent, input_dim, num_classes)
     if isinstance(agent, JaxAgent) and agent.is_mixture:  # C components evaluated once, then M of them gathered
         total = _memory.nbytes(members, num_inputs, num_classes + width) + _memory.nbytes(num_samples, num_inputs,

@@ -1,5 +1,6 @@
-"""Agent records: a JSON description of an agent (:func:`agent_config`) from which :func:`make_agent` rebuilds a
-registered one. Results manifests (:mod:`jtk.results`) record agents this way, so ``jtk verify`` can re-run them.
+"""Agent records: a JSON description of an agent (:func:`~jtk.agents.records.agent_config`) from which
+:func:`~jtk.agents.records.make_agent` rebuilds a registered one. Results manifests (:mod:`jtk.results`) record
+agents this way, so ``jtk verify`` can re-run them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def agent_config(agent: Any, name: str | None = None, hyperparameters: Mapping[s
       ``{"name", "registered", "hyperparameters", "class", "fields"}`` for a
       registered agent; ``{"name", "registered": False, "class", "repr"}`` otherwise.
     """
+    if hyperparameters is not None and not isinstance(hyperparameters, Mapping):
+        raise TypeError(f"hyperparameters must be a dict of keyword arguments or None, got {hyperparameters!r}")
     if isinstance(agent, Mapping) and "registered" in agent:
         return dict(agent)
     if isinstance(agent, str):
@@ -67,7 +70,9 @@ def make_agent(config: Mapping[str, Any]):
       ValueError: the record is not of a registered agent, or the rebuilt agent's
         fields differ from the recorded ones (jtk's defaults changed since).
     """
-    if not isinstance(config, Mapping) or not config.get("registered"):
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict from agent_config, got {type(config).__name__}")
+    if not config.get("registered"):
         what = config.get("class") or config.get("name") if isinstance(config, Mapping) else config
         raise ValueError(f"agent must be a registered jtk agent to be rebuilt, got {what!r} (class path and repr "
                          "are recorded, but jtk cannot construct a user's agent)")

@@ -1,4 +1,7 @@
-"""Generative models: the coin example, the testbed classification prior, regression problems."""
+"""Generative models: the coin example, the testbed classification prior, regression problems, the GP oracle.
+
+The bottom of jtk's models: the package may import the platform (jtk's top-level modules) only
+(tests/test_architecture.py)."""
 
 from jtk.envs.classification import MLPClassification
 from jtk.envs.coin import Coin

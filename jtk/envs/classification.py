@@ -38,6 +38,8 @@ def sample_prior_params(key: jax.Array, input_dim: int = 2, hidden: Sequence[int
     Returns:
       Tuple of (w [fan_in, fan_out], b [fan_out]) pairs of the MLP ``(input_dim, *hidden, num_classes)``.
     """
+    _checks.prng_key("key", key), _checks.integer("input_dim", input_dim, minimum=1)
+    _checks.widths("hidden", hidden), _checks.integer("num_classes", num_classes, minimum=2)
     return nets.init_mlp(key, nets.mlp_sizes(input_dim, hidden, num_classes),
                          first_bias_std=1.0 / np.sqrt(input_dim))
 
@@ -48,11 +50,13 @@ def sample_labels(key: jax.Array, logits: jax.Array) -> jax.Array:
     The Gumbel noise depends on the key only: the same key at another temperature flips only the labels whose
     logits are close (what the joint-predictions lab shows as ρ moves).
     """
+    _checks.prng_key("key", key)
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
 
 
 def sample_inputs(key: jax.Array, n: int, input_dim: int) -> jax.Array:
     """n inputs x ~ N(0, I_d) (the testbed's input distribution): [n, d]."""
+    _checks.prng_key("key", key), _checks.integer("n", n, minimum=0), _checks.integer("input_dim", input_dim, minimum=1)
     return jax.random.normal(key, (n, input_dim))
 
 
@@ -64,6 +68,7 @@ def environment_logits(params: nets.Params, x: jax.Array, temperature, activatio
 def sample_data(key: jax.Array, params: nets.Params, temperature, n: int, activation: str = "relu"
                 ) -> tuple[jax.Array, jax.Array]:
     """n i.i.d. pairs of one environment: x [n, d] ~ N(0, I), y [n] ~ softmax(f(x) / ρ) (pure, jittable)."""
+    _checks.prng_key("key", key), _checks.integer("n", n, minimum=0)
     kx, ky = jax.random.split(key)
     x = sample_inputs(kx, n, params[0][0].shape[0])
     return x, sample_labels(ky, environment_logits(params, x, temperature, activation))
@@ -91,6 +96,12 @@ class ProblemSettings:
     capacity: int = 1
     test_inputs: str = "iid"
     num_anchors: int = 2
+
+    def __post_init__(self):
+        _checks.integer("input_dim", self.input_dim, minimum=1), _checks.integer("num_classes", self.num_classes, minimum=2)
+        _checks.widths("hidden", self.hidden), _checks.one_of("activation", self.activation, tuple(nets.ACTIVATIONS))
+        _checks.integer("capacity", self.capacity, minimum=1), _checks.one_of("test_inputs", self.test_inputs, ("iid", "polyadic"))
+        _checks.integer("num_anchors", self.num_anchors, minimum=1)
 
 
 class TestData(NamedTuple):
@@ -131,6 +142,7 @@ def problem_key(seed, temperature, num_train) -> jax.Array:
 
 def problem_keys(key: jax.Array) -> ProblemKeys:
     """Environment, training and test keys of one problem key."""
+    _checks.prng_key("key", key)
     return ProblemKeys(jax.random.fold_in(key, 0), jax.random.fold_in(key, 1), jax.random.fold_in(key, 2))
 
 
@@ -155,6 +167,7 @@ def sample_problem(settings: ProblemSettings, key: jax.Array, temperature, num_t
     Returns:
       (params of the environment MLP, ``Dataset`` with x [capacity, d], y [capacity], n = num_train).
     """
+    _checks.instance("settings", settings, ProblemSettings)
     keys = problem_keys(key)
     params = sample_prior_params(keys.environment, settings.input_dim, settings.hidden, settings.num_classes)
     x, y = sample_data(keys.train, params, temperature, settings.capacity, settings.activation)
@@ -174,6 +187,7 @@ def sample_test(settings: ProblemSettings, num_test: int, tau: int, params: nets
       key: problem key.
       temperature: ρ.
     """
+    _checks.instance("settings", settings, ProblemSettings)
     kx, ky, ki = jax.random.split(jax.random.fold_in(problem_keys(key).test, tau), 3)
     if settings.test_inputs == "polyadic":
         anchors = jax.random.normal(kx, (num_test, settings.num_anchors, settings.input_dim))
@@ -282,7 +296,7 @@ def sample_lab_data(seed: int, temperature: float, num_train: int, num_test: int
     lab = _checks.one_of("lab", lab, LAB_SCHEDULES)
     out = _lab_data(jnp.uint32(seed), jnp.float32(_checks.temperature("temperature", temperature)),
                     _checks.integer("num_train", num_train, minimum=1), max(num_test, LAB_TEST_POOL),
-                    jnp.asarray(grid, jnp.float32), lab)
+                    jnp.asarray(_checks.as_float_array("grid", grid, ndim=2), jnp.float32), lab)
     x_tr, y_tr, x_te, y_te, true_lp, grid_probs = (np.asarray(a) for a in out)
     return LabData(x_tr, y_tr, x_te[:num_test], y_te[:num_test], true_lp[:num_test], grid_probs)
 

@@ -95,6 +95,11 @@ def relu_network_kernel_mc(x1, x2, num_hidden: int = 100_000, seed: Any = 0, *, 
     x1 = _checks.as_float_array("x1", x1, ndim=2).astype(np.float64)
     x2 = _checks.as_float_array("x2", x2, ndim=2).astype(np.float64)
     _checks.integer("num_hidden", num_hidden, minimum=1)
+    if x2.shape[1] != x1.shape[1]:
+        raise ValueError(f"x2 must have {x1.shape[1]} columns like x1, got shape {x2.shape}")
+    for name, var in (("bias0_var", bias0_var), ("weight0_var", weight0_var), ("weight1_var", weight1_var),
+                      ("bias1_var", bias1_var)):
+        _checks.positive(name, var, allow_zero=True)
     rng = numpy_rng(seed)
     d = x1.shape[1]
     w = rng.normal(0.0, np.sqrt(weight0_var / d), (d, num_hidden))
@@ -214,6 +219,7 @@ class ReLUKernelGP:
 
 def check_split_memory(n: int) -> None:
     """Refuses a split whose n × n kernel, its Cholesky factor and a work copy (float64) exceed the budget."""
+    _checks.integer("n", n, minimum=1)
     _memory.check_budget(f"GP split: (num_train + num_pool + num_test)² float64 × 3 with n = {n}",
                          _memory.nbytes(3, n, n, dtype=np.float64), "lower num_pool, num_test or num_train")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from jtk.plots.layout import fixed_digits, legend_outside, set_alt_text
+from jtk.plots.layout import _frame, fixed_digits, legend_outside, set_alt_text
 
 CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
 CRITERION_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
@@ -94,6 +94,7 @@ def plot_toy_views(views: Mapping[str, Mapping], figsize: tuple[float, float] = 
 
 def tal_criteria_alt(df: pd.DataFrame, value: str = "test_log_likelihood") -> str:
     """Text alternative of :func:`plot_tal_criteria`: each criterion's mean at the largest training set, best first."""
+    _frame("df", df)
     what = "mean test log-likelihood" if value == "test_log_likelihood" else value
     last = df["num_train"].max()
     means = df[df["num_train"] == last].groupby("criterion", sort=False)[value].mean().sort_values(ascending=False)
@@ -112,6 +113,7 @@ def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likeliho
     Returns:
       the axes.
     """
+    _frame("df", df)
     ax = _ax(ax)
     for crit, g in df.groupby("criterion", sort=False):
         s = g.groupby("num_train")[value].agg(["mean", "std", "count"])
@@ -129,6 +131,7 @@ def plot_tal_criteria(df: pd.DataFrame, ax=None, value: str = "test_log_likeliho
 
 def ppc_panel_alt(per_model: pd.DataFrame, x: str, y: str, x_label: str, y_label: str, r: float) -> str:
     """Text alternative of one :func:`plot_ppc_study` panel: the correlation and the best model on each axis."""
+    _frame("per_model", per_model)
     best_y = per_model[y].idxmax()
     best_x = per_model[x].idxmax()
     return (f"{y_label} against {x_label}, one labelled point per model ({len(per_model)} models): Pearson r = "
@@ -147,6 +150,7 @@ def plot_ppc_study(per_model: pd.DataFrame, axes=None):
     Returns:
       the axes.
     """
+    _frame("per_model", per_model)
     with_tig = {"variance_pearson", "tig_log_likelihood"} <= set(per_model.columns)
     if axes is None:
         _, axes = plt.subplots(1, 3 if with_tig else 2, figsize=(13 if with_tig else 9, 3.8))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import patheffects, ticker
 
-from jtk.plots.layout import LiveFigure, fixed_digits, set_alt_text
+from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text
 from jtk.plots.testbed import KL_LABEL, agent_style
 
 REWARD_LABEL = r"mean reward $\bar{R}_x$"  # mathtext: the bar sits over the R (a plain "R̄_x" shows a literal _x)
@@ -94,6 +94,7 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
 
 def regret_vs_kl_alt(points: pd.DataFrame, metric: str = "kl_10", correlation: Mapping[str, float] | None = None) -> str:
     """Text alternative of :func:`plot_regret_vs_kl`: the correlation and each agent's median regret and score."""
+    _frame("points", points)
     tau = metric.split("_")[-1]
     med = points.groupby("agent", sort=False)[[metric, "total_regret"]].median()
     listed = "; ".join(f"{a}: d_KL^{tau} {fixed_digits(r[metric], 2)}, regret {fixed_digits(r['total_regret'], 2)}"
@@ -119,6 +120,7 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
     Returns:
       the axes.
     """
+    _frame("points", points)
     if ax is None:
         ax = _new_axes((4.5, 4))
     for i, (agent, g) in enumerate(points.groupby("agent", sort=False)):

@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 from matplotlib.figure import Figure
@@ -221,6 +222,8 @@ def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
 
 def decision_alt(table, horizon: int) -> str:
     """Text alternative of :class:`DecisionFigure`: each policy's expected heads after ``horizon`` flips."""
+    if not isinstance(table, (pd.DataFrame, dict)):
+        raise TypeError(f"table must be decision_table's DataFrame (or a dict of its columns), got {type(table).__name__}")
     policy = np.asarray(table["policy"])
     heads = np.asarray(table["expected_heads"], np.float64)
     totals = {p: float(heads[policy == p][-1]) for p in dict.fromkeys(policy)}
@@ -305,4 +308,6 @@ def plot_decision(table, horizon: int) -> Figure:
     Returns:
       Figure with the curves and, on the right, the totals at H as bars.
     """
+    if not isinstance(table, (pd.DataFrame, dict)):
+        raise TypeError(f"table must be decision_table's DataFrame (or a dict of its columns), got {type(table).__name__}")
     return DecisionFigure(table, horizon).fig

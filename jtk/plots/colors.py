@@ -66,15 +66,25 @@ def to_rgb(color) -> np.ndarray:
     return rgb
 
 
+def _rgb_array(name: str, value) -> np.ndarray:
+    """[..., 3] finite floats (the colour conversions' input), else a clear error naming ``name``."""
+    from jtk import _checks
+
+    c = _checks.as_float_array(name, value, dtype=np.float64)
+    if c.shape[-1:] != (3,):
+        raise ValueError(f"{name} must be RGB triples [..., 3], got shape {c.shape}")
+    return c
+
+
 def srgb_to_linear(rgb) -> np.ndarray:
     """The sRGB transfer function undone (IEC 61966-2-1): [..., 3] in [0, 1] → linear light."""
-    c = np.asarray(rgb, np.float64)
+    c = _rgb_array("rgb", rgb)
     return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
 
 
 def linear_to_srgb(linear) -> np.ndarray:
     """Linear light [..., 3] → sRGB in [0, 1] (clipped first: a simulated colour can leave the gamut)."""
-    c = np.clip(np.asarray(linear, np.float64), 0.0, 1.0)
+    c = np.clip(_rgb_array("linear", linear), 0.0, 1.0)
     return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
@@ -90,6 +100,11 @@ def contrast_ratio(foreground, background) -> float:
     >>> round(contrast_ratio("#767676", "#ffffff"), 2)
     4.54
     """
+    for name, color in (("foreground", foreground), ("background", background)):
+        try:
+            to_rgb(color)
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
     a, b = relative_luminance(foreground), relative_luminance(background)
     return (max(a, b) + 0.05) / (min(a, b) + 0.05)
 
@@ -126,6 +141,8 @@ def min_cvd_distance(colors: Sequence) -> dict[str, tuple[float, int, int]]:
     Returns:
       for "normal" vision and each deficiency of :data:`MACHADO_2009`, the closest pair's ΔE and indices.
     """
+    if isinstance(colors, str) or not hasattr(colors, "__iter__"):
+        raise TypeError(f"colors must be a sequence of colours, got {colors!r}")
     rgb = np.stack([to_rgb(c) for c in colors])
     if len(rgb) < 2:
         raise ValueError(f"colors must hold at least two colours, got {len(rgb)}")

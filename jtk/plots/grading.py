@@ -6,11 +6,12 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from jtk.plots.layout import set_alt_text
+from jtk.plots.layout import _frame, set_alt_text
 
 
 def misconception_alt(summary: pd.DataFrame, num_students: int) -> str:
     """Text alternative of :func:`misconception_figure`: every (check, code) and its count, most frequent first."""
+    _frame("summary", summary)
     if not len(summary):
         return f"Misconceptions by check ({num_students} students): no misconception was hit."
     rows = summary.sort_values("students", ascending=False)
@@ -23,9 +24,10 @@ def misconception_figure(summary: pd.DataFrame, num_students: int) -> Figure:
     """Horizontal bars: one per (check, code), length = students who hit it.
 
     Args:
-      summary: :func:`jtk.exercises.misconception_summary`'s frame (columns check, code, students).
+      summary: :func:`jtk.course.exercises.misconception_summary`'s frame (columns check, code, students).
       num_students: class size, for the axis limit and the title.
     """
+    _frame("summary", summary)
     rows = max(len(summary), 1)
     fig = Figure(figsize=(8, 1.2 + 0.32 * rows))
     ax = fig.add_subplot()

@@ -162,3 +162,11 @@ def fixed_digits(value: float, digits: int = 3) -> str:
     if decimals > 0 and math.floor(math.log10(abs(float(text)))) > math.floor(math.log10(abs(v))):
         text = f"{v:.{decimals - 1}f}"  # 9.996 → "10.0", not "10.00"
     return text
+
+
+def _frame(name: str, value) -> None:
+    """A plot's table argument must be a pandas DataFrame (a clear TypeError, not an AttributeError inside pandas)."""
+    import pandas as pd
+
+    if not isinstance(value, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(value).__name__}")

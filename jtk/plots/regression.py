@@ -18,7 +18,7 @@ import pandas as pd
 from jtk import _checks
 from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
-from jtk.plots.layout import legend_outside, set_alt_text
+from jtk.plots.layout import _frame, legend_outside, set_alt_text
 
 METHOD_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
     "BLR": ("#d55e00", "-", "o"), "BD": ("#0072b2", "--", "s"), "CD": ("#332288", ":", "v"),
@@ -120,6 +120,7 @@ def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | No
 
 def sweep_curves(table: pd.DataFrame, coordinate: float, method: str, param: str = "f_main") -> pd.DataFrame:
     """Rows of one method at the test input nearest ``coordinate``, sorted by ``param``."""
+    _frame("table", table)
     coords = np.unique(table["coordinate"].to_numpy())
     nearest = coords[np.argmin(np.abs(coords - float(coordinate)))]
     rows = table[(table["coordinate"] == nearest) & (table["method"] == method)]
@@ -129,6 +130,7 @@ def sweep_curves(table: pd.DataFrame, coordinate: float, method: str, param: str
 def sweep_alt(table: pd.DataFrame, coordinates: Sequence[float], param: str = "f_main",
               methods: Sequence[str] | None = None) -> str:
     """Text alternative of :func:`plot_sweep`: the coverage of each method at the smallest and largest ``param``."""
+    _frame("table", table)
     methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
     rows = []
     for c in coordinates:
@@ -157,6 +159,7 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
       param: the swept column ("f_main" or "dim").
       methods: which methods to draw (default: all in the table).
     """
+    _frame("table", table)
     methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
     fig, axes = plt.subplots(len(coordinates), 3, figsize=(11, 2.7 * len(coordinates)), squeeze=False)
     for row, c in zip(axes, coordinates):
@@ -190,6 +193,7 @@ def heatmap_grids(table: pd.DataFrame, method: str, grid_shape: tuple[int, int])
     Returns:
       dict of [grid_shape] arrays: log10 mean deviation, log10 mean uncertainty, coverage.
     """
+    _frame("table", table)
     rows = table[table["method"] == method].sort_values("input")
     if len(rows) != grid_shape[0] * grid_shape[1]:
         raise ValueError(f"table must hold {grid_shape[0] * grid_shape[1]} test inputs of method {method!r}, "
@@ -204,6 +208,7 @@ def heatmaps_alt(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Sequ
                  extent: tuple[float, float, float, float] = (-5, 5, -5, 5),
                  train_range: tuple[float, float] | None = (1.0, 4.0)) -> str:
     """Text alternative of :func:`plot_heatmaps`: each method's mean coverage inside and outside the training square."""
+    _frame("table", table)
     methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
     x = np.linspace(extent[0], extent[1], grid_shape[1])
     y = np.linspace(extent[2], extent[3], grid_shape[0])
@@ -236,6 +241,7 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
       extent: the test square, (−5, 5)².
       train_range: the training square drawn as a dashed box.
     """
+    _frame("table", table)
     methods = list(dict.fromkeys(table["method"])) if methods is None else list(methods)
     fig, axes = plt.subplots(len(methods), 3, figsize=(11, 2.9 * len(methods)), squeeze=False)
     grids = {m: heatmap_grids(table, m, grid_shape) for m in methods}

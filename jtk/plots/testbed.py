@@ -27,7 +27,7 @@ import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from jtk.plots.layout import LiveFigure, fixed_digits, set_alt_text  # noqa: F401 - LiveFigure is re-exported here
+from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text  # noqa: F401 - LiveFigure is re-exported here
 
 PROB_CMAP = "RdBu_r"  # p(class 1): blue = class 0, red = class 1 (blue/red is safe for common colour-blindness)
 AGENT_STYLES = {  # colour, line style, marker: every colour ≥ 3:1 against white, and the nine apart (ΔE ≥ 15) under
@@ -444,6 +444,7 @@ def kl_vs_num_train_alt(results: pd.DataFrame, taus: Sequence[int] | None = None
     With two agents, the second (in the order of ``results``) against the first, in every panel: "d_KL^10 against
     num_train: ensemble+ below ensemble for num_train ≤ 10"; with more, the lowest agent at each num_train.
     """
+    _frame("results", results)
     taus = sorted(results["tau"].unique()) if taus is None else list(taus)
     agents = list(dict.fromkeys(results["agent"]))
     parts = []

@@ -352,9 +352,7 @@ def select_many(cov, pool, test, noise_var: float, batch_size: int, criteria: Se
     (one Cholesky, most of the cost for a 700-point problem) runs once instead of
     once per criterion. The PPC study scores hundreds of models this way.
     """
-    criteria = [_checks.one_of("criteria", c, CRITERIA) for c in criteria]
-    if not criteria:
-        raise ValueError(f"criteria must name at least one of {CRITERIA}, got none")
+    criteria = _checks.names("criteria", criteria, CRITERIA)
     cov, pool, test, noise_var, batch_size = _check_problem(cov, pool, test, noise_var, batch_size)
     out = {}
     for c in criteria:
@@ -506,6 +504,8 @@ def tal_comparison(splits: Sequence, selection_model, prediction_model,
     """
     from tqdm.auto import tqdm
 
+    splits = _checks.nonempty("splits", splits, "split")
+    criteria = _checks.names("criteria", criteria, CRITERIA)
     rows = []
     runs = [(i, split, criterion) for i, split in enumerate(splits) for criterion in criteria]
     for i, split, criterion in tqdm(runs, desc="TAL runs", unit="run", disable=not progress):
@@ -520,9 +520,7 @@ def summarize(df: pd.DataFrame, value: str = "test_log_likelihood", by: str | Se
               ) -> pd.DataFrame:
     """Mean, standard error and count of ``value`` per group (stderr = std / sqrt(n))."""
     need = [value] + ([by] if isinstance(by, str) else list(by))
-    missing = [c for c in need if c not in getattr(df, "columns", [])]
-    if missing:
-        raise ValueError(f"df must have columns {need}, missing {missing}")
+    _checks.frame("df", df, need)
     g = df.groupby(by)[value]
     out = pd.DataFrame({"mean": g.mean(), "stderr": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()})
     return out.sort_values("mean", ascending=False)
@@ -679,6 +677,9 @@ def default_toy_models(oracle: ReLUKernelGP) -> dict[str, Any]:
     from jtk.envs.gp import NOISE_VAR
     from jtk.regression.gp import GPRegression, MonteCarloGP
 
+    if not callable(getattr(oracle, "kernel", None)):
+        raise TypeError(f"oracle must be a jtk.envs.ReLUKernelGP (an object with a .kernel), got "
+                        f"{type(oracle).__name__}")
     exact = GPRegression(kernel=oracle.kernel, noise_var=NOISE_VAR)
     return {
         "oracle GP": exact,
@@ -731,6 +732,7 @@ def toy_view(state: ToyState, criterion: str, batch_size: int, model: str) -> di
       >>> len(view["x_query"])
       4
     """
+    _checks.instance("state", state, ToyState, "a ToyState from make_toy_state")
     _checks.one_of("criterion", criterion, CRITERIA)
     _checks.one_of("model", model, state.model_names)
     s = state.split

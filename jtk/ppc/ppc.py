@@ -250,7 +250,8 @@ def xll_table(y, means: Mapping[str, Any], covs: Mapping[str, Any], noise_var: f
 
 def xll_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean XLL and XLLR per model over references (and seeds, if the table has them)."""
-    missing = [c for c in ("model", "xll", "xllr") if c not in getattr(table, "columns", [])]
+    _checks.frame("table", table)
+    missing = [c for c in ("model", "xll", "xllr") if c not in table.columns]
     if missing:
         raise ValueError(f"table must come from xll_table (columns model, xll, xllr), missing {missing}")
     return table.groupby("model")[["xll", "xllr"]].mean().sort_values("xll", ascending=False)
@@ -287,7 +288,7 @@ def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, nois
 
     if not models:
         raise ValueError("models must name at least one model, got none")
-    splits = list(splits)
+    splits = _checks.nonempty("splits", splits, "split")
     model_rows, xll_tables = [], []
     with tqdm(total=len(splits) * len(models), desc="PPC study fits", unit="fit", disable=not progress) as bar:
         for s, split in enumerate(splits):
@@ -323,6 +324,9 @@ def ppc_study(splits: Sequence, models: Mapping[str, Any], oracle_model, *, nois
 def ppc_per_model(study: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per model: means over splits of the :func:`ppc_study` columns, XLL and XLLR."""
     cols = ["pearson", "spearman", "variance_pearson", "batchmig_log_likelihood", "tig_log_likelihood"]
+    _checks.instance("study", study, Mapping, "the dict ppc_study returns")
+    for part in ("models", "xll"):
+        _checks.frame(f"study[{part!r}]", study.get(part))
     per_model = study["models"].groupby("model")[cols].mean().join(xll_summary(study["xll"]))
     return per_model.sort_values("pearson", ascending=False)
 

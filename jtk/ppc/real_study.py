@@ -44,22 +44,20 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import jax
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+from jtk.ppc import synthetic_study as ppc_study
+from jtk._docs import md_table, write_section
 
-from jtk.ppc import synthetic_study as ppc_study  # noqa: E402
-from jtk._docs import md_table, write_section  # noqa: E402
-
-from jtk import ppc  # noqa: E402
+from jtk import ppc
 from jtk.ppc import active
-from jtk._numerics import numpy_rng  # noqa: E402
-from jtk.regression.gp import GPRegression, rbf_kernel  # noqa: E402
+from jtk._numerics import numpy_rng
+from jtk.regression.gp import GPRegression, rbf_kernel
 
-from jtk._paths import DOCS, RESULTS, ROOT  # noqa: E402
+from jtk._paths import DOCS, RESULTS, ROOT
 PAGE = DOCS / "ppc.md"
 
 

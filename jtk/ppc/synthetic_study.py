@@ -45,29 +45,27 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
+import jax
+import jax.numpy as jnp
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-import pandas as pd  # noqa: E402
-import scipy.stats  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import optax
+import pandas as pd
+import scipy.stats
+from tqdm.auto import tqdm
 
-from jtk._docs import md_table, write_section  # noqa: E402
-from jtk import ppc, train as train_lib  # noqa: E402
+from jtk._docs import md_table, write_section
+from jtk import ppc, train as train_lib
 from jtk.ppc import active
-from jtk._numerics import numpy_rng  # noqa: E402
-from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP  # noqa: E402
-from jtk.regression import bnn, deep  # noqa: E402
-from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
+from jtk._numerics import numpy_rng
+from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP
+from jtk.regression import bnn, deep
+from jtk.regression.gp import GPRegression, MonteCarloGP
 
-from jtk._paths import DOCS, RESULTS  # noqa: E402
+from jtk._paths import DOCS, RESULTS
 PAGE = DOCS / "ppc.md"
 PAPER_R = 0.762  # Wang et al. (2021), Fig. 4 (right)
 
@@ -124,7 +122,7 @@ FAMILY_STYLES = {"Ensemble": ("#0072b2", "s"), "Dropout": ("#af837b", "D"), "BBB
 # owners' modules); "HMC (SGLD)" is SGLD, its own family, which stands in for HMC in a run without the real one.
 ALL_PAPER_FAMILIES = ("Ensemble", "Dropout", "BBB", "NNG", "FBNN", "HMC", "GP-RBF")
 try:
-    from jtk.regression import fbnn, hmc, nng  # noqa: E402
+    from jtk.regression import fbnn, hmc, nng
 except ImportError:  # pragma: no cover - an older jtk without them
     fbnn = hmc = nng = None
 NEW_FAMILIES = ("NNG", "FBNN", "HMC") if nng is not None else ()
@@ -789,7 +787,8 @@ def write_docs(tag: str, args, preset: dict, out: dict) -> None:
     data_words = {"independent": "a fresh draw of inputs and function per data set",
                   "shared": "one draw re-partitioned per split"}.get(m["data"], m["data"])
     command = f"python -m jtk.ppc.synthetic_study --preset {args.preset}" + (
-        f" --protocol {protocol}" if protocol and protocol != "text" else "")
+        f" --protocol {protocol}" if protocol and protocol != "text" else "") + (
+        f" --tag {tag}" if args.tag else "")
     lines = [f"### Preset `{tag}` (protocol: {protocol or 'none recorded'}; data: {data_words}; "
              f"{int(m['splits'])} data sets at d = {int(m['dim'])} with {5 * int(m['dim'])} training, {test} test "
              f"and {pool} pool points; wall time {out['wall']:.0f} s on {int(m['cpus'])} CPU cores, load average "

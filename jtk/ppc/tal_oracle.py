@@ -25,24 +25,21 @@ tal_summary.csv (names + --suffix).
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
 import time
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
+import scipy.stats
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import scipy.stats  # noqa: E402
-
-from jtk import ppc  # noqa: E402
+from jtk import ppc
 from jtk.ppc import active
-from jtk.regression.bnn import BBBRegression, SGLDRegression  # noqa: E402
-from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
-from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402
+from jtk.regression.bnn import BBBRegression, SGLDRegression
+from jtk.regression.gp import GPRegression, MonteCarloGP
+from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 
-from jtk._paths import RESULTS  # noqa: E402,F401 (main rebinds it with --out-dir)
+from jtk._paths import RESULTS  # noqa: F401 (main rebinds it with --out-dir)
 
 
 def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:

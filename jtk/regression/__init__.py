@@ -2,8 +2,11 @@
 
 Every model here follows one protocol (:class:`jtk.regression.base.RegressionPosterior`): ``fit(x, y)`` returns a
 posterior with ``sample_functions(x, num_samples, seed)`` → [M, n] coherent function draws, ``predict(x)`` → (mean,
-std) and ``covariance(x)`` → [n, n], so coverage (``jtk.regression.coverage``), transductive active learning (``jtk.ppc.active``)
-and XLL (``jtk.ppc``) work with any of them.
+std) and ``covariance(x)`` → [n, n], so coverage (:mod:`jtk.regression.coverage`, the study of Schmähling et al.,
+which lives here), transductive active learning (``jtk.ppc.active``) and XLL (``jtk.ppc``) work with any of them.
+The package may import the platform (jtk's top-level modules) and :mod:`jtk.envs`; never :mod:`jtk.agents`,
+:mod:`jtk.testbed`, :mod:`jtk.ppc` or anything above them (tests/test_architecture.py). ``coverage`` is a submodule,
+not re-exported (its ``summarize`` and ``sweep`` are the study's).
 
 >>> import numpy as np, jtk
 >>> env = jtk.envs.PolynomialRegression()
@@ -26,3 +29,12 @@ __all__ = ["BBBRegression", "BLRPosterior", "BayesianLinearRegression", "DeepReg
            "FBNNPosterior", "FBNNRegression", "GPRegression", "GaussianProcessPosterior", "HMCPosterior",
            "HMCRegression", "KFACWeightPosterior", "MonteCarloGP", "NNGRegression", "RegressionPosterior",
            "SGLDRegression", "SampledRegressionPosterior", "make_regression"]
+
+
+def __getattr__(name: str):
+    """``jtk.regression.coverage`` (the study) loads on first use."""
+    if name == "coverage":
+        import importlib
+
+        return importlib.import_module("jtk.regression.coverage")
+    raise AttributeError(f"module 'jtk.regression' has no attribute {name!r}")

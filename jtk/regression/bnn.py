@@ -56,6 +56,7 @@ def layer_scales(input_dim: int, hidden: int) -> tuple[tuple[float, float], tupl
 
     Layer l computes s = (a · weight_l) w_raw + bias_l b_raw: the raw parameters are N(0, 1) under the matched prior.
     """
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("hidden", hidden, minimum=1)
     return ((float(np.sqrt(WEIGHT0_VAR / input_dim)), float(np.sqrt(BIAS0_VAR))),
             (float(np.sqrt(WEIGHT1_VAR / hidden)), float(np.sqrt(BIAS1_VAR))))
 
@@ -87,6 +88,8 @@ def hidden_features(layer0: tuple[jax.Array, jax.Array], x: jax.Array) -> jax.Ar
 
 def init_raw(key: jax.Array, input_dim: int, hidden: int, scale: float | jax.Array = 1.0) -> nets.Params:
     """Raw parameters drawn from N(0, scale²): ((w [d, H], c [H]), (v [H, 1], b [1]))."""
+    _checks.prng_key("key", key)
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("hidden", hidden, minimum=1)
     shapes = [(input_dim, hidden), (hidden,), (hidden, 1), (1,)]
     keys = jax.random.split(key, 4)
     leaves = [scale * jax.random.normal(k, s) for k, s in zip(keys, shapes)]
@@ -106,6 +109,7 @@ def apply_raw_numpy(raw_samples, x: np.ndarray, chunk: int = 64) -> np.ndarray:
     The same network as :func:`apply_raw`, evaluated on the host in chunks of
     samples: no compilation for each new (S, n), which matters in notebooks.
     """
+    _checks.integer("chunk", chunk, minimum=1)
     (w, c), (v, b) = [[np.asarray(leaf, np.float64) for leaf in layer] for layer in raw_samples]
     d, h = w.shape[1], w.shape[2]
     (w0, b0), (w1, b1) = layer_scales(d, h)
@@ -164,7 +168,7 @@ def full_batch(x, y) -> train_lib.Batch:
 
 
 def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
-    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for ``jax.vmap``.
+    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for :func:`map_datasets`.
 
     Every data set has the same n (as the PPC study's splits); each is padded as :func:`full_batch` pads it.
     """
@@ -178,13 +182,55 @@ def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *batches), xs.shape[1], xs.shape[2]
 
 
-def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any):
-    """``fn(key, batch, hyper)`` on every data set of a stack at once (``jax.vmap``); data set i gets split(key)[i].
+def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any, *, vectorize: bool = False):
+    """``fn(key, batch, hyper)`` on every data set of a stack, one data set at a time (``jax.lax.map`` in one
+    compiled program); data set i gets split(key)[i]. Leaves of the result are [B, ...].
+
+    ``vectorize=True`` vmaps over the data sets instead (faster on the CPU for HMC, twice on 50 data sets), for an
+    ``fn`` without linear-algebra decompositions only: :func:`lapack_calls` of its program must be empty (HMC's test
+    checks it).
 
     This is how the PPC study trains one setting on all its splits: ``fit_many`` of HMC, NNG and FBNN use it.
+
+    Not ``jax.vmap``: vmapped over data sets, every ``eigh`` / ``cholesky`` inside ``fn`` becomes one *batched*
+    LAPACK call, and jaxlib's CPU kernels split a large enough batch into tasks on XLA's intra-op thread pool and
+    then block a pool thread until those tasks finish (``ParallelBatchMap``). When as many batched calls run at once
+    as the pool has threads (NNG's independent Kronecker-factor ``eigh`` s, two threads on a 2-core machine), every
+    thread waits on tasks no thread is left to run: the process sleeps at 0 % CPU forever (the hang of the
+    all-families PPC run, docs/ppc.md "Speed of the trainers"). One data set at a time, each decomposition is a single
+    matrix, which the kernels run inline on the calling thread.
     """
     keys = jax.random.split(key, batches.x.shape[0])
-    return jax.vmap(fn, in_axes=(0, 0, None))(keys, batches, hyper)
+    if vectorize:
+        return jax.vmap(fn, in_axes=(0, 0, None))(keys, batches, hyper)
+    return _map_datasets_fn(fn)(keys, batches, hyper)
+
+
+def lapack_calls(fn, *args) -> list[tuple[str, tuple[int, ...]]]:
+    """(custom-call target, first operand's shape) of every CPU LAPACK call in the program of ``fn(*args)``.
+
+    A shape of rank above 2 is a batched decomposition, which can deadlock XLA's thread pool (:func:`map_datasets`).
+    """
+    import re
+
+    out = []
+    for line in _compile.jit(fn).lower(*args).as_text().splitlines():
+        call = re.search(r"custom_call @(lapack_\w+)\(", line)
+        if call:  # the operand types follow the attributes: ... : (tensor<AxBxf32>, ...) -> (...)
+            operand = re.search(r"\}\s*:\s*\(tensor<([^>]*)>", line)
+            dims = tuple(int(v) for v in operand.group(1).split("x")[:-1]) if operand else ()
+            out.append((call.group(1), dims))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _map_datasets_fn(fn):
+    """One compiled program per training function ``fn`` (itself cached by its owner)."""
+
+    def run(keys, batches, hyper):
+        return jax.lax.map(lambda a: fn(a[0], a[1], hyper), (keys, batches))
+
+    return _compile.jit(run)
 
 
 def unstack(tree: Any, i: int) -> Any:

@@ -261,6 +261,7 @@ def sweep(make_env: Callable[[Any], Any], values: Iterable[Any], param: str, met
     Returns:
       {(value, method): CoverageResult}.
     """
+    _checks.function("make_env", make_env, "a callable value -> problem")
     values = list(values)
     if not values:
         raise ValueError(f"values must list at least one {param}, got an empty list")
@@ -317,8 +318,11 @@ def sweep_dim(dims: Iterable[int] = (1, 2, 3), methods: Iterable[Any] = ALL_METH
 
 def per_input_table(results: Mapping[Any, CoverageResult]) -> pd.DataFrame:
     """All results' per-input rows in one long DataFrame."""
+    _checks.instance("results", results, Mapping, "a dict of CoverageResult (from sweep or coverage_study)")
     if not results:
         raise ValueError("results must hold at least one CoverageResult, got none")
+    for k, r in results.items():
+        _checks.instance(f"results[{k!r}]", r, CoverageResult)
     return pd.concat([r.per_input() for r in results.values()], ignore_index=True)
 
 

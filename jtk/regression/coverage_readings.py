@@ -26,22 +26,19 @@ Usage: ``JAX_PLATFORMS=cpu python -m jtk.regression.coverage_readings [--k 20] [
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-from jtk._docs import md_table, write_section  # noqa: E402
-from jtk._paths import DOCS, RESULTS  # noqa: E402
-from jtk.regression import coverage as cv  # noqa: E402
-from jtk.envs.regression import SinusoidRegression  # noqa: E402
-from jtk.regression.deep import make_regression  # noqa: E402
+from jtk._docs import md_table, write_section
+from jtk._paths import DOCS, RESULTS
+from jtk.regression import coverage as cv
+from jtk.envs.regression import SinusoidRegression
+from jtk.regression.deep import make_regression
 
 OUT = RESULTS / "coverage_readings.csv"
 PAGE = DOCS / "coverage.md"

@@ -46,20 +46,17 @@ e.g. only the E.1 sweep at input_scale 8 and E.2:
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from jtk.regression import coverage as cv  # noqa: E402
-from jtk.regression.deep import make_regression  # noqa: E402
-from jtk.envs.regression import PolynomialRegression, SinusoidRegression  # noqa: E402
-from jtk._paths import DOCS, RESULTS as OUT  # noqa: E402
+from jtk.regression import coverage as cv
+from jtk.regression.deep import make_regression
+from jtk.envs.regression import PolynomialRegression, SinusoidRegression
+from jtk._paths import DOCS, RESULTS as OUT
 
 
 def timed_study(env, methods, k, preset, seed=0):

@@ -267,7 +267,7 @@ class FBNNRegression:
     def fit_many(self, xs, ys, seed: Any = 0) -> list[FBNNPosterior]:
         """Trains on every data set of a stack at once: xs [B, n, d], ys [B, n] → B posteriors.
 
-        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (``jax.vmap`` over data sets).
+        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (one data set at a time, :func:`bnn.map_datasets`).
         """
         batches, n, d = bnn.stack_full_batches(xs, ys)
         params, _ = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n))

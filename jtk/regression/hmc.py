@@ -185,7 +185,7 @@ def _em_update(learn_prior: bool, learn_noise: bool):
 def _hmc_fit_fn(input_dim: int, hidden: int, num_leapfrog: int, burn_in: int, thin: int, samples_per_chain: int,
                 num_chains: int, learn_prior_var: bool, learn_noise_var: bool, target_accept: float | None):
     """fit(key, batch, hyper) → (samples leaves [C·S, ...], accept [C], burn-in accept [C], prior_var [C],
-    noise_var [C], step size [C]) for one data set; vmap it over data sets (:func:`bnn.map_datasets`)."""
+    noise_var [C], step size [C]) for one data set; :func:`bnn.map_datasets` maps it over data sets."""
     learn = learn_prior_var or learn_noise_var
 
     def chain(key, batch, hyper):
@@ -311,8 +311,8 @@ class HMCRegression:
     def fit_many(self, xs, ys, seed: Any = 0) -> list[HMCPosterior]:
         """Runs the chains on every data set of a stack at once: xs [B, n, d], ys [B, n] → B posteriors.
 
-        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (``jax.vmap`` over data sets).
+        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (vmapped: the chains make no LAPACK calls).
         """
         batches, n, d = bnn.stack_full_batches(xs, ys)
-        out = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n))
+        out = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n), vectorize=True)
         return [self._posterior(bnn.unstack(out, i), d) for i in range(batches.x.shape[0])]

@@ -40,7 +40,15 @@ _ENGINE_SETTINGS = ("MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK", "COMPONENT_
                     "SPLIT_BRANCHES_AHEAD", "PAD_STEP", "Chunk")
 
 
+_SUBMODULES = ("grids", "engine", "stats", "probes", "runs", "sweep", "bandit", "ensemble_study")
+
+
 def __getattr__(name: str):
+    """Submodules load on first use (``jtk.testbed.runs.verify``); the engine's settings are refused here."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"jtk.testbed.{name}")
     if name in _ENGINE_SETTINGS:
         raise AttributeError(f"jtk.testbed.{name} lives in jtk.testbed.engine (jtk.testbed.engine.{name}); read and "
                              f"set it there: a copy here would not change what the engine uses")

@@ -201,6 +201,12 @@ class ThompsonSampling(Policy):
     batch_size: int = 128
     replay_capacity: int = 10_000
 
+    def __post_init__(self):
+        _checks.instance("agent", self.agent, agents_base.JaxAgent, "a jtk JaxAgent (e.g. jtk.agents.make('ensemble'))")
+        _checks.integer("steps_per_obs", self.steps_per_obs, minimum=1)
+        _checks.integer("batch_size", self.batch_size, minimum=1)
+        _checks.integer("replay_capacity", self.replay_capacity, minimum=1)
+
     def init(self, key, actions, probs, hyper):
         # The agent sees the action set as its "rows": cached prior outputs and
         # batch.index refer to action indices.
@@ -581,6 +587,7 @@ def paper_verdict(corr: pd.DataFrame, d: int = 50) -> str:
       corr: rows with input_dim, metric ("kl_1", "kl_10"), r, lo, hi (as ``regret_correlation`` gives them).
       d: the input dimension to judge (50 in the paper).
     """
+    _checks.frame("corr", corr, ["input_dim", "metric", "r", "lo", "hi"]), _checks.integer("d", d, minimum=1)
     rows = corr[corr.input_dim == d].set_index("metric")
     if len(rows) < 2 or rows[["r", "lo", "hi"]].isna().any().any():
         return f"Too few points at d = {d} to correlate: no verdict."

@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import time
 
+import jax
 import numpy as np
 import pandas as pd
 
@@ -142,7 +144,8 @@ def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, che
                                      "seconds": res.seconds / len(todo),
                                      "load_avg_1min_start": load_start,
                                      "load_avg_1min": os.getloadavg()[0],  # at the end of the run
-                                     "matrix_gflops": matrix_rate})
+                                     "matrix_gflops": matrix_rate,
+                                 "device": jax.devices()[0].device_kind})
                 regret = pd.concat([regret, rows], ignore_index=True)
                 curves = pd.concat([curves, res.frame(every=max(1, horizon // 100)).assign(agent_seed=s)],
                                    ignore_index=True)
@@ -153,6 +156,64 @@ def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, che
                       f"{np.round(res.total_regret, 1).tolist()}, {res.seconds:.0f} s, load "
                       f"{load_start:.1f} → {rows.load_avg_1min.iloc[0]:.1f}", flush=True)
     return regret
+
+
+RUN_LINE = re.compile(r"^(?P<agent>\S+) d = (?P<d>\d+) seed (?P<s>\d+) problems \[(?P<problems>[\d, ]+)\]: "
+                      r"total regret \[(?P<regret>[^\]]+)\], (?P<seconds>\d+) s, "
+                      r"load (?P<load0>[\d.]+) → (?P<load1>[\d.]+)$")
+
+
+def import_log(path: pathlib.Path, regret_csv: pathlib.Path) -> pd.DataFrame:
+    """Adds the runs printed in a log (run_missing's lines, e.g. from a lent GPU whose result files could not come
+    back) to the run CSV, with the log's name as each row's ``source``; returns the rows added.
+
+    The log's header gives ``# device: ...`` and ``# horizon: ...``. Every line is checked before anything is
+    written: one total per listed problem, each exactly a float32 rounded to 0.1 as run_missing prints it (a
+    mistyped digit fails this), and a (agent, d, seed, problem) already in the CSV must carry the same total.
+    """
+    header, runs = {}, []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("#"):
+            key, _, value = line[1:].partition(":")
+            if key.strip() in ("device", "horizon"):
+                header[key.strip()] = value.strip()
+            continue
+        if not line.strip():
+            continue
+        m = RUN_LINE.match(line)
+        if m is None:
+            raise ValueError(f"{path}:{number}: not a run line: {line[:80]!r}")
+        problems = [int(v) for v in m["problems"].split(",")]
+        totals = [float(v) for v in m["regret"].split(",")]
+        if len(totals) != len(problems):
+            raise ValueError(f"{path}:{number}: {len(problems)} problems but {len(totals)} totals")
+        for v in totals:
+            if float(np.round(np.float32(v), 1)) != v:
+                raise ValueError(f"{path}:{number}: {v!r} is not a float32 total as printed")
+        runs.append((m, problems, totals))
+    if set(header) != {"device", "horizon"}:
+        raise ValueError(f"{path}: the header must give '# device:' and '# horizon:', got {sorted(header)}")
+    rows = pd.DataFrame([
+        {"agent": m["agent"], "input_dim": int(m["d"]), "agent_seed": int(m["s"]), "seed": p,
+         "horizon": int(header["horizon"]), "total_regret": v, "seconds": int(m["seconds"]) / len(problems),
+         "load_avg_1min_start": float(m["load0"]), "load_avg_1min": float(m["load1"]), "matrix_gflops": np.nan,
+         "device": header["device"], "source": path.name}
+        for m, problems, totals in runs for p, v in zip(problems, totals)])
+    regret = read_csv(regret_csv)
+    keys = ["agent", "input_dim", "agent_seed", "seed", "horizon"]
+    if len(regret):
+        both = rows.merge(regret[keys + ["total_regret"]], on=keys, suffixes=("", "_stored"))
+        clash = both[both.total_regret != both.total_regret_stored]
+        if len(clash):
+            raise ValueError(f"{path}: {len(clash)} rows differ from {regret_csv.name}, e.g. "
+                             f"{clash.iloc[0][keys + ['total_regret', 'total_regret_stored']].to_dict()}")
+        rows = rows.merge(regret[keys], on=keys, how="left", indicator=True)
+        rows = rows[rows.pop("_merge") == "left_only"]
+    if len(rows):
+        write_csv(pd.concat([regret, rows], ignore_index=True), regret_csv)
+    print(f"{path.name}: {len(rows)} rows added to {regret_csv.name} "
+          f"({rows.groupby(['agent', 'agent_seed']).ngroups if len(rows) else 0} runs)")
+    return rows
 
 
 def testbed_2d(agents, seeds, agent_kwargs, path: pathlib.Path) -> pd.DataFrame:
@@ -255,6 +316,9 @@ def main(argv=None) -> None:
                         help="re-evaluate one stored 2-D testbed problem per agent with today's code (reuse check)")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/bandit.md alone")
     parser.add_argument("--out-dir", type=pathlib.Path, help="write the CSVs (and bandit.md) here instead")
+    parser.add_argument("--import-log", type=pathlib.Path, nargs="+", metavar="LOG",
+                        help="add the runs printed in these logs (e.g. benchmarks/results/bandit_gpu_h100_log.txt) "
+                             "to the preset's run CSV, then go on")
     args = parser.parse_args(argv)
     global RESULTS, PAGE
     if args.out_dir is not None:
@@ -278,6 +342,8 @@ def main(argv=None) -> None:
              "curve_runs": RESULTS / f"{runs}_curve_runs.csv.gz"}  # every run's curve (100 points per problem)
     if args.report_only and not files["regret"].exists():
         parser.error(f"--report-only needs the CSVs of an earlier {args.preset} run; {files['regret']} is missing")
+    for log in args.import_log or ():
+        import_log(log, files["regret"])
     t0 = time.perf_counter()
     if args.report_only:
         regret = read_regret(files["regret"], horizon)
@@ -445,8 +511,15 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
                  "seconds per problem"]].rename(columns={"input_dim": "d", "kl_1": "2-D d_KL^1", "kl_10": "2-D d_KL^10"})
     sel = regret[regret.agent.isin(agents) & regret.agent_seed.isin(seeds) & regret.seed.isin(problems)
                  & regret.input_dim.isin(dims)]
-    missing = [f"{a} (d = {d}, seed {s}, problems {p})" for d in dims for s in seeds for a in agents
-               if (p := missing_problems(sel, a, d, s, horizon, problems))]
+    missing = []  # per (agent, d): the seeds not run at all, then the seeds run on part of the problems
+    for d in dims:
+        for a in agents:
+            gaps = {s: p for s in seeds if (p := missing_problems(sel, a, d, s, horizon, problems))}
+            whole = [s for s, p in gaps.items() if len(p) == len(problems)]
+            part = [f"seed {s} problems {p}" for s, p in gaps.items() if len(p) < len(problems)]
+            if gaps:
+                missing.append(f"{a} at d = {d}: " + "; ".join(
+                    ([f"seeds {whole}"] if whole else []) + part))
     fig_d = 50 if 50 in set(points.input_dim) else (max(points.input_dim) if len(points) else 50)
     lines = [f"Regenerated by `python -m jtk.testbed.bandit_study --preset {preset}` (T = {horizon}; "
              f"d = {', '.join(map(str, dims))}; bandit problems {problems}; initialisation seeds {seeds}; agents "
@@ -461,6 +534,18 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
               "interval over the points; one row per d, never pooled across d. The paper's numbers are the "
               "captions of Figs. 8/9 (d = 50, six agents × 10 seeds, 20 problems each).", "",
               md_table(corr_rows, index=False), "", f"**Verdict.** {bandit.paper_verdict(corr, fig_d)}", ""]
+    at_d = points[points.input_dim == fig_d]
+    per_agent = at_d.groupby("agent").size()
+    if per_agent.nunique() > 1 and len(per_agent) >= 3:  # uneven seeds: the same with one point per agent
+        means = at_d.groupby("agent")[["total_regret", "kl_1", "kl_10"]].agg(
+            lambda v: float(np.exp(np.log(v).mean())))  # geometric means: the mean on the log scale of the figure
+        balanced = {m: bandit.regret_correlation(means, m) for m in ("kl_1", "kl_10")}
+        lines += [f"**Weighting.** The points are uneven across agents at d = {fig_d} ("
+                  + ", ".join(f"{a} {n}" for a, n in per_agent.sort_values(ascending=False).items())
+                  + " seeds), so agents with more seeds weigh more. With one point per agent instead (the geometric "
+                  "mean of its points' regret and scores): "
+                  + "; ".join(f"d_KL^{m[3:]} r = {c['r']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
+                              for m, c in balanced.items()) + f" over {len(means)} points.", ""]
     for d, g in points.groupby("input_dim"):  # the same comparison without a coefficient: the agents' order
         mean = g.groupby("agent")[["total_regret", "kl_1", "kl_10"]].mean()
         order = {c: " < ".join(mean.sort_values(c).index) for c in mean.columns}
@@ -488,18 +573,22 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
     for column in ("load_avg_1min_start", "load_avg_1min"):
         if column not in timed:
             timed[column] = np.nan
+    timed["device"] = timed["device"].fillna("CPU") if "device" in timed else "CPU"  # rows before the column: CPU
     run_keys = ["agent", "input_dim", "agent_seed", "horizon", "seconds"]  # the rows of one run share its seconds
     timed = timed.merge(regret.groupby(run_keys).size().rename("vmapped").reset_index(), on=run_keys, how="left")
-    timing = timed.groupby(["agent", "input_dim", "agent_seed"]).agg(
+    timing = timed.groupby(["agent", "input_dim", "agent_seed", "device"]).agg(
         problems=("seed", "size"), vmapped=("vmapped", "max"), seconds=("seconds", "sum"),
         load_start=("load_avg_1min_start", "mean"), load_end=("load_avg_1min", "mean")).reset_index()
     lines += ["", "Wall time of the selection's runs: seconds per problem (a run's wall time, compilation included, "
               "divided by the problems it ran vmapped together, `vmapped`) summed over the selection's problems, "
               "and the 1-minute `os.getloadavg()` at the "
-              "run's start and end on this 2-core machine, shared with other work (a load above 2: the run had less "
-              "than the whole machine; empty: not recorded then):", "",
+              "run's start and end. `CPU`: the project's 2-core machine, shared with other work (a load above 2: "
+              "the run had less than the whole machine; empty: not recorded then); a GPU: a lent machine running "
+              "the six agents' processes side by side (benchmarks/gpu_bandit.sh), rows from its log "
+              "(`--import-log`):", "",
               md_table(timing.rename(columns={"input_dim": "d", "agent_seed": "seed"}), "{:.1f}", index=False)]
-    measured = regret.groupby(["agent", "input_dim", "agent_seed"]).agg(
+    cpu = regret[regret["device"].isna()] if "device" in regret else regret  # this machine's runs, not a GPU's
+    measured = cpu.groupby(["agent", "input_dim", "agent_seed"]).agg(
         seconds=("seconds", "mean"), horizon=("horizon", "first")).reset_index()
     est = []
     for agent in bandit.PAPER_AGENTS:

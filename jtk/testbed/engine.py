@@ -23,7 +23,12 @@ column ``likelihood``; docs/reference.md, "Estimators"):
   log-mean-exp over M samples, so it reads lower than ``"mc"``;
 * ``"auto"`` (default): exact where the posterior is a finite mixture, else mc.
 
-Compare agents under one estimator: :func:`summarize` refuses a table that
+Compare agents under one estimator: :func:`~jtk.testbed.stats.summarize` refuses a table that
+mixes them for one τ unless ``allow_mixed=True``.
+
+Random numbers: every (seed, num_train, temperature) triple has its own
+environment and training set, shared by its τ = 1 and τ = 10 problems; the
+test set depends on τ as well.
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ def agent_seed(problem: Problem, purpose: int) -> int:
     directly; jtk's vectorised path turns the same integers into keys, so a jtk
     agent gives identical results through either path.
     """
+    if not all(hasattr(problem, a) for a in ("seed", "num_train", "temperature", "input_dim")):  # a Problem or alike
+        raise TypeError(f"problem must be a jtk.testbed.Problem, got {type(problem).__name__}")
+    _checks.integer("purpose", purpose, minimum=0)
     ints = (problem.seed, problem.num_train, round(problem.temperature * 1e6), problem.input_dim, purpose)
     return int(np.random.SeedSequence(ints).generate_state(1)[0] >> 1)
 
@@ -292,6 +300,7 @@ def padded_count(num_groups: int) -> int:
     two all the way up wasted up to half a chunk (the paper grid's 90 groups with n ≥ 100 trained 128), multiples of
     32 waste less than 32 (96), at the price of one more compiled shape for every further 32 groups.
     """
+    _checks.integer("num_groups", num_groups, minimum=1)
     return train_lib.next_pow2(num_groups) if num_groups <= PAD_STEP else -(-num_groups // PAD_STEP) * PAD_STEP
 
 
@@ -595,7 +604,7 @@ def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     """Groups problems that share training, then packs groups with equal static shapes into chunks.
 
     Every chunk of one data shape (capacity, input dimension) holds the same number of groups
-    (:func:`_groups_per_chunk`, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
+    (``_groups_per_chunk``, or fewer when no minibatch size has that many: :func:`padded_count` of the largest),
     and chunks of one problem setting, capacity and size share their training program (:attr:`Chunk.programs`).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
@@ -720,6 +729,7 @@ def evaluate(agent, problems: Sequence[Problem] | str = "quick", executor=None, 
 
 def sort_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Results rows in the testbed's order: by τ, num_train, temperature, seed (stable)."""
+    _checks.frame("results", results, ["tau", "num_train", "temperature", "seed"])
     return results.sort_values(["tau", "num_train", "temperature", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -737,6 +747,8 @@ class OracleAgent:
     """
 
     def __init__(self, problems: Sequence[Problem], exact: bool = True):
+        for i, p in enumerate(_checks.nonempty("problems", problems, "Problem")):
+            _checks.instance(f"problems[{i}]", p, Problem, "a jtk.testbed.Problem")
         self._envs = {}
         for p in problems:
             params, data, _ = load_problem(p)

@@ -232,6 +232,7 @@ def lab_data(seed: int, temperature: float, num_train: int, num_test: int, grid)
 def probability_grid(resolution: int = 50, extent: float = EXTENT) -> tuple[np.ndarray, np.ndarray]:
     """A square grid over [-extent, extent]^2: (axis [R], points [R*R, 2], row-major with y the row)."""
     resolution = _checks.integer("resolution", resolution, minimum=2, maximum=400)
+    extent = _checks.positive("extent", extent)
     axis = np.linspace(-extent, extent, resolution, dtype=np.float32)
     gx, gy = np.meshgrid(axis, axis)
     return axis, np.stack([gx.ravel(), gy.ravel()], -1)

@@ -25,17 +25,15 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-import jtk  # noqa: E402
-from jtk import testbed  # noqa: E402
+import jtk
+from jtk import testbed
 from jtk.testbed import engine
-from jtk.agents import base as agents_base  # noqa: E402
-from jtk._docs import write_section  # noqa: E402
-from jtk._paths import DOCS as DOCS_DIR, RESULTS  # noqa: E402
+from jtk.agents import base as agents_base
+from jtk._docs import write_section
+from jtk._paths import DOCS as DOCS_DIR, RESULTS
 
 DOCS = DOCS_DIR / "results.md"
 AGENTS = ["mlp", "ensemble", "ensemble+", "sgmcmc", "dropout", "bbb", "hypermodel"]

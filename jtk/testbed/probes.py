@@ -6,6 +6,7 @@ sampling, and an estimate of the paper grid's time (``jtk testbed --check``).
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from jtk.agents import base as agents_base
 from jtk.testbed.engine import agent_name, agent_seed, evaluate, load_problem, make_chunks, _num_components
 from jtk.testbed.grids import PAPER_TAUS, Problem, paper_problems
 
-__all__ = ["Probe", "AgentReport", "check_agent"]
+__all__ = ["Probe", "AgentReport", "check_agent", "ProbeSubject", "PROBES", "probe_shapes", "probe_finite",
+           "probe_coherence", "probe_seed", "probe_mixture_weights", "probe_joint_dependence"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,144 @@ def _nonfinite_logits(logits) -> tuple[int, int, int, int]:
     return nan, inf, huge, zero
 
 
+@dataclass(frozen=True)
+class ProbeSubject:
+    """What the probes of :func:`check_agent` share: the fitted posterior, the problem's sizes, the number of samples
+    drawn and the generator of the probes' inputs (one generator, drawn from in the order of :data:`PROBES`)."""
+
+    posterior: Any
+    d: int
+    k: int
+    m: int
+    sample_seed: int
+    rng: np.random.Generator
+
+    def draw(self, x, seed: int | None = None, num: int | None = None) -> np.ndarray:
+        """``posterior.sample_logits(x, num, seed)`` as a numpy array (defaults: M samples, the problem's seed)."""
+        return np.asarray(self.posterior.sample_logits(np.asarray(x, np.float32), self.m if num is None else num,
+                                                       self.sample_seed if seed is None else seed))
+
+
+def probe_shapes(s: ProbeSubject) -> tuple[bool, str]:
+    """``sample_logits(x, M, seed)`` is a float array [M, n, K]; ``components``, where present, [C, n, K]."""
+    x = s.rng.normal(size=(8, s.d)).astype(np.float32)
+    out = s.draw(x)
+    if out.ndim != 3 or out.shape != (s.m, 8, s.k) or not np.issubdtype(out.dtype, np.floating):
+        return False, (f"sample_logits(x [8, {s.d}], {s.m}, seed) gave {out.dtype} {out.shape}; "
+                       f"expected float [{s.m}, 8, {s.k}]")
+    msg = f"sample_logits → {out.dtype} [{s.m}, 8, {s.k}]"
+    c = _num_components(s.posterior)
+    if c:
+        comps = np.asarray(s.posterior.components(x))
+        if comps.shape != (c, 8, s.k):
+            return False, f"components(x [8, {s.d}]) gave {comps.shape}; expected [num_components={c}, 8, {s.k}]"
+        msg += f"; components → [{c}, 8, {s.k}]"
+    return True, msg
+
+
+def probe_finite(s: ProbeSubject) -> tuple[bool, str]:
+    """No NaN / ±inf, no logit beyond float32's range and no zero float32 probability among sampled logits."""
+    x = 3.0 * s.rng.normal(size=(500, s.d))
+    found = [("sampled logits", s.draw(x))]
+    if _num_components(s.posterior):
+        found.append(("components", np.asarray(s.posterior.components(np.asarray(x, np.float32)))))
+    counts = [_nonfinite_logits(out) for _, out in found]
+    nan, inf, huge, zero = (sum(c[i] for c in counts) for i in range(4))
+    size = sum(out.size for _, out in found)
+    what = " and ".join(w for w, _ in found)
+    if nan or inf or huge or zero:
+        return False, (f"{nan} NaN and {inf} ±inf of {size} {what} at inputs ~ N(0, 9 I), {huge} beyond "
+                       f"float32's range (±1e300-style: ±inf once scored in float32), {zero} rows with a class of "
+                       f"probability exactly 0 in float32: one label of that class makes the KL of its τ-sample "
+                       f"+inf. jtk.testbed's d_KL clips such values to the largest finite one, as the reference "
+                       f"does (frac_finite < 1, an InfiniteKLWarning), which can read better than an honest agent; "
+                       f"a class challenge marks the entry invalid. Keep logits finite, e.g. clip probabilities "
+                       f"before the log; NaN poisons the score")
+    return True, f"all {size} {what} finite, with no zero probability, at inputs ~ N(0, 9 I)"
+
+
+def probe_coherence(s: ProbeSubject) -> tuple[bool, str]:
+    """Repeated input rows get identical logits within every sample: sample m is one function."""
+    base = s.rng.normal(size=(6, s.d)).astype(np.float32)
+    order = np.array([0, 1, 2, 3, 4, 5, 0, 3, 0, 5, 2])
+    out = s.draw(base[order])  # [M, 11, K]
+    first = {}
+    gaps = []
+    for row, src in enumerate(order):
+        if src in first:
+            a, b = out[:, first[src]], out[:, row]
+            gaps.append(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a)), axis=-1))  # [M]
+        else:
+            first[src] = row
+    gap = np.max(gaps, axis=0)  # [M] worst relative gap per sample
+    bad = int(np.sum(gap > 1e-5))
+    if bad:
+        return False, (f"identical input rows got different logits within {bad} of {s.m} samples (max relative "
+                       f"|Δ| {gap.max():.3g}): sample m must be one function evaluated at every input, not a "
+                       f"fresh member / noise draw per input row")
+    return True, f"repeated rows identical within every sample (max relative |Δ| {gap.max():.1e})"
+
+
+def probe_seed(s: ProbeSubject) -> tuple[bool, str]:
+    """The same seed gives the same samples."""
+    x = s.rng.normal(size=(16, s.d))
+    a, b, c = s.draw(x, s.sample_seed), s.draw(x, s.sample_seed), s.draw(x, (s.sample_seed + 1) % 2 ** 31)
+    if not np.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True):
+        return False, f"the same seed gave different samples (max |Δ| {np.nanmax(np.abs(a - b)):.3g})"
+    other = "changes them" if not np.allclose(a, c) else "gives the same samples (a deterministic posterior)"
+    return True, f"the same seed gives identical samples; another seed {other}"
+
+
+def probe_mixture_weights(s: ProbeSubject) -> tuple[bool, str]:
+    """``log_weights()``, where present, is [C] without NaN / +inf and normalised."""
+    mixture = agents_base.as_mixture(s.posterior)
+    if mixture is None:
+        return True, "not a finite mixture (no components / num_components): nothing to check"
+    c = int(mixture.num_components)
+    lw = mixture.log_weights()
+    if lw is None:
+        return True, f"uniform mixture of {c} component{'s' if c > 1 else ''}"
+    lw = np.asarray(lw, np.float64)
+    if lw.shape != (c,) or np.any(np.isnan(lw)) or np.any(lw == np.inf):
+        return False, f"log_weights() must be [{c}] without NaN/+inf, got shape {lw.shape}"
+    total = float(np.logaddexp.reduce(lw))
+    if abs(total) > 1e-4:
+        return False, f"log_weights() are not normalised: logsumexp = {total:.3g} (must be 0)"
+    return True, f"{c} weights, logsumexp = {total:.1e}, Kish ESS {np.exp(-np.logaddexp.reduce(2 * lw)):.1f}"
+
+
+def probe_joint_dependence(s: ProbeSubject) -> tuple[bool, str]:
+    """The marginal-only check: samples at inputs 1e-4 apart are correlated where they differ."""
+    anchors = s.rng.normal(size=(64, s.d))
+    u = s.rng.normal(size=(64, s.d))
+    near = anchors + 1e-4 * u / np.linalg.norm(u, axis=1, keepdims=True)
+    out = s.draw(np.concatenate([anchors, near]))  # [M, 128, K]
+    z = out - out.mean(-1, keepdims=True)  # logits are defined up to a constant per class vector
+    za, zn = z[:, :64], z[:, 64:]
+    probs = np.exp(out - out.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    spread = probs[:, :64].std(axis=0).max(-1)  # [64] largest class-probability std over samples
+    varying = spread >= 1e-3
+    if not varying.any():
+        return True, ("samples agree at every anchor (probability spread < 1e-3): joint = product of "
+                      "marginals by construction; the agent expresses no epistemic uncertainty here")
+    za, zn = za[:, varying] - za[:, varying].mean(0), zn[:, varying] - zn[:, varying].mean(0)
+    cov = (za * zn).sum((0, 2))
+    corr = cov / np.sqrt((za ** 2).sum((0, 2)) * (zn ** 2).sum((0, 2)) + 1e-30)
+    med = float(np.median(corr))
+    if med < 0.5:
+        return False, (f"samples differ (median probability spread {np.median(spread[varying]):.3g}) but are "
+                       f"uncorrelated between inputs 1e-4 apart (median correlation {med:.2f} over "
+                       f"{int(varying.sum())} anchors): they behave as independent draws per input, so joint "
+                       f"predictions equal the product of marginals (marginal-only)")
+    return True, (f"median correlation {med:.3f} between samples at inputs 1e-4 apart over "
+                  f"{int(varying.sum())} anchors where samples differ: joint predictions carry the dependence")
+
+PROBES = (("shapes", probe_shapes), ("finite", probe_finite), ("coherence", probe_coherence), ("seed", probe_seed),
+          ("mixture weights", probe_mixture_weights), ("joint dependence", probe_joint_dependence))
+"""The probes :func:`check_agent` runs after ``fit``, in order: (name, function of a :class:`ProbeSubject`)."""
+
+
 def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: int = 0, num_samples: int = 100,
                 estimate_time: bool = True) -> AgentReport:
     """Probes an agent for the mistakes that silently corrupt testbed scores, before a long run.
@@ -217,116 +357,9 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
     if post is None:
         return AgentReport(name, tuple(probes))
 
-    def draw(x, s=sample_seed, num=m):
-        return np.asarray(post.sample_logits(np.asarray(x, np.float32), num, s))
-
-    def shapes():
-        x = rng.normal(size=(8, d)).astype(np.float32)
-        out = draw(x)
-        if out.ndim != 3 or out.shape != (m, 8, k) or not np.issubdtype(out.dtype, np.floating):
-            return False, (f"sample_logits(x [8, {d}], {m}, seed) gave {out.dtype} {out.shape}; "
-                           f"expected float [{m}, 8, {k}]")
-        msg = f"sample_logits → {out.dtype} [{m}, 8, {k}]"
-        c = _num_components(post)
-        if c:
-            comps = np.asarray(post.components(x))
-            if comps.shape != (c, 8, k):
-                return False, f"components(x [8, {d}]) gave {comps.shape}; expected [num_components={c}, 8, {k}]"
-            msg += f"; components → [{c}, 8, {k}]"
-        return True, msg
-
-    def finite():
-        x = 3.0 * rng.normal(size=(500, d))
-        found = [("sampled logits", draw(x))]
-        if _num_components(post):
-            found.append(("components", np.asarray(post.components(np.asarray(x, np.float32)))))
-        counts = [_nonfinite_logits(out) for _, out in found]
-        nan, inf, huge, zero = (sum(c[i] for c in counts) for i in range(4))
-        size = sum(out.size for _, out in found)
-        what = " and ".join(w for w, _ in found)
-        if nan or inf or huge or zero:
-            return False, (f"{nan} NaN and {inf} ±inf of {size} {what} at inputs ~ N(0, 9 I), {huge} beyond "
-                           f"float32's range (±1e300-style: ±inf once scored in float32), {zero} rows with a class of "
-                           f"probability exactly 0 in float32: one label of that class makes the KL of its τ-sample "
-                           f"+inf. jtk.testbed's d_KL clips such values to the largest finite one, as the reference "
-                           f"does (frac_finite < 1, an InfiniteKLWarning), which can read better than an honest agent; "
-                           f"a class challenge marks the entry invalid. Keep logits finite, e.g. clip probabilities "
-                           f"before the log; NaN poisons the score")
-        return True, f"all {size} {what} finite, with no zero probability, at inputs ~ N(0, 9 I)"
-
-    def coherence():
-        base = rng.normal(size=(6, d)).astype(np.float32)
-        order = np.array([0, 1, 2, 3, 4, 5, 0, 3, 0, 5, 2])
-        out = draw(base[order])  # [M, 11, K]
-        first = {}
-        gaps = []
-        for row, src in enumerate(order):
-            if src in first:
-                a, b = out[:, first[src]], out[:, row]
-                gaps.append(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a)), axis=-1))  # [M]
-            else:
-                first[src] = row
-        gap = np.max(gaps, axis=0)  # [M] worst relative gap per sample
-        bad = int(np.sum(gap > 1e-5))
-        if bad:
-            return False, (f"identical input rows got different logits within {bad} of {m} samples (max relative "
-                           f"|Δ| {gap.max():.3g}): sample m must be one function evaluated at every input, not a "
-                           f"fresh member / noise draw per input row")
-        return True, f"repeated rows identical within every sample (max relative |Δ| {gap.max():.1e})"
-
-    def seed_probe():
-        x = rng.normal(size=(16, d))
-        a, b, c = draw(x, sample_seed), draw(x, sample_seed), draw(x, (sample_seed + 1) % 2 ** 31)
-        if not np.allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True):
-            return False, f"the same seed gave different samples (max |Δ| {np.nanmax(np.abs(a - b)):.3g})"
-        other = "changes them" if not np.allclose(a, c) else "gives the same samples (a deterministic posterior)"
-        return True, f"the same seed gives identical samples; another seed {other}"
-
-    def weights():
-        mixture = agents_base.as_mixture(post)
-        if mixture is None:
-            return True, "not a finite mixture (no components / num_components): nothing to check"
-        c = int(mixture.num_components)
-        lw = mixture.log_weights()
-        if lw is None:
-            return True, f"uniform mixture of {c} component{'s' if c > 1 else ''}"
-        lw = np.asarray(lw, np.float64)
-        if lw.shape != (c,) or np.any(np.isnan(lw)) or np.any(lw == np.inf):
-            return False, f"log_weights() must be [{c}] without NaN/+inf, got shape {lw.shape}"
-        total = float(np.logaddexp.reduce(lw))
-        if abs(total) > 1e-4:
-            return False, f"log_weights() are not normalised: logsumexp = {total:.3g} (must be 0)"
-        return True, f"{c} weights, logsumexp = {total:.1e}, Kish ESS {np.exp(-np.logaddexp.reduce(2 * lw)):.1f}"
-
-    def dependence():
-        anchors = rng.normal(size=(64, d))
-        u = rng.normal(size=(64, d))
-        near = anchors + 1e-4 * u / np.linalg.norm(u, axis=1, keepdims=True)
-        out = draw(np.concatenate([anchors, near]))  # [M, 128, K]
-        z = out - out.mean(-1, keepdims=True)  # logits are defined up to a constant per class vector
-        za, zn = z[:, :64], z[:, 64:]
-        probs = np.exp(out - out.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        spread = probs[:, :64].std(axis=0).max(-1)  # [64] largest class-probability std over samples
-        varying = spread >= 1e-3
-        if not varying.any():
-            return True, ("samples agree at every anchor (probability spread < 1e-3): joint = product of "
-                          "marginals by construction; the agent expresses no epistemic uncertainty here")
-        za, zn = za[:, varying] - za[:, varying].mean(0), zn[:, varying] - zn[:, varying].mean(0)
-        cov = (za * zn).sum((0, 2))
-        corr = cov / np.sqrt((za ** 2).sum((0, 2)) * (zn ** 2).sum((0, 2)) + 1e-30)
-        med = float(np.median(corr))
-        if med < 0.5:
-            return False, (f"samples differ (median probability spread {np.median(spread[varying]):.3g}) but are "
-                           f"uncorrelated between inputs 1e-4 apart (median correlation {med:.2f} over "
-                           f"{int(varying.sum())} anchors): they behave as independent draws per input, so joint "
-                           f"predictions equal the product of marginals (marginal-only)")
-        return True, (f"median correlation {med:.3f} between samples at inputs 1e-4 apart over "
-                      f"{int(varying.sum())} anchors where samples differ: joint predictions carry the dependence")
-
-    for probe_name, fn in (("shapes", shapes), ("finite", finite), ("coherence", coherence), ("seed", seed_probe),
-                           ("mixture weights", weights), ("joint dependence", dependence)):
-        probes.append(_probe(probe_name, fn))
+    subject = ProbeSubject(post, d, k, m, sample_seed, rng)
+    for probe_name, fn in PROBES:
+        probes.append(_probe(probe_name, functools.partial(fn, subject)))
     estimate = None
     if estimate_time:
         t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Testbed runs on disk: :func:`evaluate_to_file` (resumable, with a manifest) and :func:`verify` (re-run a sample).
+"""Testbed runs on disk: :func:`~jtk.testbed.runs.evaluate_to_file` (resumable, with a manifest) and
+:func:`~jtk.testbed.runs.verify` (re-run a sample).
 
 The file safety (atomic writes, locks, chunk stores, manifests) is :mod:`jtk.results`'; what is testbed-specific
 (which problems, which agent, how rows are recomputed) is here.
@@ -27,6 +28,8 @@ __all__ = ["evaluate_to_file", "verify", "problems_from_record"]
 
 def problems_from_record(record: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The inverse of :func:`problems_record`."""
+    if isinstance(record, (str, bytes, Mapping)) or not all(isinstance(r, Mapping) for r in record):
+        raise TypeError(f"record must be a list of dicts (from problems_record), got {type(record).__name__}")
     return [Problem(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in record]
 
 
@@ -75,7 +78,7 @@ def verify(path, sample: int = 10, seed: int = 0, *, progress: bool = False) -> 
         raise ValueError(f"path: {str(path)!r} belongs to a jtk class challenge board, whose problems come from "
                          f"its salt, not from public seeds: verify the board instead (jtk verify "
                          f"BOARD/leaderboard.csv [--config challenge.toml --submissions DIR]; "
-                         f"jtk.challenge.verify_board)")
+                         f"jtk.course.challenge.verify_board)")
     if not manifest.get("problems"):
         raise ValueError(f"path: the manifest of {str(path)!r} records no problems; only testbed results can be "
                          "verified")

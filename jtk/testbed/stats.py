@@ -1,7 +1,5 @@
 """The testbed's summary statistics: leaderboards (:func:`summarize`), paired differences and breakdowns.
 
-test set depends on τ as well.
-
 Standard errors (:func:`summarize`, ``se=``): ``"seed"`` (default) is the
 reference leaderboard's: average each agent's rows of one seed, then the
 population std of those per-seed means over sqrt(number of seeds)
@@ -126,7 +124,7 @@ def _check_one_estimator(df: pd.DataFrame) -> None:
 
 def seed_se(per_seed_means: pd.Series) -> float:
     """The reference leaderboard's error bar: population std of per-seed means over sqrt(#seeds) (NaN below 2)."""
-    values = per_seed_means.to_numpy()
+    values = _checks.as_float_array("per_seed_means", per_seed_means, ndim=1, finite=False, dtype=np.float64)
     return float(np.std(values, ddof=0) / np.sqrt(len(values))) if len(values) > 1 else np.nan
 
 
@@ -137,13 +135,15 @@ def paired_difference(results: pd.DataFrame, baseline: pd.DataFrame, tau: int) -
     ``PROBLEM_COLUMNS`` (but agent) both frames have; the error is :func:`seed_se` of the per-seed mean differences.
 
     Args:
-      results: rows of one agent from :func:`evaluate`.
+      results: rows of one agent from :func:`~jtk.testbed.engine.evaluate`.
       baseline: rows of the agent to compare with, on (some of) the same problems.
       tau: the τ to compare.
 
     Returns:
       (mean difference, standard error); (NaN, NaN) when no problem is shared.
     """
+    _checks.frame("results", results, ["tau", "kl"]), _checks.frame("baseline", baseline, ["tau", "kl"])
+    _checks.integer("tau", tau, minimum=1)
     keys = [c for c in PROBLEM_COLUMNS if c != "agent" and c in results.columns and c in baseline.columns]
     both = results[results["tau"] == tau].merge(baseline[baseline["tau"] == tau], on=keys, suffixes=("", "_base"))
     if both.empty:
@@ -174,7 +174,7 @@ def summarize(results: pd.DataFrame, baseline: str | None = None, se: str = "see
       across num_train and temperature as noise, so it is larger.
 
     Args:
-      results: rows from :func:`evaluate` (one or several agents): columns
+      results: rows from :func:`~jtk.testbed.engine.evaluate` (one or several agents): columns
         agent, tau, seed, kl, accuracy and ece at least (numeric but for
         agent); one row per problem; finite kl.
       baseline: optional agent name in ``results`` (e.g. "mlp" as in Fig. 2, or

@@ -78,6 +78,12 @@ class Config:
     agent: str
     hyperparameters: tuple[tuple[str, Any], ...] = ()
 
+    def __post_init__(self):
+        _checks.instance("agent", self.agent, str, "a registered agent name (str)")
+        if not isinstance(self.hyperparameters, tuple) or not all(
+                isinstance(kv, tuple) and len(kv) == 2 and isinstance(kv[0], str) for kv in self.hyperparameters):
+            raise TypeError(f"hyperparameters must be a tuple of (name, value) pairs, got {self.hyperparameters!r}")
+
     @property
     def id(self) -> str:
         """A readable, file-name-safe identifier, e.g. ``ensemble+__num_members=10__prior_scale=3.0``."""
@@ -95,6 +101,7 @@ def configs(sweeps: Mapping[str, Mapping[str, Sequence[Any]]], agents: Iterable[
       sweeps: agent name → {hyperparameter: values}.
       agents: restrict to these agents (default: all in ``sweeps``).
     """
+    _checks.instance("sweeps", sweeps, Mapping, "a dict: agent name -> {hyperparameter: values}")
     agents = list(sweeps) if agents is None else list(agents)
     out = []
     for name in agents:
@@ -255,4 +262,4 @@ def best_configs(results: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_by_name(name: str) -> Mapping[str, Mapping[str, Sequence[Any]]]:
     """The named sweep: "paper" (App. C grids) or "small" (three values per agent)."""
-    return SWEEPS[_checks.one_of("sweep", name, tuple(SWEEPS))]
+    return SWEEPS[_checks.one_of("name", name, tuple(SWEEPS))]

@@ -23,20 +23,17 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-import jtk  # noqa: E402
-from jtk import testbed  # noqa: E402
-from jtk._paths import RESULTS  # noqa: E402
+import jtk
+from jtk import testbed
+from jtk._paths import RESULTS
 ZOO = ["dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
 ROBUST_ACTIVATIONS = ("tanh", "swish", "sigmoid", "selu", "relu", "leaky_relu", "gelu")
 ROBUST_HIDDEN = (5, 10, 20, 50, 100)

@@ -25,23 +25,20 @@ zoo run), then writes into docs/:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from jtk import testbed  # noqa: E402
-from jtk._docs import md_table  # noqa: E402
-from jtk._paths import DOCS, RESULTS, ROOT  # noqa: E402
+from jtk import testbed
+from jtk._docs import md_table
+from jtk._paths import DOCS, RESULTS, ROOT
 ESS_ADEQUATE = 100.0
 # Osband et al. (2022), Table 2: accuracy, ECE, d_KL^1, d_KL^10.
 PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 1.356),

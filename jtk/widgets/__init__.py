@@ -1,5 +1,9 @@
 """ipywidgets apps for the notebooks: one builder per app, pure update functions tested in tests/.
 
+The package wires controls to the library; it may import everything below it (the platform, models, studies and
+:mod:`jtk.plots`), never :mod:`jtk.course` (whose export renders its apps) or :mod:`jtk.cli`
+(tests/test_architecture.py).
+
 Naming: ``<topic>_app(...)`` builds and returns an app; constructors of the state an app indexes are named for
 what they build and live in the library with the fitting and scoring (``jtk.ppc.active.make_toy_state``,
 ``jtk.testbed.ensemble_study.make_ensemble_comparison``), never here.

@@ -103,8 +103,14 @@ class BanditExplorer:
             self.results[self._key(a, input_dim, temperature)] = res
 
 
+def _check_explorer(explorer) -> None:
+    if not isinstance(explorer, BanditExplorer):
+        raise TypeError(f"explorer must be a jtk.widgets.BanditExplorer, got {type(explorer).__name__}")
+
+
 def curves_view(explorer: BanditExplorer, input_dim: int, horizon: int, temperature: float) -> pd.DataFrame:
     """Cumulative regret up to ``horizon`` of every agent already run at (d, ρ): a long DataFrame."""
+    _check_explorer(explorer)
     horizon = _checks.integer("horizon", horizon, minimum=1, maximum=explorer.max_horizon)
     frames = []
     for (agent, d, t), res in list(explorer.results.items()):  # a snapshot: a background run may add one
@@ -128,6 +134,7 @@ def regret_table(explorer: BanditExplorer, input_dim: int = 2, temperature: floa
 
     Computed in float64 and rounded to ``decimals``, so the table reads 190.7, not float32's 190.699997.
     """
+    _check_explorer(explorer)
     decimals = _checks.integer("decimals", decimals, minimum=0)
     rows = {agent: np.asarray(res.regret, np.float64).sum(axis=1)
             for (agent, d, t), res in list(explorer.results.items())
@@ -144,6 +151,7 @@ def regret_table(explorer: BanditExplorer, input_dim: int = 2, temperature: floa
 
 def run_times(explorer: BanditExplorer) -> pd.DataFrame:
     """Wall time of every cached run (compilation included): columns agent, input_dim, temperature, seconds."""
+    _check_explorer(explorer)
     return pd.DataFrame([{"agent": a, "input_dim": d, "temperature": t, "seconds": round(float(r.seconds), 1)}
                          for (a, d, t), r in list(explorer.results.items())],
                         columns=["agent", "input_dim", "temperature", "seconds"])
@@ -152,6 +160,7 @@ def run_times(explorer: BanditExplorer) -> pd.DataFrame:
 def expected_seconds(explorer: BanditExplorer, input_dim: int) -> float | None:
     """Median wall time of the learning agents' runs so far at this d (None before the first): the estimate the
     app's progress bar is drawn against."""
+    _check_explorer(explorer)
     times = [r.seconds for (a, d, _t), r in list(explorer.results.items())
              if d == int(input_dim) and a not in bandit.BUILTIN]
     return float(np.median(times)) if times else None
@@ -182,6 +191,7 @@ def run_status(agent: str, input_dim: int, temperature: float, *, elapsed: float
 def pulls_view(explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float,
                problem: int = 0) -> dict[str, np.ndarray]:
     """Actions, mean rewards and pull counts (first ``horizon`` steps) of one problem."""
+    _check_explorer(explorer)
     res = explorer.result(agent, input_dim, temperature)
     problem = _checks.integer("problem", problem, minimum=0, maximum=len(res.problems.seeds) - 1)
     n = res.problems.num_actions
@@ -191,6 +201,7 @@ def pulls_view(explorer: BanditExplorer, agent: str, input_dim: int, horizon: in
 
 def figure_data(explorer: BanditExplorer, agent: str, input_dim: int, horizon: int, temperature: float) -> dict:
     """Everything the explorer's figure shows for one setting (runs ``agent`` if needed): curves, pulls, titles."""
+    _check_explorer(explorer)
     explorer.result(agent, input_dim, temperature)
     return {"curves": curves_view(explorer, input_dim, horizon, temperature),
             "pulls": pulls_view(explorer, agent, input_dim, horizon, temperature),

@@ -153,6 +153,8 @@ def decision_figure(horizon: int, coins: Mapping[str, Coin] | None = None):
 
 def decision_totals_html(table: pd.DataFrame, horizon: int) -> str:
     """The decision app's totals as a compact two-column HTML table (policy, expected heads after H flips)."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be the DataFrame of decision_table, got {type(table).__name__}")
     horizon = _checks.integer("horizon", horizon, minimum=1)
     totals = table[table["t"] == horizon].set_index("policy")["expected_heads"]
     return totals.to_frame(f"expected heads after {horizon} flips").to_html(float_format="%.2f", index_names=False)

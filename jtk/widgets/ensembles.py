@@ -143,6 +143,7 @@ def kl_summary(results: pd.DataFrame, digits: int | None = None) -> pd.DataFrame
 def kl_wins(results: pd.DataFrame, tau: int = 10) -> pd.Series:
     """For each num_train, in how many seeds ensemble+ has a lower d_KL^τ than the ensemble (same environment,
     data and initialisations)."""
+    _checks.frame("results", results, ["tau"])
     tau = _checks.integer("tau", tau, minimum=1)
     sub = results[results["tau"] == tau]
     if sub.empty:

@@ -250,7 +250,7 @@ def kl_table(model: JointPredictions, temperature: float, seed: int, taus: Seque
         a notebook prints under a ``nbval-check-output`` tag and quotes in its prose.
     """
     model = _check_model(model)
-    taus = [_checks.integer("taus", t, minimum=1, maximum=MAX_TAU) for t in taus]
+    taus = [_checks.integer("taus", t, minimum=1, maximum=MAX_TAU) for t in _checks.nonempty("taus", taus, "τ")]
     fits = model.fits(temperature, seed)
     rows = [{"num_train": n, "agent": a, **{f"d_KL^{t}": float(fits.kl[a][j, t - 1]) for t in taus}}
             for j, n in enumerate(model.num_train_values) for a in AGENTS]
@@ -271,6 +271,8 @@ def fit_status(temperature: float, seed: int, seconds: float | None = None, cach
     >>> fit_status(0.3, 0, seconds=4.12)
     'fitting 3 agents for ρ = 0.3, seed 0 … done in 4.1 s'
     """
+    if seconds is not None:
+        _checks.positive("seconds", seconds, allow_zero=True)
     what = f"ρ = {float(temperature):.3g}, seed {int(seed)}"
     if error is not None:
         return f"<span style='color:#b00020'><b>fitting the agents for {what} failed:</b> {html.escape(error)}</span>"

@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-from jtk import export
+from jtk.course import export
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = pathlib.Path(os.environ.get("JTK_ARTIFACTS", ROOT / "test-artifacts")) / "export"

@@ -1,6 +1,6 @@
 """The untrusted side of ``jtk challenge``: runs one student's submission, answers the scorer over pipes.
 
-Started by :mod:`jtk.challenge` as ``python -I -m jtk._challenge_worker`` with a minimal environment, in
+Started by :mod:`jtk.course.challenge` as ``python -I -m jtk.course._challenge_worker`` with a minimal environment, in
 a temporary directory holding ``submission.py``, under resource limits and (when available) inside
 bubblewrap. It knows nothing of the challenge: no salt, no seeds, no test labels. It receives training
 sets, the prior information the testbed gives any agent, and test inputs; it sends back logits.
@@ -31,7 +31,7 @@ import traceback
 
 import numpy as np
 
-from jtk._wire import HEADER, read_frame, write_frame  # noqa: F401 - the frames (shared with grading); the scorer uses them
+from jtk.course._wire import HEADER, read_frame, write_frame  # noqa: F401 - the frames (shared with grading); the scorer uses them
 
 
 def _prior(d: dict):

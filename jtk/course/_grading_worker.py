@@ -1,12 +1,12 @@
 """The untrusted side of ``jtk grade``: runs one student's notebook cells and calls their functions, over pipes.
 
-Started by :mod:`jtk.exercises` as ``python -I -B -m jtk._grading_worker`` with a minimal environment, under
-resource limits and (in the ``bwrap`` mode) inside the sandbox of :func:`jtk.sandbox.bwrap_args`, where jtk's
+Started by :mod:`jtk.course.exercises` as ``python -I -B -m jtk.course._grading_worker`` with a minimal environment, under
+resource limits and (in the ``bwrap`` mode) inside the sandbox of :func:`jtk.course.sandbox.bwrap_args`, where jtk's
 judge and reference functions are stubs. It knows nothing of the grading: no salt, no seed, no case generator, no
 reference answer. The grader sends it the code of the cells to run, and for each check the name of the student's
 function and one case's inputs at a time; it sends back whether a cell raised, and each answer as plain data.
 
-Protocol (frames of :mod:`jtk._wire`, all JSON):
+Protocol (frames of :mod:`jtk.course._wire`, all JSON):
 
 =====================================================  ==============================================================
 grader → worker                                        worker → grader
@@ -16,7 +16,7 @@ grader → worker                                        worker → grader
 ``{"op": "run", "code": str}``                         ``{"ok": true, "error": null or "Type: message"}``
 ``{"op": "begin", "function": expression, "seconds",   ``{"ok": true, "error": null or "Type: message"}`` (the
 "compile_seconds", "forbidden": [...], "seeds": N}``     expression did not give a value)
-``{"op": "case", "args": packed tuple}``               ``{"answer": record}`` (:func:`jtk._answers.encode`)
+``{"op": "case", "args": packed tuple}``               ``{"answer": record}`` (:func:`jtk.course._answers.encode`)
 ``{"op": "end"}``                                      ``{"ok": true}``
 ``{"op": "quit"}``                                     (exits)
 =====================================================  ==============================================================
@@ -40,7 +40,7 @@ def _error(err: BaseException | None) -> str | None:
 
 def main() -> None:
     """Serves the grader until ``quit`` or end of input."""
-    from jtk import _wire
+    from jtk.course import _wire
 
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb")
@@ -55,7 +55,7 @@ def main() -> None:
         from IPython.core.interactiveshell import InteractiveShell
 
         import jtk  # noqa: F401
-        from jtk import _answers
+        from jtk.course import _answers
 
         if os.environ.get("JTK_WORKER_JAX", "1") == "1":
             import jax.numpy as jnp

@@ -1,6 +1,6 @@
 """Starts a worker with limits: ``python _kernel_launcher.py --memory B --workdir D --uid U -- CMD...``.
 
-Run as a script by :mod:`jtk.sandbox` (so it imports nothing of jtk and costs no start-up time): puts the
+Run as a script by :mod:`jtk.course.sandbox` (so it imports nothing of jtk and costs no start-up time): puts the
 process in its own session, limits its address space, file size and core dumps, moves into the worker's
 directory, drops to ``uid`` when one is given (user mode), then replaces itself by the worker's command.
 """

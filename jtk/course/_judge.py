@@ -3,7 +3,7 @@
 This module is the grader's side of a check. It draws a check's cases from a seed (:func:`cases`), and judges
 recorded answers against jtk's reference (:func:`judge`, :func:`evaluate`). ``jtk grade`` runs it in the
 grader's own process only: the student's code never reaches it. In the grading sandbox this file is replaced by a
-stub, and so is every jtk function in :data:`STUBBED` (:mod:`jtk.sandbox`). In a student's own notebook,
+stub, and so is every jtk function in :data:`STUBBED` (:mod:`jtk.course.sandbox`). In a student's own notebook,
 :mod:`jtk.checks` uses it for the self-check on the visible cases.
 
 How a check is scored: a check cell scores ``points × passed cases / all cases``, summed over every check call in
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from jtk._answers import Opaque, Raised, decode
+from jtk.course._answers import Opaque, Raised, decode
 
 class _Fail(Exception):
     """Raised by a judge: this case is wrong, with a misconception code."""
@@ -466,23 +466,23 @@ class Check:
 _CHECKS = {c.name: c for c in [
     Check("coin_joint", "Exercise 1a (coin joint)", _coin_joint_cases, _coin_joint_judge,
           "{n} coins, including the two coins of Fig. 1",
-          ("jtk.envs.coin:Coin.joint", "jtk.envs.coin:Coin.sequence_probability", "jtk._judge:_coin_joint")),
+          ("jtk.envs.coin:Coin.joint", "jtk.envs.coin:Coin.sequence_probability", "jtk.course._judge:_coin_joint")),
     Check("try_then_commit", "Exercise 1b (value of the joint)", _try_then_commit_cases, _try_then_commit_judge,
           "{n} coins and horizons",
-          ("jtk._judge:try_then_commit_value",
+          ("jtk.course._judge:try_then_commit_value",
            # the lab's decision machinery computes the same value for a coin beside the fair one
            "jtk.envs.coin:expected_cumulative_heads", "jtk.envs.coin:_forward", "jtk.envs.coin:_bayes_value",
            "jtk.envs.coin:decision_table", "jtk.envs.coin:_decision_table", "jtk.envs.coin:decision_summary")),
     Check("joint_log_likelihood", "Exercise 2 (Monte Carlo joint log-likelihood)", _joint_ll_cases, _joint_ll_judge,
           "{n} random cases, including large logits",
-          ("jtk.likelihood:joint_log_likelihood", "jtk.likelihood:_joint_ll", "jtk._judge:_reference_joint_ll",
+          ("jtk.likelihood:joint_log_likelihood", "jtk.likelihood:_joint_ll", "jtk.course._judge:_reference_joint_ll",
            # the testbed's exact mixture likelihood is the same formula with uniform weights
            "jtk.likelihood:mixture_joint_log_likelihood", "jtk.likelihood:mixture_kl",
            "jtk.likelihood:mixture_kl_by_tau")),
     Check("prior_member", "Exercise 3 (randomized prior function)", _prior_member_cases, _prior_member_judge,
           "{n} random networks and prior scales",
           ("jtk.agents.ensemble:EnsembleAgent.components", "jtk.agents.ensemble:EnsembleAgent.sample",
-           "jtk._judge:_mlp")),
+           "jtk.course._judge:_mlp")),
     Check("blr_posterior", "Exercise 4 (BLR anchor posterior)", _blr_cases, _blr_judge,
           "{n} random design matrices and noise levels",
           ("jtk.regression.blr:BayesianLinearRegression.fit", "jtk.regression.blr:BayesianLinearRegression._factor",
@@ -514,13 +514,13 @@ MISCONCEPTIONS = sorted({
     "thompson.uniform", "thompson.argmin"})
 """Every misconception code a failed case can carry."""
 
-STUBBED = tuple(sorted({path for c in _CHECKS.values() for path in c.forbidden if not path.startswith("jtk._judge:")}))
+STUBBED = tuple(sorted({path for c in _CHECKS.values() for path in c.forbidden if not path.startswith("jtk.course._judge:")}))
 """The jtk functions (``"module:qualname"``) that compute an exercise's answer or judge one, outside this module:
 every function that computes an answer, found by reading jtk for each exercise's formula (the judges use only
 this module, numpy and these).
 
-In the grading sandbox each is a stub that raises :class:`jtk._answers.NotAvailable`, and this module is a stub
-as a whole (:func:`jtk.sandbox.stubbed_package`)."""
+In the grading sandbox each is a stub that raises :class:`jtk.course._answers.NotAvailable`, and this module is a stub
+as a whole (:func:`jtk.course.sandbox.stubbed_package`)."""
 
 
 # ------------------------------------------------------------------ judging answers
@@ -557,7 +557,7 @@ def check_by_name(name: str) -> Check:
       ValueError: an unknown name.
     """
     if name not in _CHECKS:
-        raise ValueError(f"check must be one of {sorted(_CHECKS)}, got {name!r}")
+        raise ValueError(f"name (the check) must be one of {sorted(_CHECKS)}, got {name!r}")
     return _CHECKS[name]
 
 
@@ -568,7 +568,7 @@ def cases(name: str, seed: int, hidden: bool = False) -> list:
 
 
 def judge(name: str, cases: list, answers: list, hidden: bool = False) -> Result:
-    """Judges ``answers`` (records of :func:`jtk._answers.encode`, one per case) on ``cases``.
+    """Judges ``answers`` (records of :func:`jtk.course._answers.encode`, one per case) on ``cases``.
 
     Never raises for what the answers hold: a missing, forged or broken record is a failed case.
     """

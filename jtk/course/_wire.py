@@ -1,7 +1,7 @@
 """Frames and plain values between a trusted process and an untrusted one: bounded, strict, never pickled.
 
-Used by the grader and its sandboxed worker (:mod:`jtk._grading_worker`) and by the class challenge's scorer and
-worker (:mod:`jtk._challenge_worker`). It imports nothing of jtk, so a sandbox can load it before anything else.
+Used by the grader and its sandboxed worker (:mod:`jtk.course._grading_worker`) and by the class challenge's scorer and
+worker (:mod:`jtk.course._challenge_worker`). It imports nothing of jtk, so a sandbox can load it before anything else.
 
 A frame is an 8-byte big-endian length, a 1-byte kind (``J``: UTF-8 JSON, ``N``: a ``.npy`` array without
 pickles) and the payload. :func:`pack` / :func:`unpack` carry a tree of plain values inside one JSON frame: None,

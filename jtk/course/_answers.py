@@ -1,10 +1,10 @@
 """Calling a student's function: a CPU-time budget, the reference guard, and the answer recorded as plain data.
 
 This is the side of a check that runs where the student's code runs: in their own notebook (the self-check of
-:mod:`jtk.checks`) and in the grading sandbox (:mod:`jtk._grading_worker`). It holds no case, seed, reference or
+:mod:`jtk.checks`) and in the grading sandbox (:mod:`jtk.course._grading_worker`). It holds no case, seed, reference or
 expected answer: it calls a function on the inputs it is given, within a budget, and encodes what came back
 (numbers as ``.npy``, never pickled) or what happened instead (:class:`Raised`). Judging happens elsewhere
-(:mod:`jtk._judge`), in the grader's process when a notebook is graded.
+(:mod:`jtk.course._judge`), in the grader's process when a notebook is graded.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ MAX_ANSWER_VALUES = 200_000
 
 
 class NotAvailable(RuntimeError):
-    """Raised by the stubs that replace jtk's reference functions in the grading sandbox (:mod:`jtk.sandbox`).
+    """Raised by the stubs that replace jtk's reference functions in the grading sandbox (:mod:`jtk.course.sandbox`).
 
     Args:
       name: the replaced function, ``"module:qualname"``.
@@ -77,7 +77,7 @@ def _copy(value):
     return value
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))  # jtk/
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # jtk/ (this file: jtk/course/)
 
 
 def _qualname(code) -> str:

@@ -1,0 +1,1548 @@
+"""A class challenge: students submit agents, jtk scores them on hidden testbed problems.
+
+The instructor writes a configuration (:func:`new_config`, ``jtk challenge new``) whose random
+``salt`` defines the hidden problems; students practise on the public seeds
+``0 .. practice_seeds - 1`` (:func:`practice`) and hand in a Python file defining ``make_agent()``;
+:func:`score` scores every file and the baselines on the hidden problems and writes the board.
+
+Hidden problems (:func:`hidden_key`, :func:`hidden_agent_seed`): hidden problem ``i`` of a grid cell has
+an environment key, a training key and a test key, each a full JAX PRNG key (threefry2x32: 64 bits of key
+material) taken from HMAC-SHA-256 keyed by the salt (128 bits or more) over a domain-separation label, the
+problem (index, d, K, n, ρ) and the purpose. The integer seeds handed to an agent come from the same HMAC
+with their own label, so they say nothing about the keys. Nothing a student sees is a function of a
+small secret: there is no seed space to search (docs/challenge.md, "Why there is nothing to search").
+Practice problems are the testbed's own (:func:`jtk.testbed.load_problem`, :func:`jtk.testbed.agent_seed`).
+
+Security model: a student who learns a hidden environment can score d_KL = 0
+(:class:`jtk.testbed.OracleAgent`). So a submission never runs in the process that knows the salt. The
+trusted scorer (this module) generates each problem's data and sends only the training arrays, the prior
+information any agent gets (input_dim, num_classes, num_train, temperature, tau), an integer seed for
+the agent, and test inputs to an untrusted worker (:mod:`jtk.course._challenge_worker`) over pipes
+(length-prefixed JSON and ``.npy`` frames; nothing is unpickled). The worker runs with a minimal
+environment, in a fresh temporary directory, with ``RLIMIT_AS`` / ``RLIMIT_FSIZE`` / no core dumps, in
+its own session, and — when bubblewrap works here (:mod:`jtk.course.sandbox`) — inside bwrap, where the
+configuration file, the submissions and the output directory are hidden and the scorer's processes are
+invisible. Without bubblewrap (``sandbox = "none"``) the worker runs as the instructor's user and could
+read the configuration file or the scorer's memory: use that mode only for trusted practice runs.
+Submissions are regular files only: a symbolic link, FIFO, directory or device named ``*.py`` is
+skipped, named on the board and in the log, and never opened through (:data:`SUBMISSION_MAX_BYTES`).
+
+The scorer validates every answer (shapes, NaN, mixture weights) and checks coherence itself on
+duplicated test rows hidden among the scored ones; the worker also runs
+:func:`jtk.testbed.check_agent` on a public problem. Statuses: ``ok``, ``error`` (raised, or no
+``make_agent``), ``timeout`` (the wall-clock limit per submission), ``memory`` (the memory limit),
+``incoherent`` (sample m is not one function of all inputs), ``invalid`` (malformed answers; a file
+that is not a regular file; or a test τ-sample whose KL is +inf: an observed label given probability 0).
+The last rule replaces the testbed's clip for the board: the reference clips a +inf KL to the problem's
+largest finite one, which lets -inf or ±1e300 logits score better than any honest agent, so an entry
+with any +inf is not ranked (column ``frac_finite``). Baselines on hidden problems run in this process
+through the same scoring loop (``jtk.testbed.evaluate`` draws public seeds only); on practice problems
+through ``jtk.testbed.evaluate``, as before.
+
+Outputs (``out``): ``leaderboard.csv`` and ``leaderboard.html`` are student-facing and hold no
+secret (messages are one line with long digit runs masked); ``rows/NAME.csv`` (+ manifest) hold one
+row per problem (the ``seed`` column is the hidden problem's index, not a key), ``submissions/NAME.json``
+the full error text. :func:`verify_board` (``jtk verify board/leaderboard.csv``) checks that the board
+follows from the rows and, given the challenge file with its salt, recomputes a sample of rows.
+"""
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import dataclasses
+import datetime
+import difflib
+import functools
+import hashlib
+import hmac
+import html
+import io
+import json
+import math
+import os
+import pathlib
+import re
+import secrets
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from jtk.course import _challenge_worker as wire
+
+STATUSES = ("ok", "error", "timeout", "memory", "incoherent", "invalid")
+SANDBOXES = ("auto", "bwrap", "none")
+LIKELIHOODS = ("auto", "mc")
+WORKER_ENV_KEYS = frozenset({"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "JAX_PLATFORMS", "MPLBACKEND",
+                             "MPLCONFIGDIR", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE", "JTK_COMPILATION_CACHE",
+                             "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "IPYTHONDIR",
+                             "MALLOC_ARENA_MAX", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"})
+COHERENCE_ROWS = 32  # duplicated test rows hidden in every logits request
+COHERENCE_TOL = 1e-5  # relative |Δ| between a row and its duplicate within one sample
+SALT_HEX_CHARS = 32
+_MESSAGE_CHARS = 240
+DERIVATION = "jtk-challenge/hmac-sha256/v2"  # domain-separation label of every hidden key and agent seed
+KEY_PURPOSES = ("environment", "train", "test")  # the keys of one hidden problem (hidden_key)
+SUBMISSION_MAX_BYTES = 1 << 20  # a submission file larger than this is skipped (1 MiB of Python)
+
+
+# ------------------------------------------------------------------ configuration
+@dataclasses.dataclass(frozen=True)
+class ChallengeConfig:
+    """A challenge: the grid, the hidden problems' salt, limits and baselines (one TOML file).
+
+    Attributes:
+      grid: named testbed grid ("quick", "paper", "classification"; ``jtk.testbed.GRIDS``).
+      seeds: number of hidden seeds (problem indices 0 .. seeds - 1); every problem of the grid is drawn
+        for each, with keys derived from the salt (:func:`hidden_key`).
+      salt: hex secret from which the hidden problems derive (None in a practice configuration).
+      baselines: registered jtk agents scored beside the submissions (``jtk.agents.names()``).
+      reference: the baseline paired differences are taken to (default: "ensemble+" if a
+        baseline, else the first baseline).
+      time_limit_s: wall-clock seconds per submission, all its problems together.
+      memory_limit_mb: address-space limit of a submission's worker (MiB).
+      practice_seeds: public seeds 0 .. practice_seeds - 1 for practice (testbed draws; the hidden
+        problems are keyed by the salt, never by a public seed).
+      num_train, temperatures, taus: optional subsets of the grid's values (a smaller challenge).
+      num_test, num_samples: optional overrides of the problems' N test τ-samples and M samples.
+      likelihood: "auto" (enumerate finite mixtures exactly, as ``evaluate``) or "mc".
+      sandbox: "auto" (bubblewrap when it works, else none), "bwrap" or "none".
+    """
+
+    grid: str = "quick"
+    seeds: int = 5
+    salt: str | None = None
+    baselines: tuple[str, ...] = ("mlp", "ensemble+")
+    reference: str | None = None
+    time_limit_s: float = 600.0
+    memory_limit_mb: int = 4096
+    practice_seeds: int = 2
+    num_train: tuple[int, ...] | None = None
+    temperatures: tuple[float, ...] | None = None
+    taus: tuple[int, ...] | None = None
+    num_test: int | None = None
+    num_samples: int | None = None
+    likelihood: str = "auto"
+    sandbox: str = "auto"
+
+    def __post_init__(self):
+        from jtk import testbed
+        from jtk.agents import base as agents_base
+
+        _one_of("grid", self.grid, tuple(testbed.GRIDS))
+        _int("seeds", self.seeds, 1)
+        if self.salt is not None:
+            if not isinstance(self.salt, str):
+                raise TypeError(f"salt must be a hex string, got {type(self.salt).__name__}")
+            if len(self.salt) < SALT_HEX_CHARS or not re.fullmatch(r"[0-9a-fA-F]+", self.salt):
+                kind = "" if re.fullmatch(r"[0-9a-fA-F]*", self.salt) else " with non-hex ones"
+                raise ValueError(f"salt must be at least {SALT_HEX_CHARS} hex digits (secrets.token_hex(16)), got "
+                                 f"{len(self.salt)} characters{kind}")
+        if isinstance(self.baselines, str) or not isinstance(self.baselines, (list, tuple)):
+            raise TypeError(f"baselines must be a list of agent names, got {type(self.baselines).__name__}")
+        for b in self.baselines:
+            if b not in agents_base.names():
+                close = difflib.get_close_matches(str(b), agents_base.names(), n=2)
+                hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+                raise ValueError(f"baselines must be registered agents {agents_base.names()}, got {b!r}{hint}")
+        object.__setattr__(self, "baselines", tuple(self.baselines))
+        if len(set(self.baselines)) != len(self.baselines):
+            raise ValueError(f"baselines must not repeat, got {list(self.baselines)}")
+        if self.reference is not None and self.reference not in self.baselines:
+            raise ValueError(f"reference must be one of the baselines {list(self.baselines)}, got {self.reference!r}")
+        t = self.time_limit_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            raise TypeError(f"time_limit_s must be a number of seconds, got {type(t).__name__}")
+        if not (math.isfinite(t) and t > 0):
+            raise ValueError(f"time_limit_s must be > 0 and finite, got {t}")
+        object.__setattr__(self, "time_limit_s", float(t))
+        _int("memory_limit_mb", self.memory_limit_mb, 256)
+        _int("practice_seeds", self.practice_seeds, 1)
+        template = testbed.problems(self.grid, seeds=1)
+        for key, field in (("num_train", "num_train"), ("temperatures", "temperature"), ("taus", "tau")):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+                raise TypeError(f"{key} must be a non-empty list, got {value!r}")
+            allowed = sorted({getattr(p, field) for p in template})
+            bad = [v for v in value if v not in allowed]
+            if bad:
+                raise ValueError(f"{key} must be values of the {self.grid!r} grid {allowed}, got {bad}")
+            object.__setattr__(self, key, tuple(value))
+        for key in ("num_test", "num_samples"):
+            if getattr(self, key) is not None:
+                _int(key, getattr(self, key), 1)
+        _one_of("likelihood", self.likelihood, LIKELIHOODS)
+        _one_of("sandbox", self.sandbox, SANDBOXES)
+        if not self._template():
+            raise ValueError("num_train, temperatures and taus leave no problem of the grid")
+
+    @property
+    def reference_baseline(self) -> str | None:
+        """The baseline paired differences are taken to."""
+        if self.reference is not None:
+            return self.reference
+        if "ensemble+" in self.baselines:
+            return "ensemble+"
+        return self.baselines[0] if self.baselines else None
+
+    def _template(self):
+        from jtk import testbed
+
+        out = []
+        for p in testbed.problems(self.grid, seeds=1):
+            if ((self.num_train is None or p.num_train in self.num_train)
+                    and (self.temperatures is None or p.temperature in self.temperatures)
+                    and (self.taus is None or p.tau in self.taus)):
+                out.append(p)
+        return out
+
+    def problems(self, seeds: Sequence[int]) -> list:
+        """The configured problems for the given seeds."""
+        extra = {k: getattr(self, k) for k in ("num_test", "num_samples") if getattr(self, k) is not None}
+        return [dataclasses.replace(p, seed=int(s), **extra) for s in seeds for p in self._template()]
+
+    def hidden_problems(self) -> list:
+        """The problems the submissions are scored on: their ``seed`` is the hidden index 0 .. seeds - 1.
+
+        The index only names a problem; its data come from keys derived from the salt (:func:`hidden_key`),
+        never from ``jtk.testbed.load_problem`` (which would draw the public problem of that seed).
+
+        Raises:
+          ValueError: a practice configuration (no salt).
+        """
+        if self.salt is None:
+            raise ValueError("salt is missing: this is a practice configuration; hidden problems need the "
+                             "instructor's challenge.toml")
+        return self.problems(range(self.seeds))
+
+    def practice_problems(self) -> list:
+        """The public practice problems (seeds 0 .. practice_seeds - 1)."""
+        return self.problems(range(self.practice_seeds))
+
+    def public(self) -> dict:
+        """The configuration without the salt (what the board's manifests record)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "salt"}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items() if v is not None}
+
+
+def _int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int ≥ {minimum}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int ≥ {minimum}, got {value}")
+    return value
+
+
+def _one_of(name: str, value: Any, options: tuple[str, ...]) -> str:
+    if value not in options:
+        close = difflib.get_close_matches(str(value), options, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}{hint}")
+    return value
+
+
+_KEYS = tuple(f.name for f in dataclasses.fields(ChallengeConfig))
+
+
+def config_from_dict(data: dict, *, need_salt: bool = True, source: str = "config") -> ChallengeConfig:
+    """Validates a configuration dict (e.g. parsed TOML) key by key.
+
+    Raises:
+      ValueError: an unknown key (with "did you mean"), a missing salt when ``need_salt``,
+        or a value out of range; TypeError: a value of the wrong type.
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"{source} must be a table of keys, got {type(data).__name__}")
+    for key in data:
+        if key not in _KEYS:
+            close = difflib.get_close_matches(key, _KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{source}: unknown key {key!r} (known: {', '.join(_KEYS)}){hint}")
+    if need_salt and "salt" not in data:
+        raise ValueError(f"{source}: salt is missing; scoring on hidden seeds needs the instructor's salt "
+                         "(jtk challenge new writes one); practice needs none")
+    return ChallengeConfig(**data)
+
+
+def load_config(path, *, need_salt: bool = True) -> ChallengeConfig:
+    """Reads and validates a challenge TOML file (see :class:`ChallengeConfig` for the keys)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ValueError(f"config must be an existing TOML file, got {str(path)!r}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"config {str(path)!r} is not valid TOML: {err}") from None
+    return config_from_dict(data, need_salt=need_salt, source=f"config {path.name}")
+
+
+_TEMPLATE = '''# jtk class challenge (jtk challenge new). Keep this file private: the salt defines the hidden problems.
+grid = "{grid}"                 # testbed grid: "quick", "paper" or "classification"
+seeds = {seeds}                      # number of hidden seeds (each draws every problem of the grid)
+salt = "{salt}"   # secret; never hand it out
+baselines = ["mlp", "ensemble+"]   # registered jtk agents scored beside the submissions
+time_limit_s = 600.0             # wall-clock seconds per submission, all problems together
+memory_limit_mb = 4096           # address-space limit of a submission's worker
+practice_seeds = 2               # public seeds 0..practice_seeds-1 for practice
+likelihood = "auto"              # "auto" (exact for finite mixtures) or "mc"
+sandbox = "auto"                 # "auto" (bubblewrap when available), "bwrap" or "none"
+# Optional: num_train = [10, 100], temperatures = [0.1], taus = [1, 10], num_test = 1000, num_samples = 1000
+'''
+
+
+def _practice_text(text: str) -> str:
+    lines = [line for line in text.splitlines() if not re.match(r"\s*(salt|seeds)\s*=", line)]
+    lines[0] = "# jtk class challenge: PRACTICE configuration (public seeds only; no salt)."
+    return "\n".join(lines) + "\n"
+
+
+def new_config(path, *, grid: str = "quick", seeds: int = 5, practice=None) -> tuple[pathlib.Path, pathlib.Path]:
+    """Writes a challenge template with a fresh salt (mode 0600) and a public practice file beside it.
+
+    Args:
+      path: the challenge file to create (refused if it exists).
+      grid: the testbed grid.
+      seeds: number of hidden seeds.
+      practice: the practice file (default ``practice.toml`` beside ``path``; refused if it exists).
+
+    Returns:
+      (challenge path, practice path).
+
+    Raises:
+      FileExistsError: either file exists. ValueError: a bad grid or seeds.
+    """
+    from jtk import testbed
+
+    _one_of("grid", grid, tuple(testbed.GRIDS))
+    _int("seeds", seeds, 1)
+    path = pathlib.Path(path)
+    practice = pathlib.Path(practice) if practice is not None else path.with_name("practice.toml")
+    for p in (path, practice):
+        if p.exists():
+            raise FileExistsError(f"{str(p)!r} exists; refusing to overwrite it (its salt defines the hidden seeds)")
+    if not path.parent.is_dir():
+        raise ValueError(f"path must be in an existing directory, got {str(path)!r}")
+    text = _TEMPLATE.format(grid=grid, seeds=seeds, salt=secrets.token_hex(SALT_HEX_CHARS // 2))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    fd = os.open(practice, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(_practice_text(text))
+    return path, practice
+
+
+def _check_salt(salt) -> str:
+    if not isinstance(salt, str) or len(salt) < SALT_HEX_CHARS or not re.fullmatch(r"[0-9a-fA-F]+", salt):
+        shown = f"{len(salt)} characters" if isinstance(salt, str) else type(salt).__name__
+        raise ValueError(f"salt must be a hex string of at least {SALT_HEX_CHARS} digits, got {shown}")
+    return salt.lower()
+
+
+def _hidden_digest(salt: str, purpose: str, problem, tau: int | None = None) -> bytes:
+    """HMAC-SHA-256 keyed by the salt over a canonical JSON message: label, purpose, the problem's cell."""
+    message = json.dumps({"derivation": DERIVATION, "purpose": purpose, "index": int(problem.seed),
+                          "input_dim": int(problem.input_dim), "num_classes": int(problem.num_classes),
+                          "num_train": int(problem.num_train),
+                          "temperature_micro": int(round(problem.temperature * 1e6)), "tau": tau},
+                         sort_keys=True, separators=(",", ":"))
+    return hmac.new(_check_salt(salt).encode("ascii"), message.encode(), hashlib.sha256).digest()
+
+
+def hidden_key(salt: str, problem, purpose: str):
+    """A hidden problem's JAX PRNG key: threefry2x32 key data (64 bits) from HMAC-SHA-256 of the salt.
+
+    Args:
+      salt: the challenge's secret (≥ 32 hex digits).
+      problem: a :class:`jtk.testbed.Problem` whose ``seed`` is the hidden index (``hidden_problems``).
+      purpose: "environment" (the generative MLP), "train" (the training draw) or "test" (the test
+        draws; τ is folded in as the testbed does).
+
+    Returns:
+      A typed JAX key. Keys of different purposes, problems or salts are independent: each is a separate
+      HMAC output, so learning one (say, by searching the training inputs) tells nothing of another.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    _one_of("purpose", purpose, KEY_PURPOSES)
+    words = np.frombuffer(_hidden_digest(salt, purpose, problem)[:8], dtype=">u4").astype(np.uint32)
+    return jax.random.wrap_key_data(jnp.asarray(words, jnp.uint32), impl="threefry2x32")
+
+
+def hidden_agent_seed(salt: str, problem, purpose: int) -> int:
+    """The integer seed handed to an agent on a hidden problem (purpose 0: fit, τ: sampling for that τ).
+
+    31 bits, as :func:`jtk.testbed.agent_seed` (agents such as scikit-learn's take integers), from HMAC-SHA-256
+    of the salt with its own label: it is independent of the problem's keys, so it reveals nothing about them.
+    """
+    if isinstance(purpose, bool) or not isinstance(purpose, int):
+        raise TypeError(f"purpose must be an int (0: fit, tau: sampling), got {purpose!r}")
+    digest = _hidden_digest(salt, "agent-seed", problem, tau=int(purpose))
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
+def _salt_id(salt: str) -> str:
+    """A public fingerprint of the salt (HMAC output: says nothing about it), recorded on the board."""
+    return hmac.new(_check_salt(salt).encode("ascii"), f"{DERIVATION}:salt-id".encode(), hashlib.sha256).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def _keyed_programs():
+    """The compiled hidden draws: the testbed's own pieces, with separately keyed environment and training."""
+    from jtk import _compile
+    from jtk.envs import classification
+
+    def training(settings, env_key, train_key, temperature):
+        params = classification.sample_prior_params(env_key, settings.input_dim, settings.hidden,
+                                                    settings.num_classes)
+        x, y = classification.sample_data(train_key, params, temperature, settings.capacity, settings.activation)
+        return params, x, y
+
+    return (_compile.jit(training, static_argnums=0),
+            _compile.jit(classification.sample_test, static_argnums=(0, 1, 2)))
+
+
+class _Draws:
+    """Where a board's data and the agents' seeds come from.
+
+    ``salt`` None: the testbed's public draw (practice): ``jtk.testbed.load_problem`` and ``agent_seed``,
+    exactly as ``jtk.testbed.evaluate``. A salt: the hidden draw, every key and seed from HMAC-SHA-256.
+    """
+
+    def __init__(self, salt: str | None):
+        self.salt = None if salt is None else _check_salt(salt)
+
+    @property
+    def hidden(self) -> bool:
+        return self.salt is not None
+
+    def training(self, p):
+        """(environment params, x [n, d], y [n]) of a problem's training group."""
+        from jtk import testbed
+
+        n = p.num_train
+        if self.salt is None:
+            params, data, _ = testbed.load_problem(p)
+            return params, np.asarray(data.x[:n]), np.asarray(data.y[:n])
+        import jax.numpy as jnp
+
+        training, _ = _keyed_programs()
+        params, x, y = training(testbed.engine.data_config(p), hidden_key(self.salt, p, "environment"),
+                                hidden_key(self.salt, p, "train"), jnp.float32(p.temperature))
+        return params, np.asarray(x[:n]), np.asarray(y[:n])
+
+    def test(self, p, params):
+        """The problem's test data (:class:`jtk.envs.classification.TestData`)."""
+        from jtk import testbed
+
+        if self.salt is None:
+            return testbed.load_problem(p)[2]
+        import jax.numpy as jnp
+
+        _, test = _keyed_programs()
+        return test(testbed.engine.data_config(p), p.num_test, p.tau, params, hidden_key(self.salt, p, "test"),
+                    jnp.float32(p.temperature))
+
+    def seed(self, p, purpose: int) -> int:
+        """The agent's integer seed (purpose 0: fit, τ: sampling)."""
+        from jtk import testbed
+
+        return testbed.agent_seed(p, purpose) if self.salt is None else hidden_agent_seed(self.salt, p, purpose)
+
+
+# ------------------------------------------------------------------ one submission in its worker
+class _Failure(Exception):
+    def __init__(self, status: str, message: str, detail: str = ""):
+        super().__init__(message)
+        self.status, self.message, self.detail = status, message, detail or message
+
+
+@dataclasses.dataclass
+class Entry:
+    """One line of the board: a submission or a baseline."""
+
+    name: str
+    kind: str  # "submission" or "baseline"
+    status: str
+    message: str = ""
+    rows: pd.DataFrame | None = None
+    seconds: float = 0.0
+    detail: str = ""
+    probes: list | None = None
+    sha256: str | None = None
+
+
+def _worker_env(workdir: str) -> dict[str, str]:
+    from jtk.course import sandbox
+
+    env = sandbox.worker_env(workdir)
+    assert set(env) <= WORKER_ENV_KEYS
+    return env
+
+
+def resolve_sandbox(mode: str) -> str:
+    """The containment that will run: "bwrap" or "none" ("auto": bwrap when it works here)."""
+    from jtk.course import sandbox
+
+    _one_of("sandbox", mode, SANDBOXES)
+    if mode == "none":
+        return "none"
+    if sandbox.bwrap_works():
+        return "bwrap"
+    if mode == "bwrap":
+        raise ValueError("sandbox 'bwrap' needs a working bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)")
+    return "none"
+
+
+class _Worker:
+    """A running worker: pipes with deadlines, the process group killed on exit."""
+
+    def __init__(self, submission: pathlib.Path, *, mode: str, memory_bytes: int, hidden: Sequence[str],
+                 deadline: float):
+        from jtk.course import sandbox
+
+        self.deadline = deadline
+        self.workdir = tempfile.mkdtemp(prefix="jtk-challenge-")
+        self.logdir = tempfile.mkdtemp(prefix="jtk-challenge-log-")
+        shutil.copyfile(submission, os.path.join(self.workdir, "submission.py"))
+        self.stderr_path = os.path.join(self.logdir, "stderr")
+        self._stderr = open(self.stderr_path, "wb")
+        # In bwrap the submission's folder is mounted read-only at the same path (its working directory), and it
+        # writes only into its private, size-limited /tmp (jtk.course.sandbox.bwrap_args: no network, no other files).
+        home = "/tmp" if mode == "bwrap" else self.workdir
+        cmd = [sys.executable, sandbox.launcher(), "--memory", str(sandbox.address_space(memory_bytes, mode)),
+               "--workdir", self.workdir, "--uid", "-1", "--", sys.executable, "-I", "-B", "-m",
+               "jtk.course._challenge_worker"]
+        if mode == "bwrap":
+            cmd = [*sandbox.bwrap_args(memory=memory_bytes, home=self.workdir,
+                                       binds=[(self.workdir, self.workdir)]), *cmd]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     cwd=self.workdir, env=_worker_env(home), start_new_session=True,
+                                     close_fds=True)
+        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        os.set_blocking(self._in, False)
+
+    def _wait_fd(self, fd: int, write: bool) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise _Failure("timeout", "")
+        r, w, _ = select.select([] if write else [fd], [fd] if write else [], [], left)
+        if not (r or w):
+            raise _Failure("timeout", "")
+
+    def send(self, obj) -> None:
+        buf = io.BytesIO()
+        wire.write_frame(buf, obj)
+        data = memoryview(buf.getvalue())
+        while data:
+            self._wait_fd(self._in, write=True)
+            try:
+                n = os.write(self._in, data)
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError):
+                raise _Failure("error", "the worker died") from None
+            data = data[n:]
+
+    def _read(self, n: int) -> bytes:
+        chunks, left = [], n
+        while left:
+            self._wait_fd(self._out, write=False)
+            chunk = os.read(self._out, min(left, 1 << 20))
+            if not chunk:
+                raise _Failure("error", "the worker died")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def recv(self, max_bytes: int = 1 << 20):
+        length, kind = wire.HEADER.unpack(self._read(wire.HEADER.size))
+        if length > max_bytes:
+            raise _Failure("invalid", f"the submission sent {length} bytes where at most {max_bytes} were expected")
+        payload = self._read(length)
+        try:
+            if kind == ord("J"):
+                obj = json.loads(payload.decode())
+                if not isinstance(obj, dict):
+                    raise ValueError("not an object")
+                return obj
+            if kind == ord("N"):
+                return np.load(io.BytesIO(payload), allow_pickle=False)
+        except Exception as err:  # noqa: BLE001 - a malformed frame is the submission's fault
+            raise _Failure("invalid", f"malformed answer from the worker ({type(err).__name__})") from None
+        raise _Failure("invalid", f"malformed answer from the worker (frame kind {kind})")
+
+    def call(self, msg: dict, *arrays, what: str) -> dict:
+        self.send(msg)
+        for a in arrays:
+            self.send(np.asarray(a, np.float32) if a.dtype.kind == "f" else np.asarray(a, np.int32))
+        reply = self.recv()
+        if not reply.get("ok"):
+            err = str(reply.get("error", "unknown error"))
+            raise _Failure("memory" if reply.get("memory") else "error", f"{what} raised {err}", err)
+        return reply
+
+    def stderr_tail(self, chars: int = 3000) -> str:
+        try:
+            with open(self.stderr_path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.stderr_path) - chars))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                try:
+                    self.send({"op": "quit"})
+                except _Failure:
+                    pass
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout, self._stderr):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _public_message(text: str) -> str:
+    """One line for the student-facing board: long digit runs masked (no hidden data leaks through it)."""
+    line = " ".join(str(text).split())
+    line = re.sub(r"\d{5,}", "…", line)
+    return line if len(line) <= _MESSAGE_CHARS else line[:_MESSAGE_CHARS - 1] + "…"
+
+
+def _check_logits(logits, *, n: int, k: int, first: int | None, what: str) -> np.ndarray:
+    if not isinstance(logits, np.ndarray) or logits.dtype != np.float32:
+        raise _Failure("invalid", f"{what}: expected a float32 array")
+    want = f"[{first if first is not None else 'C'}, {n}, {k}]"
+    if logits.ndim != 3 or logits.shape[1:] != (n, k) or (first is not None and logits.shape[0] != first):
+        raise _Failure("invalid", f"{what} has shape {list(logits.shape)}; expected {want} "
+                                  f"(n = {n} inputs, K = {k} classes)")
+    if logits.shape[0] < 1:
+        raise _Failure("invalid", f"{what} holds no samples")
+    nan, pos_inf = int(np.isnan(logits).sum()), int(np.isposinf(logits).sum())
+    if nan or pos_inf:  # either makes the predictive probabilities NaN (-inf, a probability of 0, is scored)
+        raise _Failure("invalid", f"{what} holds {nan} NaN and {pos_inf} +inf logits: logits must not be NaN or +inf "
+                                  f"(±1e300 is ±inf in float32)")
+    all_neg = int(np.isneginf(logits).all(axis=-1).sum())
+    if all_neg:
+        raise _Failure("invalid", f"{what} holds {all_neg} rows whose logits are all -inf: no class has a probability")
+    return logits
+
+
+def _coherence_gap(logits: np.ndarray, n: int, dup: np.ndarray) -> tuple[int, float]:
+    """(samples whose duplicated rows differ, worst relative gap) between rows ``dup`` and rows n.."""
+    a, b = logits[:, dup], logits[:, n:]
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(a - b) / np.maximum(1.0, np.abs(a))
+    gap = np.nan_to_num(gap, nan=0.0, posinf=np.inf).max(axis=(1, 2))  # [M]
+    return int((gap > COHERENCE_TOL).sum()), float(gap.max())
+
+
+class _WorkerAgent:
+    """The scorer's end of a submission's worker: fit and logits over the pipe protocol (answers untrusted)."""
+
+    def __init__(self, worker: _Worker):
+        self.worker = worker
+
+    def fit(self, prior: dict, seed: int, x: np.ndarray, y: np.ndarray) -> int | None:
+        reply = self.worker.call({"op": "fit", "prior": prior, "seed": seed}, x, y, what="fit")
+        c = reply.get("num_components")
+        return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
+
+    def logits(self, *, exact: bool, num_samples: int, seed: int, x: np.ndarray, num_classes: int,
+               components: int | None):
+        """(logits as received, whether log weights follow)."""
+        request = {"op": "logits", "mode": "components" if exact else "samples", "num_samples": num_samples,
+                   "seed": seed}
+        reply = self.worker.call(request, x, what="components" if exact else "sample_logits")
+        # 4x the expected size: a wrong shape gets its own message, a flood is refused here
+        rows_out = 4 * max(components or 0, num_samples, 1) * len(x) * num_classes * 4 + 2 ** 20
+        return self.worker.recv(max_bytes=rows_out), bool(reply.get("log_weights"))
+
+    def log_weights(self, count: int):
+        return self.worker.recv(max_bytes=8 * count + 4096)
+
+
+class _LocalAgent:
+    """A trusted baseline, called in this process with exactly what a worker would be sent and would send back."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.posterior = None
+        self._log_w = None
+
+    def fit(self, prior: dict, seed: int, x: np.ndarray, y: np.ndarray) -> int | None:
+        from jtk.agents.base import ProblemInfo, as_mixture
+
+        try:
+            self.posterior = self.agent.fit(np.asarray(x, np.float32), np.asarray(y, np.int32), seed=seed,
+                                            prior=ProblemInfo(**prior))
+            mixture = as_mixture(self.posterior)
+        except Exception as err:  # noqa: BLE001 - the baseline's failure is its row's status
+            raise _Failure("error", f"fit raised {type(err).__name__}: {err}") from None
+        return None if mixture is None else int(mixture.num_components)
+
+    def logits(self, *, exact: bool, num_samples: int, seed: int, x: np.ndarray, num_classes: int,
+               components: int | None):
+        from jtk.agents.base import as_mixture
+
+        x = np.asarray(x, np.float32)
+        self._log_w = None
+        try:
+            if exact:
+                mixture = as_mixture(self.posterior)
+                out = mixture.components(x)
+                lw = mixture.log_weights()
+                self._log_w = None if lw is None else np.asarray(lw, np.float32)
+            else:
+                out = self.posterior.sample_logits(x, num_samples, seed)
+            out = np.asarray(out)
+        except Exception as err:  # noqa: BLE001
+            call = "components" if exact else "sample_logits"
+            raise _Failure("error", f"{call} raised {type(err).__name__}: {err}") from None
+        if not np.issubdtype(out.dtype, np.number) or np.iscomplexobj(out):
+            raise _Failure("invalid", f"the posterior returned logits of dtype {out.dtype}; expected floats")
+        with np.errstate(over="ignore"):
+            return out.astype(np.float32), self._log_w is not None
+
+    def log_weights(self, count: int):
+        return self._log_w
+
+
+def _score_problems(agent, problems: Sequence, config: ChallengeConfig, draws: _Draws, name: str) -> pd.DataFrame:
+    """Scores one agent (a :class:`_WorkerAgent` or :class:`_LocalAgent`) on every problem: the testbed's rows.
+
+    Raises _Failure for the agent's faults: malformed answers, incoherent samples, NaN scores.
+    """
+    from jtk import testbed
+
+    groups: dict = {}
+    for p in problems:
+        groups.setdefault(p.training_problem, []).append(p)
+    rng = np.random.default_rng(secrets.randbits(64))  # where the duplicated rows go: unknown to the agent
+    rows: list[dict] = []
+    for group in groups.values():
+        head = group[0]
+        params, x, y = draws.training(head)
+        t_fit = time.monotonic()
+        c = agent.fit(dataclasses.asdict(head.prior()), draws.seed(head, 0), np.asarray(x, np.float32),
+                      np.asarray(y, np.int32))
+        train_s = (time.monotonic() - t_fit) / len(group)
+        exact = c is not None and config.likelihood == "auto"
+        for p in group:
+            t_eval = time.monotonic()
+            test = draws.test(p, params)
+            tx = np.asarray(test.x, np.float32)
+            n = tx.shape[0]
+            dup = rng.choice(n, size=min(COHERENCE_ROWS, n), replace=False)
+            order = rng.permutation(n + len(dup))  # row i of the request is row order[i] of [x; x[dup]]
+            raw, weighted = agent.logits(exact=exact, num_samples=p.num_samples, seed=draws.seed(p, p.tau),
+                                         x=np.concatenate([tx, tx[dup]])[order], num_classes=p.num_classes,
+                                         components=c)
+            logits = _check_logits(raw, n=n + len(dup), k=p.num_classes, first=c if exact else p.num_samples,
+                                   what="components(x)" if exact else "sample_logits(x, M, seed)")
+            logits = logits[:, np.argsort(order)]  # back to [x; x[dup]]
+            log_w = None
+            if weighted:
+                log_w = agent.log_weights(logits.shape[0])
+                if not isinstance(log_w, np.ndarray) or log_w.shape != (logits.shape[0],) or np.isnan(
+                        log_w).any() or np.isposinf(log_w).any() or np.isneginf(log_w).all():
+                    raise _Failure("invalid", f"log_weights() must be [{logits.shape[0]}] without NaN/+inf and not "
+                                              f"all -inf")
+            bad, worst = _coherence_gap(logits, n, dup)
+            if bad:
+                raise _Failure("incoherent", f"duplicated test inputs got different logits within {bad} of "
+                                             f"{logits.shape[0]} samples (max relative |Δ| {worst:.3g}): sample "
+                                             f"m must be one function evaluated at every input")
+            kl, probs = testbed.engine.score_numpy(logits[:, :n], test, p.tau, log_w)
+            if np.isnan(kl).any():
+                raise _Failure("invalid", f"{int(np.isnan(kl).sum())} test τ-samples scored NaN: the predictive "
+                                          f"probabilities are not defined")
+            kind = "exact" if exact else f"mc{p.num_samples}"
+            rows += testbed.engine.result_rows([p], [kl], [probs], [np.asarray(test.y)], kind, train_s,
+                                  time.monotonic() - t_eval, name)
+    return pd.DataFrame(rows, columns=testbed.RESULT_COLUMNS)
+
+
+def _finite_verdict(entry: Entry) -> Entry:
+    """The board's rule for +inf KL: an entry whose fraction of finite test τ-samples is below 1 is invalid.
+
+    The reference's clip (:func:`jtk.likelihood.summarize_kl`) would replace each +inf by the problem's largest
+    finite KL, which an agent with -inf logits can make ≤ 0: a perfect score. Any other finite stand-in is a
+    price a hard-max agent can weigh against its gain; invalid (not ranked, below every ranked entry) gains it
+    nothing, whatever it does when probed.
+    """
+    if entry.status != "ok" or entry.rows is None or not len(entry.rows):
+        return entry
+    frac = pd.to_numeric(entry.rows["frac_finite"], errors="coerce").fillna(0.0)
+    if (frac >= 1.0).all():
+        return entry
+    entry.status = "invalid"
+    entry.message = _public_message(
+        f"{1.0 - float(frac.mean()):.3%} of test τ-samples had KL = +inf on {int((frac < 1).sum())} of {len(frac)} "
+        f"problems: an observed label got probability 0 (-inf logits, or ±1e300 that float32 makes ±inf); the "
+        f"testbed's clip would hide it, so the entry is not ranked")
+    return entry
+
+
+def _score_in_worker(name: str, path: pathlib.Path, problems: Sequence, config: ChallengeConfig, *, mode: str,
+                     hidden: Sequence[str], draws: _Draws | None = None, sha256: str | None = None) -> Entry:
+    """Runs one submission in its worker on every problem; never raises for the submission's faults."""
+    draws = draws if draws is not None else _Draws(config.salt)
+    t0 = time.monotonic()
+    entry = Entry(name, "submission", "ok", sha256=sha256 or hashlib.sha256(path.read_bytes()).hexdigest())
+    worker = None
+    try:
+        worker = _Worker(path, mode=mode, memory_bytes=config.memory_limit_mb * 2 ** 20, hidden=hidden,
+                         deadline=t0 + config.time_limit_s)
+        worker.call({"op": "load"}, what="make_agent()")
+        first = problems[0]
+        check = worker.call({"op": "check", "prior": dataclasses.asdict(first.prior())}, what="check_agent")
+        probes = [[str(p[0]), bool(p[1]), str(p[2])] for p in check.get("probes", []) if len(p) == 3]
+        entry.probes = probes
+        for pname, ok, msg in probes:
+            if not ok and pname == "fit":
+                status = "memory" if "MemoryError" in msg or "RESOURCE_EXHAUSTED" in msg else "error"
+                raise _Failure(status, f"fit {msg}", msg)
+            if not ok and pname == "coherence":
+                raise _Failure("incoherent", f"check_agent: {msg}", msg)
+        entry.rows = _score_problems(_WorkerAgent(worker), problems, config, draws, name)
+        notes = [f"{pn}: {m}" for pn, ok, m in probes if not ok]
+        entry.message = "check_agent: " + "; ".join(notes) if notes else ""
+    except _Failure as f:
+        entry.status, entry.message, entry.detail = f.status, f.message, f.detail
+        if f.status == "timeout":
+            entry.message = f"exceeded the time limit of {config.time_limit_s:g} s (wall clock, all problems)"
+    except Exception as err:  # noqa: BLE001 - a scorer-side surprise must not stop the board
+        entry.status, entry.message = "error", f"scorer: {type(err).__name__}: {err}"
+    finally:
+        if worker is not None:
+            rc = worker.proc.poll()
+            worker.close()
+            tail = worker.stderr_tail()
+            entry.detail = (entry.detail + "\n--- worker stderr (tail) ---\n" + tail).strip()
+            if entry.status == "error" and entry.message == "the worker died":
+                memory = any(s in tail for s in ("MemoryError", "bad_alloc", "RESOURCE_EXHAUSTED", "Cannot allocate"))
+                entry.status = "memory" if memory else "error"
+                sig = f" (signal {-rc})" if rc is not None and rc < 0 else f" (exit {rc})" if rc is not None else ""
+                last = [line for line in tail.splitlines() if line.strip()]
+                entry.message = "the worker died" + sig + (f": {last[-1]}" if last else "")
+            shutil.rmtree(worker.logdir, ignore_errors=True)
+        entry.seconds = time.monotonic() - t0
+        if entry.status != "ok":
+            entry.rows = None
+        entry.message = _public_message(entry.message)
+    return _finite_verdict(entry)
+
+
+def _score_baseline(name: str, problems: Sequence, config: ChallengeConfig, draws: _Draws | None = None) -> Entry:
+    """A registered jtk agent: ``jtk.testbed.evaluate`` on public problems, the scoring loop on hidden ones."""
+    from jtk import testbed
+    from jtk.agents import base as agents_base
+
+    draws = draws if draws is not None else _Draws(config.salt)
+    t0 = time.monotonic()
+    try:
+        if draws.hidden:
+            rows = _score_problems(_LocalAgent(agents_base.make(name)), problems, config, draws, name)
+        else:
+            rows = testbed.evaluate(name, problems, name=name, progress=False, likelihood=config.likelihood)
+        entry = Entry(name, "baseline", "ok", rows=rows, seconds=time.monotonic() - t0)
+    except _Failure as f:
+        entry = Entry(name, "baseline", f.status, message=_public_message(f.message), detail=f.detail,
+                      seconds=time.monotonic() - t0)
+    except Exception as err:  # noqa: BLE001 - a failing baseline gets its row too
+        entry = Entry(name, "baseline", "error", message=_public_message(f"{type(err).__name__}: {err}"),
+                      seconds=time.monotonic() - t0)
+    return _finite_verdict(entry)
+
+
+# ------------------------------------------------------------------ the leaderboard
+
+
+def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame:
+    """One row per entry: status, mean d_KL^τ with seed standard errors, paired differences to ``reference``.
+
+    Standard errors are the testbed's (std of per-seed means / sqrt(#seeds)); ``diff_τ`` is the mean over
+    the same problems of (entry's d_KL^τ − reference's), with the same kind of standard error.
+    ``frac_finite`` is the fraction of the entry's test τ-samples whose KL was finite (the mean of its rows';
+    every problem of a board has the same N); below 1 the entry is ``invalid`` (``_finite_verdict``).
+    Ranked by d_KL^10 (else the largest τ) among entries with status ok; every other entry comes after them,
+    unranked. One entry's rows never stop the board: an entry that cannot be summarised gets status
+    ``error`` with the reason.
+    """
+    if isinstance(entries, (str, bytes)) or not all(isinstance(e, Entry) for e in entries):
+        raise TypeError(f"entries must be a list of Entry, got {type(entries).__name__}")
+    from jtk import testbed
+
+    ref_rows = next((e.rows for e in entries if e.name == reference and e.status == "ok"), None)
+    taus = sorted({int(t) for e in entries if e.rows is not None and "tau" in e.rows
+                   for t in pd.to_numeric(e.rows["tau"], errors="coerce").dropna().unique()}) or [1, 10]
+    out = []
+    for e in entries:
+        row: dict[str, Any] = {"name": e.name, "kind": e.kind, "status": e.status}
+        for tau in taus:
+            row.update({f"kl_{tau}": np.nan, f"kl_{tau}_se": np.nan, f"diff_{tau}": np.nan, f"diff_{tau}_se": np.nan})
+        row["frac_finite"] = np.nan
+        message = e.message
+        try:
+            if e.rows is not None and len(e.rows) and "frac_finite" in e.rows:
+                row["frac_finite"] = float(pd.to_numeric(e.rows["frac_finite"], errors="coerce").mean())
+            if e.status == "ok" and e.rows is not None and len(e.rows):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", testbed.InfiniteKLWarning)  # the board's own rule decides
+                    table = testbed.summarize(e.rows, allow_mixed=True)
+                scores = {}
+                for tau in taus:
+                    if f"kl_{tau}" in table:
+                        scores[f"kl_{tau}"] = float(table[f"kl_{tau}"].iloc[0])
+                        scores[f"kl_{tau}_se"] = float(table[f"kl_{tau}_se"].iloc[0])
+                if ref_rows is not None:
+                    for tau in taus:
+                        scores[f"diff_{tau}"], scores[f"diff_{tau}_se"] = testbed.paired_difference(e.rows, ref_rows,
+                                                                                                    tau)
+                row.update(scores)
+        except Exception as err:  # noqa: BLE001 - one entry's rows must not cost the class its board
+            row["status"] = "error"
+            message = _public_message(f"scorer: its rows could not be summarised: {type(err).__name__}: {err}")
+            for tau in taus:
+                row.update({f"kl_{tau}": np.nan, f"kl_{tau}_se": np.nan, f"diff_{tau}": np.nan,
+                            f"diff_{tau}_se": np.nan})
+        row["reference"] = reference
+        row["seconds"] = round(e.seconds, 1)
+        row["message"] = message
+        out.append(row)
+    df = pd.DataFrame(out)
+    rank_by = "kl_10" if 10 in taus else f"kl_{taus[-1]}"
+    ok = df["status"].eq("ok") & df[rank_by].notna()
+    df["rank"] = pd.Series(pd.NA, index=df.index, dtype="Int64")
+    df.loc[ok, "rank"] = df.loc[ok, rank_by].rank(method="min").astype(int)
+    df = df.assign(_o=df["rank"].fillna(10 ** 9)).sort_values(["_o", "kind", "name"]).drop(columns="_o")
+    cols = ["rank", "name", "kind", "status"] + [c for c in df.columns if c.startswith(("kl_", "diff_"))] + [
+        "frac_finite", "reference", "seconds", "message"]
+    return df[cols].reset_index(drop=True)
+
+
+def _figure_png(board: pd.DataFrame) -> bytes | None:
+    from matplotlib.figure import Figure
+
+    ok = board[board["status"] == "ok"]
+    if ok.empty or "kl_1" not in ok or "kl_10" not in ok:
+        return None
+    fig = Figure(figsize=(6.4, 4.8), dpi=100)
+    ax = fig.add_subplot()
+    for kind, color, marker in (("submission", "tab:blue", "o"), ("baseline", "tab:red", "s")):
+        sub = ok[ok["kind"] == kind]
+        if sub.empty:
+            continue
+        ax.errorbar(sub["kl_1"], sub["kl_10"], xerr=sub["kl_1_se"].fillna(0), yerr=sub["kl_10_se"].fillna(0),
+                    fmt=marker, color=color, label=kind + "s", capsize=3, ms=7 if kind == "baseline" else 5)
+        for _, r in sub.iterrows():
+            ax.annotate(str(r["name"]), (r["kl_1"], r["kl_10"]), textcoords="offset points", xytext=(4, 4),
+                        fontsize=8, color=color, fontweight="bold" if kind == "baseline" else "normal")
+    ax.set_xlabel(r"$d_{KL}^{1}$ (marginal)")
+    ax.set_ylabel(r"$d_{KL}^{10}$ (joint)")
+    ax.set_title("Class challenge: lower is better")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()
+
+
+def leaderboard_html(board: pd.DataFrame, title: str = "jtk class challenge") -> str:
+    """A self-contained page: the table and a d_KL^1 vs d_KL^10 figure (embedded PNG)."""
+    if not isinstance(board, pd.DataFrame):
+        raise TypeError(f"board must be a leaderboard DataFrame, got {type(board).__name__}")
+    png = _figure_png(board)
+    img = (f'<img alt="d_KL^1 vs d_KL^10" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+           if png else "<p>No submission was scored.</p>")
+    table = board.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}", escape=True,
+                          classes="board", border=0)
+    style = ("body{font-family:sans-serif;margin:2em}table.board{border-collapse:collapse;font-size:90%}"
+             "table.board td,table.board th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}"
+             "table.board td:last-child{text-align:left}")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>Mean d<sub>KL</sub><sup>τ</sup> on hidden problems (lower is better), standard errors over seeds; "
+            f"diff = paired difference to the reference baseline on the same problems. {stamp}.</p>"
+            f"{img}{table}</body></html>")
+
+
+# ------------------------------------------------------------------ the board
+@dataclasses.dataclass
+class Board:
+    """What :func:`score` / :func:`practice` produced."""
+
+    leaderboard: pd.DataFrame
+    entries: list[Entry]
+    out: pathlib.Path | None
+    sandbox: str
+    seconds: float
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name) or "_"
+
+
+def _hidden_paths(paths: Sequence[pathlib.Path], submissions: Sequence[pathlib.Path]) -> list[str]:
+    """What bwrap hides; a directory that holds Python or jtk is replaced by its submission files."""
+    from jtk.course import sandbox
+
+    runtime = [pathlib.Path(p) for p in sandbox.runtime_paths()]
+    hidden = []
+    for p in paths:
+        real = pathlib.Path(os.path.realpath(p))
+        if real.is_dir() and any(r == real or real in r.parents for r in runtime):
+            hidden += [os.path.realpath(s) for s in submissions if real in pathlib.Path(os.path.realpath(s)).parents]
+            hidden += [str(c) for c in real.glob("*.toml")]
+        else:
+            hidden.append(str(real))
+    return hidden
+
+
+def _check_out(out, force: bool) -> pathlib.Path:
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a directory, got the file {str(out)!r}")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ValueError(f"--out {str(out)!r} is not empty; pass --force (force=True) to write the board into it")
+    if not out.resolve().parent.is_dir():
+        raise ValueError(f"--out must be in an existing directory, got {str(out)!r}")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Submission:
+    """A submission file read once, safely: the bytes every worker gets are these, at ``path`` (a private copy)."""
+
+    name: str
+    source: pathlib.Path  # the file in the submissions folder (named on the board and in messages)
+    path: pathlib.Path  # the private copy the worker is started from
+    sha256: str
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def _read_submission(path: pathlib.Path) -> bytes:
+    """A regular file's bytes, at most :data:`SUBMISSION_MAX_BYTES`; ValueError (the reason) for anything else.
+
+    ``os.lstat`` first (a symbolic link, FIFO, directory or device is never opened), then ``open`` with
+    ``O_NOFOLLOW | O_NONBLOCK`` and an ``fstat`` check of the descriptor actually read (a file swapped for a
+    link or a FIFO in between is refused too, and a FIFO never blocks).
+    """
+    try:
+        kind = _file_kind(os.lstat(path).st_mode)
+    except OSError as err:
+        raise ValueError(f"cannot be read ({type(err).__name__}: {err.strerror})") from None
+    if kind != "regular file":
+        raise ValueError(f"a {kind}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise ValueError(f"cannot be opened as a regular file ({type(err).__name__}: {err.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"a {_file_kind(st.st_mode)}, not a regular file")
+        if st.st_size > SUBMISSION_MAX_BYTES:
+            raise ValueError(f"{st.st_size} bytes, larger than the limit of {SUBMISSION_MAX_BYTES} bytes")
+        chunks, size = [], 0
+        while size <= SUBMISSION_MAX_BYTES:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > SUBMISSION_MAX_BYTES:
+            raise ValueError(f"larger than the limit of {SUBMISSION_MAX_BYTES} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _submission_files(directory) -> list[pathlib.Path]:
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"submissions must be a directory of .py files, got {str(directory)!r}")
+    files = sorted(directory.glob("*.py"))
+    if not files:
+        raise ValueError(f"submissions directory {str(directory)!r} holds no .py files")
+    return files
+
+
+def _named(files: Sequence[pathlib.Path], taken: Sequence[str]) -> list[tuple[str, pathlib.Path]]:
+    out, used = [], set(taken)
+    for f in files:
+        name = f.stem if f.stem not in used else f.name
+        used.add(name)
+        out.append((name, f))
+    return out
+
+
+def _take_submissions(named: Sequence[tuple[str, pathlib.Path]], private: str, log: Callable[[str], None]
+                      ) -> tuple[list[_Submission], list[Entry]]:
+    """Reads every named file into ``private``; a file that is not a regular file gets an ``invalid`` entry."""
+    taken, skipped = [], []
+    for i, (name, path) in enumerate(named):
+        try:
+            data = _read_submission(path)
+        except ValueError as err:
+            message = f"skipped {path.name}: {err}"
+            log(f"{name}: {message}")
+            skipped.append(Entry(name, "submission", "invalid", message=_public_message(message), detail=message))
+            continue
+        copy = pathlib.Path(private) / f"{i:04d}.py"
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        taken.append(_Submission(name, path, copy, hashlib.sha256(data).hexdigest()))
+    return taken, skipped
+
+
+def _run(subs: Sequence[_Submission], problems: Sequence, config: ChallengeConfig, *, workers: int,
+         hidden: Sequence[str], log: Callable[[str], None]) -> tuple[list[Entry], str]:
+    mode = resolve_sandbox(config.sandbox)
+    if mode == "none":
+        log("warning: no bubblewrap sandbox: submissions run as this user and could read the challenge file "
+            "(use only for trusted or practice runs)")
+    draws = _Draws(config.salt)
+    entries = []
+    for b in config.baselines:
+        log(f"baseline {b} …")
+        entries.append(_score_baseline(b, problems, config, draws))
+        log(f"baseline {b}: {entries[-1].status} ({entries[-1].seconds:.0f} s)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_score_in_worker, s.name, s.path, problems, config, mode=mode, hidden=hidden,
+                               draws=draws, sha256=s.sha256) for s in subs]
+        for fut in futures:
+            e = fut.result()
+            log(f"{e.name}: {e.status} ({e.seconds:.0f} s){' — ' + e.message if e.message else ''}")
+            entries.append(e)
+    return entries, mode
+
+
+def _write_board(out: pathlib.Path, entries: Sequence[Entry], board: pd.DataFrame, config: ChallengeConfig,
+                 problems: Sequence, started: str, force: bool, title: str) -> None:
+    from jtk import results
+
+    (out / "rows").mkdir(parents=True, exist_ok=True)
+    (out / "submissions").mkdir(exist_ok=True)
+    draw = "hidden" if config.salt is not None else "public"
+    challenge_info = {"draw": draw, "derivation": DERIVATION if draw == "hidden" else "jtk.testbed"}
+    rows_record = {}
+    for e in entries:
+        fname = _safe(e.name)
+        if e.rows is not None and len(e.rows):
+            agent = e.name if e.kind == "baseline" else {"name": e.name, "registered": False, "class": None,
+                                                         "repr": f"submission sha256 {e.sha256}"}
+            manifest = results.save_results(
+                e.rows, out / "rows" / f"{fname}.csv", agent=agent, config=config.public(), problems=problems,
+                estimator=config.likelihood, started=started, force=True,
+                extra={"challenge": {**challenge_info, "entry": e.name, "kind": e.kind, "sha256": e.sha256}})
+            rows_record[e.name] = {"file": f"rows/{fname}.csv", "sha256": manifest["sha256"]}
+        record = {"name": e.name, "kind": e.kind, "status": e.status, "message": e.message, "detail": e.detail,
+                  "check_agent": e.probes, "seconds": e.seconds, "sha256": e.sha256}
+        (out / "submissions" / f"{fname}.json").write_text(json.dumps(record, indent=1, default=str))
+    public = {**config.public(), "board": "leaderboard"}
+    board_info = {**challenge_info, "reference": config.reference_baseline, "rows": rows_record,
+                  "submissions": {e.name: e.sha256 for e in entries if e.kind == "submission" and e.sha256},
+                  "salt_id": _salt_id(config.salt) if config.salt is not None else None}
+    results.save_results(board, out / "leaderboard.csv", config=public, started=started, force=True,
+                         agent_column="name", extra={"challenge": board_info})
+    (out / "leaderboard.html").write_text(leaderboard_html(board, title))
+
+
+def _log(progress: bool) -> Callable[[str], None]:
+    return (lambda s: print(f"jtk challenge: {s}", file=sys.stderr, flush=True)) if progress else (lambda s: None)
+
+
+def score(submissions, config, out, *, workers: int = 1, force: bool = False, progress: bool = True) -> Board:
+    """Scores every ``*.py`` in ``submissions`` and the baselines on the hidden problems; writes the board.
+
+    Args:
+      submissions: a directory of student files, each defining ``make_agent()``. Only regular files are
+        read (a symbolic link, FIFO, directory or device named ``*.py`` gets an ``invalid`` row saying so).
+      config: a challenge TOML path (with its salt) or a :class:`ChallengeConfig`.
+      out: the board directory (created; must be empty unless ``force``).
+      workers: submissions scored at once (one worker process each).
+      force: write into a non-empty ``out``.
+      progress: print one line per finished entry to stderr.
+
+    Returns:
+      A :class:`Board`; files: ``out/leaderboard.csv`` (+ manifest, which records every rows file's SHA-256),
+      ``out/leaderboard.html``, ``out/rows/NAME.csv`` (+ manifest; one row per problem, ``seed`` = the hidden
+      index), ``out/submissions/NAME.json`` (status, full error text, check_agent lines). Every entry gets its
+      row whatever the others do.
+
+    Raises:
+      ValueError or TypeError: a bad configuration, a missing salt, no submissions, a non-empty ``out``
+        without ``force``, ``workers`` < 1 — all before any scoring.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    t0 = time.monotonic()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    config_path = None
+    if not isinstance(config, ChallengeConfig):
+        config_path = pathlib.Path(config)
+        config = load_config(config_path)
+    if config.salt is None:
+        raise ValueError("config has no salt: scoring on hidden problems needs the instructor's challenge file")
+    _int("workers", workers, 1)
+    out = _check_out(out, force)
+    files = _submission_files(submissions)
+    problems = config.hidden_problems()
+    named = _named(files, config.baselines)
+    out.mkdir(exist_ok=True)
+    log = _log(progress)
+    private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
+    try:
+        subs, skipped = _take_submissions(named, private, log)
+        hidden = _hidden_paths([p for p in (config_path, pathlib.Path(submissions), out, pathlib.Path(private))
+                                if p is not None], [s.source for s in subs])
+        entries, mode = _run(subs, problems, config, workers=workers, hidden=hidden, log=log)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    entries += skipped
+    board = leaderboard(entries, config.reference_baseline)
+    _write_board(out, entries, board, config, problems, started, force, "jtk class challenge")
+    return Board(board, entries, out, mode, time.monotonic() - t0)
+
+
+def practice(submission, config=None, *, out=None, baselines: bool = True, force: bool = False,
+             progress: bool = True) -> Board:
+    """Scores one submission on the public practice seeds, through the same worker as :func:`score`.
+
+    Args:
+      submission: the student's ``.py`` file defining ``make_agent()``.
+      config: a practice (or challenge) TOML path, a :class:`ChallengeConfig`, or None for the
+        default (quick grid, one practice seed, mlp baseline). The salt is never needed nor read.
+      out: optional board directory (as :func:`score`).
+      baselines: also score the configuration's baselines.
+      force: write into a non-empty ``out``.
+      progress: print progress lines to stderr.
+
+    Returns:
+      A :class:`Board` whose rows use the seeds 0 .. practice_seeds - 1.
+    """
+    t0 = time.monotonic()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    config_path = None
+    if config is None:
+        config = ChallengeConfig(grid="quick", practice_seeds=1, baselines=("mlp",))
+    elif not isinstance(config, ChallengeConfig):
+        config_path = pathlib.Path(config)
+        config = load_config(config_path, need_salt=False)
+    config = dataclasses.replace(config, salt=None, baselines=config.baselines if baselines else (),
+                                 reference=config.reference if baselines else None)
+    submission = pathlib.Path(submission)
+    if not submission.is_file() or submission.suffix != ".py":
+        raise ValueError(f"submission must be an existing .py file, got {str(submission)!r}")
+    if out is not None:
+        out = _check_out(out, force)
+    problems = config.practice_problems()
+    (name, _), = _named([submission], config.baselines)
+    if out is not None:
+        out.mkdir(exist_ok=True)
+    log = _log(progress)
+    private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
+    try:
+        # the file the student named (a link they made is followed once, here), read as a regular file
+        subs, skipped = _take_submissions([(name, pathlib.Path(os.path.realpath(submission)))], private, log)
+        if skipped:
+            raise ValueError(f"submission {str(submission)!r}: {skipped[0].detail}")
+        hidden = _hidden_paths([p for p in (config_path, out, pathlib.Path(private)) if p is not None],
+                               [submission])
+        entries, mode = _run(subs, problems, config, workers=1, hidden=hidden, log=log)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    board = leaderboard(entries, config.reference_baseline)
+    if out is not None:
+        _write_board(out, entries, board, config, problems, started, force, "jtk challenge practice")
+    return Board(board, entries, out, mode, time.monotonic() - t0)
+
+
+# ------------------------------------------------------------------ verification
+BOARD_RTOL, BOARD_ATOL = 1e-12, 1e-15  # board vs the board derived again from its rows (CSV floats round-trip)
+_BOARD_TEXT = ("status",)
+
+
+def _board_path(board) -> pathlib.Path:
+    path = pathlib.Path(board)
+    return path / "leaderboard.csv" if path.is_dir() else path
+
+
+def is_board(board) -> bool:
+    """Whether ``board`` (a folder, or its ``leaderboard.csv``) is a challenge board: its manifest says so."""
+    if not isinstance(board, (str, os.PathLike)):
+        return False
+    from jtk import results
+
+    try:
+        manifest = results.read_manifest(_board_path(board))
+    except (ValueError, OSError):
+        return False
+    return isinstance(manifest.get("challenge"), dict) and manifest.get("config", {}).get("board") == "leaderboard"
+
+
+def _problem_key(r) -> tuple:
+    return (int(r["seed"]), int(r["num_train"]), float(r["temperature"]), int(r["tau"]), int(r["input_dim"]))
+
+
+def _same(a, b, rtol: float, atol: float) -> bool:
+    a, b = pd.to_numeric(pd.Series([a, b]), errors="coerce")
+    if pd.isna(a) or pd.isna(b):
+        return bool(pd.isna(a) and pd.isna(b))
+    return bool(np.isclose(a, b, rtol=rtol, atol=atol))
+
+
+def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed: int = 0,
+                 names: Sequence[str] | None = None, progress: bool = False) -> pd.DataFrame:
+    """Checks a challenge board: hashes, the board against its rows, and (with the salt) recomputed rows.
+
+    Without ``config`` (anyone holding the published folder: ``leaderboard.csv``, ``rows/`` and their
+    manifests): every file's SHA-256 against its manifest and against the board manifest's record of the rows
+    files; then the board is derived again from the rows (:func:`leaderboard`, with the +inf rule of
+    ``_finite_verdict``) and compared row by row — status, every ``kl_*`` / ``diff_*`` / ``frac_finite``
+    and the rank — so the board follows from the rows and the ranks from the scores.
+
+    With ``config`` (the instructor's challenge file with its salt, or the practice file for a practice
+    board) and ``submissions``: a random sample of rows is scored again the same way (submissions in their
+    sandboxed worker, from files whose SHA-256 must be the board's; baselines as on the board) and each
+    ``kl`` compared within ``jtk verify``'s tolerance (:data:`jtk.results.VERIFY_RTOL` on the machine key the
+    rows were computed on, else the cross-machine one).
+
+    Args:
+      board: the board folder or its ``leaderboard.csv``.
+      config: None, a challenge TOML path or a :class:`ChallengeConfig`.
+      submissions: the folder of submission files (needed when a sampled row is a submission's).
+      sample: rows to recompute (all if at least their number).
+      seed: picks the sample.
+      names: recompute only these entries' rows (default: every entry with rows).
+      progress: print progress lines to stderr.
+
+    Returns:
+      One row per check: ``check`` (sha256, rows, board row, config, salt, recompute, ...), ``item``,
+      ``recorded``, ``recomputed``, ``ok`` and a ``note``; ``attrs["tolerance"]`` says what was compared how.
+
+    Raises:
+      ValueError: not a challenge board, a bad ``sample`` / ``seed``, a configuration that cannot be read.
+      jtk.results.ManifestMismatch: the board has no readable manifest.
+    """
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+        raise ValueError(f"sample must be an int >= 1, got {sample!r}")
+    from jtk import results
+
+    path = _board_path(board)
+    if not path.is_file():
+        raise ValueError(f"board must be a challenge board folder or its leaderboard.csv, got {str(board)!r}")
+    _int("sample", sample, 1)
+    _int("seed", seed, 0)
+    manifest = results.read_manifest(path)
+    info = manifest.get("challenge")
+    if not isinstance(info, dict):
+        raise ValueError(f"board: {str(path)!r} is not a jtk challenge board (its manifest records no challenge); "
+                         "for testbed results use jtk verify ROWS.csv")
+    root = path.parent
+    log = _log(progress)
+    checks: list[dict] = []
+
+    def add(check: str, item: str, ok: bool, recorded: Any = "", recomputed: Any = "", note: str = "") -> None:
+        checks.append({"check": check, "item": item, "recorded": recorded, "recomputed": recomputed, "ok": bool(ok),
+                       "note": note})
+
+    data = path.read_bytes()
+    digest = results.sha256_bytes(data)
+    add("sha256", path.name, digest == manifest["sha256"], manifest["sha256"], digest,
+        "" if digest == manifest["sha256"] else "the board was edited after it was written, or its hash was")
+    table = pd.read_csv(io.BytesIO(data))
+    add("rows", path.name, len(table) == int(manifest["rows"]), int(manifest["rows"]), len(table))
+    record = info.get("rows") or {}
+    entries, rows_by_name, manifests = [], {}, {}
+    for _, r in table.iterrows():
+        name, status = str(r["name"]), str(r["status"])
+        rows = None
+        rec = record.get(name)
+        if rec is not None:
+            rpath = root / str(rec["file"])
+            try:
+                rdata = rpath.read_bytes()
+                rman = results.read_manifest(rpath)
+            except (OSError, ValueError) as err:
+                add("sha256", str(rec["file"]), False, rec.get("sha256"), "", f"{type(err).__name__}: {err}")
+            else:
+                got = results.sha256_bytes(rdata)
+                ok = got == rec["sha256"] == rman["sha256"]
+                add("sha256", str(rec["file"]), ok, rec["sha256"], got,
+                    "" if ok else "the rows file differs from the board manifest's record or from its own manifest")
+                rows = pd.read_csv(io.BytesIO(rdata))
+                rows_by_name[name], manifests[name] = rows, rman
+        elif status == "ok":
+            add("rows", name, False, "ok", "", "ranked on the board, but the board's manifest records no rows for it")
+        seconds = pd.to_numeric(pd.Series([r.get("seconds")]), errors="coerce").iloc[0]
+        entries.append(Entry(name, str(r["kind"]), "ok" if rows is not None else status,
+                             rows=rows, seconds=0.0 if pd.isna(seconds) else float(seconds)))
+    for e in entries:
+        _finite_verdict(e)
+    derived = leaderboard(entries, info.get("reference")).set_index("name")
+    columns = ["status", "rank"] + [c for c in table.columns if c.startswith(("kl_", "diff_")) or c == "frac_finite"]
+    for _, r in table.iterrows():
+        name = str(r["name"])
+        if name not in derived.index:
+            add("board row", name, False, note="not derivable from the rows")
+            continue
+        d = derived.loc[name]
+        differ = [c for c in columns if c in d.index and not (
+            str(r[c]) == str(d[c]) if c in _BOARD_TEXT else _same(r[c], d[c], BOARD_RTOL, BOARD_ATOL))]
+        first = differ[0] if differ else None
+        add("board row", name, not differ, f"{first}={r[first]}" if first else "",
+            f"{first}={d[first]}" if first else "", f"differs from its rows in {differ}" if differ else "")
+    tolerance = f"board vs rows: rtol {BOARD_RTOL:g}"
+    if config is not None:
+        tolerance += _recompute(config, info, manifest, rows_by_name, manifests, entries, submissions, root, sample,
+                                seed, names, add, log)
+    out = pd.DataFrame(checks, columns=["check", "item", "recorded", "recomputed", "ok", "note"])
+    out.attrs["tolerance"] = tolerance
+    return out
+
+
+def _recompute(config, info: dict, manifest: dict, rows_by_name: dict, manifests: dict, entries: Sequence[Entry],
+               submissions, root: pathlib.Path, sample: int, seed: int, names, add, log) -> str:
+    """Scores a sample of a board's rows again (see :func:`verify_board`); returns the tolerance's text."""
+    from jtk import _info, results
+
+    hidden_draw = info.get("draw") == "hidden"
+    config_path = None
+    if not isinstance(config, ChallengeConfig):
+        config_path = pathlib.Path(config)
+        config = load_config(config_path, need_salt=hidden_draw)
+    recorded = {k: v for k, v in (manifest.get("config") or {}).items() if k != "board"}
+    public = results.jsonable(config.public())
+    ok = public == recorded
+    add("config", "challenge file", ok, note="" if ok else f"the challenge file differs from the board's: "
+        f"{sorted(k for k in set(public) | set(recorded) if public.get(k) != recorded.get(k))}")
+    if hidden_draw:
+        ok = ok and _salt_id(config.salt) == info.get("salt_id")
+        add("salt", "challenge file", _salt_id(config.salt) == info.get("salt_id"), info.get("salt_id"),
+            _salt_id(config.salt), "" if _salt_id(config.salt) == info.get("salt_id") else "another salt")
+        problems = config.hidden_problems()
+    else:
+        config = dataclasses.replace(config, salt=None)
+        problems = config.practice_problems()
+    if not ok:
+        return "; nothing recomputed (the challenge file is not the board's)"
+    draws = _Draws(config.salt)
+    by_key = {_problem_key(dataclasses.asdict(p)): p for p in problems}
+    kinds = {e.name: e.kind for e in entries}
+    wanted = [n for n in rows_by_name if names is None or n in set(names)]
+    candidates = [(n, i) for n in wanted for i in range(len(rows_by_name[n]))]
+    if not candidates:
+        add("recompute", "rows", False, note=f"no rows to recompute (names {list(names) if names else None})")
+        return ""
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(candidates), size=min(sample, len(candidates)), replace=False))
+    chosen: dict[str, list[int]] = {}
+    for j in picked:
+        n, i = candidates[j]
+        chosen.setdefault(n, []).append(i)
+    files = {}
+    if any(kinds.get(n) == "submission" for n in chosen):
+        if submissions is None:
+            raise ValueError("submissions: recomputing submission rows needs the folder of submission files "
+                             "(--submissions DIR)")
+        files = dict(_named(_submission_files(submissions), config.baselines))
+    mode = resolve_sandbox(config.sandbox)
+    here = _info.numerics()["numerics_key"]
+    same_machine = True
+    private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
+    try:
+        for name, idxs in chosen.items():
+            rows = rows_by_name[name].iloc[idxs]
+            subset = [by_key.get(_problem_key(r)) for _, r in rows.iterrows()]
+            if any(p is None for p in subset):
+                add("recompute", name, False, note="rows name problems the challenge file does not have")
+                continue
+            key = ((manifests[name].get("provenance") or {}).get("numerics") or {}).get("numerics_key")
+            same = key is not None and key == here
+            same_machine = same_machine and same
+            rtol, atol = ((results.VERIFY_RTOL, results.VERIFY_ATOL) if same
+                          else (results.CROSS_MACHINE_RTOL, results.CROSS_MACHINE_ATOL))
+            log(f"verify: recomputing {len(subset)} rows of {name} …")
+            if kinds.get(name) == "baseline":
+                new = _score_baseline(name, subset, config, draws)
+            else:
+                source = files.get(name)
+                if source is None:
+                    add("recompute", name, False, note=f"no submission file for {name!r} in {str(submissions)!r}")
+                    continue
+                subs, skipped = _take_submissions([(name, source)], private, log)
+                want = (info.get("submissions") or {}).get(name)
+                if skipped or subs[0].sha256 != want:
+                    add("sha256", f"submission {source.name}", False, want, subs[0].sha256 if subs else "",
+                        skipped[0].message if skipped else "the file differs from the one scored")
+                    continue
+                hidden = _hidden_paths([p for p in (config_path, pathlib.Path(submissions), root,
+                                                    pathlib.Path(private)) if p is not None], [source])
+                new = _score_in_worker(name, subs[0].path, subset, config, mode=mode, hidden=hidden, draws=draws,
+                                       sha256=subs[0].sha256)
+            got = {} if new.rows is None else {_problem_key(r): r for _, r in new.rows.iterrows()}
+            for _, r in rows.iterrows():
+                item = (f"{name} seed={int(r['seed'])} num_train={int(r['num_train'])} "
+                        f"temperature={float(r['temperature']):g} tau={int(r['tau'])}")
+                n = got.get(_problem_key(r))
+                if n is None:
+                    add("recompute", item, False, float(r["kl"]), "", f"scored again: {new.status} {new.message}")
+                    continue
+                ok = (_same(r["kl"], n["kl"], rtol, atol) and str(r["likelihood"]) == str(n["likelihood"])
+                      and _same(r["frac_finite"], n["frac_finite"], 0.0, 0.0))
+                add("recompute", item, ok, float(r["kl"]), float(n["kl"]), "" if ok else "kl differs from the row")
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    tol = (f"rtol {results.VERIFY_RTOL:g}, atol {results.VERIFY_ATOL:g}" if same_machine else
+           f"rtol {results.CROSS_MACHINE_RTOL:g}, atol {results.CROSS_MACHINE_ATOL:g} (rows from another machine key)")
+    return f"; recomputed rows: {tol}"
+
+
+def format_board(board: pd.DataFrame) -> str:
+    """The leaderboard as plain text (the CLI prints it)."""
+    if not isinstance(board, pd.DataFrame):
+        raise TypeError(f"board must be a leaderboard DataFrame, got {type(board).__name__}")
+    cols = [c for c in board.columns if c not in ("reference",)]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80, "display.max_columns", 30):
+        return board[cols].to_string(index=False, na_rep="", float_format=lambda v: f"{v:.4f}")
