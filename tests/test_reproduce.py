@@ -57,8 +57,10 @@ def test_the_list_names_the_three_papers_and_each_quick_time_or_says_not_recorde
         assert f"  {s.name}: " in out
     assert out.count("      quick    ") == len(reproduce.STUDIES)
     # read from the stored records, never typed in
-    stages = pd.read_csv(RESULTS / "ppc_quick_stages.csv").set_index("stage")["seconds"]
+    stages = pd.read_csv(RESULTS / f"ppc_{reproduce.PPC_QUICK_TAG}_stages.csv").set_index("stage")["seconds"]
     assert reproduce.quick_time(reproduce.get("ppc-fig3")).seconds == pytest.approx(stages["total (this run)"])
+    fig5 = reproduce.quick_time(reproduce.get("ppc-fig5")).source
+    assert "stage 'Figs. 5-6 (XLL, " in fig5, fig5  # the stage is found by its prefix, whatever its settings count
     meta = pd.read_csv(RESULTS / "ppc_real_quick_meta.csv")
     assert reproduce.quick_time(reproduce.get("ppc-table1")).seconds == pytest.approx(meta["wall"].iloc[0])
     assert "not recorded" in out
@@ -79,7 +81,7 @@ def test_the_command_errors_are_clear(capsys):
 def test_dry_run_prints_the_commands_and_runs_nothing(tmp_path, capsys):
     assert cli.main(["reproduce", "ppc-fig4", "--dry-run", "--out-dir", str(tmp_path), "--", "--splits", "3"]) == 0
     out = capsys.readouterr().out
-    assert f"python -m jtk.ppc.synthetic_study --preset quick --out-dir {tmp_path} --splits 3" in out
+    assert f"python -m jtk.ppc.synthetic_study --preset quick --tag quick_all --out-dir {tmp_path} --splits 3" in out
     assert not list(tmp_path.glob("*.csv"))
 
 
