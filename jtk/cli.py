@@ -781,14 +781,15 @@ def _labs(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"argv must be a list of str (e.g. ['testbed', '--agent', 'mlp']) or None, got {argv!r}")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = []
-    if argv[:1] == ["reproduce"] and "--" in argv:  # jtk reproduce NAME [...] -- STUDY ARGS: the study's, untouched
-        extra, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
     try:
-        args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
+        from jtk import _checks  # imports JAX, as build_parser does: Ctrl-C here is a plain, clean exit
+
+        argv = _checks.argv(argv, "['testbed', '--agent', 'mlp']")
+        argv = list(sys.argv[1:] if argv is None else argv)
+        extra = []
+        if argv[:1] == ["reproduce"] and "--" in argv:  # jtk reproduce NAME [...] -- STUDY ARGS: the study's, untouched
+            extra, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
+        args = build_parser().parse_args(argv)
         if extra:
             args.extra = extra
     except KeyboardInterrupt:
