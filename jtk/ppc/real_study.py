@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from jtk import _checks
 from jtk.ppc import synthetic_study as ppc_study
 from jtk._docs import md_table, write_section
 
@@ -58,6 +59,10 @@ from jtk._numerics import numpy_rng
 from jtk.regression.gp import GPRegression, rbf_kernel
 
 from jtk._paths import DOCS, RESULTS, ROOT
+
+__all__ = ["main", "derive_settings", "table", "xllr_shown", "disagreements",  # see the package docstring
+           "DATASETS", "SETTING_RULE", "PAPER_CLAIMS"]
+
 PAGE = DOCS / "ppc.md"
 
 
@@ -146,6 +151,19 @@ SETTING_RULE = ("per family, the setting of the synthetic study (jtk.ppc.synthet
                 "ties go to the first label in sorted order")
 
 
+def _names(name: str, value) -> list[str]:
+    """A non-empty sequence of str (family or model names)."""
+    out = _checks.nonempty(name, value, "name")
+    for i, v in enumerate(out):
+        _checks.instance(f"{name}[{i}]", v, str)
+    return out
+
+
+TAL_COLUMNS = ("dataset", "seed", "round", "selector", "test_ll")  # what table / disagreements read of the TAL rows
+XLL_COLUMNS = ("dataset", "seed", "model", "xllr")  # ... of the XLL rows
+TABLE_COLUMNS = ("dataset", "model", "xllr", "tal_gain", "tal_gain_se")  # ... of table()'s rows
+
+
 def derive_settings(runs: pd.DataFrame, families=FAMILIES) -> pd.DataFrame:
     """Applies :data:`SETTING_RULE` to the synthetic study's per-split rows (its ``ppc_<preset>_runs.csv``).
 
@@ -153,9 +171,8 @@ def derive_settings(runs: pd.DataFrame, families=FAMILIES) -> pd.DataFrame:
     the splits, its rank among the family's settings (1) and their number, and the margin over the runner-up,
     paired by split (mean ± s.e. of the per-split differences), which says whether the choice is above noise.
     """
-    missing = [c for c in (*SETTING_COLUMNS, "split", "batchmig_ll") if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs must have the synthetic study's columns; missing {missing}")
+    _checks.frame("runs", runs, (*SETTING_COLUMNS, "split", "batchmig_ll"))  # the synthetic study's columns
+    families = _names("families", families)
     out = []
     for fam in families:
         rows = runs[runs["family"] == fam]
@@ -308,6 +325,8 @@ def xllr_by_seed(xll: pd.DataFrame) -> pd.DataFrame:
 
 def table(tal: pd.DataFrame, xll: pd.DataFrame) -> pd.DataFrame:
     """Data set × model: XLLR and TAL gain over random, each mean ± standard error over seeds."""
+    _checks.frame("tal", tal, TAL_COLUMNS)
+    _checks.frame("xll", xll, XLL_COLUMNS)
     gain = gains_by_seed(tal)
     rows = []
     per_seed_rank = xll.groupby(["dataset", "model", "seed"])["xllr"].mean()  # over references
@@ -326,6 +345,8 @@ def xllr_shown(tab: pd.DataFrame, z: float = NOISE_Z) -> dict[str, bool]:
     """Per data set: is its XLLR given in Table 1? Yes where at least one selection family's TAL gain is more than
     ``z`` standard errors above 0, i.e. where the downstream task that XLLR stands in for separates a family from
     random queries (the Oracle choosing for itself does not count)."""
+    _checks.frame("tab", tab, TABLE_COLUMNS)
+    z = _checks.positive("z", z)
     fam = tab[tab["model"].isin(FAMILIES)]
     return {ds: bool((g["tal_gain"] > z * g["tal_gain_se"]).any()) for ds, g in fam.groupby("dataset")}
 
@@ -370,6 +391,10 @@ def disagreements(tab: pd.DataFrame, tal: pd.DataFrame, xll: pd.DataFrame, z: fl
     """Every check of :data:`PAPER_CLAIMS` on every data set it applies to → one row each: claim, dataset, what we
     found, value ± se (the statistic whose sign decides), verdict ("agrees"/"DISAGREES", within or beyond ``z``
     s.e.), and whether the data set's XLLR is in Table 1 (:func:`xllr_shown`)."""
+    _checks.frame("tab", tab, TABLE_COLUMNS)
+    _checks.frame("tal", tal, TAL_COLUMNS)
+    _checks.frame("xll", xll, XLL_COLUMNS)
+    z = _checks.positive("z", z)
     gains, ranks = gains_by_seed(tal), xllr_by_seed(xll)
     shown = xllr_shown(tab, z)
     rows = []
@@ -532,6 +557,7 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
 
 # ------------------------------------------------------------------ main
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DEFAULT_DATASETS),

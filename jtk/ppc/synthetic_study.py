@@ -57,6 +57,7 @@ import pandas as pd
 import scipy.stats
 from tqdm.auto import tqdm
 
+from jtk import _checks
 from jtk._docs import md_table, write_section
 from jtk import ppc, train as train_lib
 from jtk.ppc import active
@@ -66,6 +67,9 @@ from jtk.regression import bnn, deep
 from jtk.regression.gp import GPRegression, MonteCarloGP
 
 from jtk._paths import DOCS, RESULTS
+
+__all__ = ["main", "preset_for", "make_splits"]  # see the package docstring
+
 PAGE = DOCS / "ppc.md"
 PAPER_R = 0.762  # Wang et al. (2021), Fig. 4 (right)
 
@@ -101,10 +105,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def preset_for(name: str, protocol: str = "text") -> dict[str, Any]:
     """The preset ``name`` under ``protocol``: its grid plus the protocol's data, sizes (and the paper's epochs)."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    _checks.one_of("name", name, tuple(PRESETS))  # "name must be one of ['paper', 'quick', 'smoke'], got ..."
+    _checks.one_of("protocol", protocol, tuple(PROTOCOLS))
     pro = PROTOCOLS[protocol]
     out = dict(PRESETS[name])
     if out["epochs"] == "protocol":
@@ -145,6 +147,12 @@ def make_splits(dim: int, num_splits: int, data: str, seed: int = 121, num_pool:
     ``independent`` draws inputs and function afresh for each (the paper's text); ``shared`` re-partitions one draw
     (the reference code).
     """
+    dim = _checks.integer("dim", dim, minimum=1)
+    num_splits = _checks.integer("num_splits", num_splits, minimum=1)
+    _checks.one_of("data", data, ("shared", "independent"))
+    seed = _checks.seed_int("seed", seed)
+    num_pool = _checks.integer("num_pool", num_pool, minimum=1)
+    num_test = _checks.integer("num_test", num_test, minimum=1)
     oracle = ReLUKernelGP(dim)
     sizes = dict(num_pool=num_pool, num_test=num_test)
     if data == "independent":
@@ -1255,6 +1263,7 @@ def write_speed(out: pd.DataFrame) -> None:
 
 # ------------------------------------------------------------------ main
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--protocol", choices=sorted(PROTOCOLS), default="text",

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from jtk import _checks
 from jtk import ppc
 from jtk.ppc import active
 from jtk.regression.bnn import BBBRegression, SGLDRegression
@@ -40,6 +41,8 @@ from jtk.regression.gp import GPRegression, MonteCarloGP
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 
 from jtk._paths import RESULTS  # noqa: F401 (main rebinds it with --out-dir)
+
+__all__ = ["main", "run", "summarize"]  # see the package docstring
 
 
 def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
@@ -70,6 +73,12 @@ def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
 
 
 def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
+    """One TAL round with the oracle as selection and prediction model, and the PPC study of the model zoo, on
+    ``num_splits`` data sets of the ``dim``-dimensional ReLU-kernel GP (``with_bnn``: BBB, SGLD and the deep models
+    too) → :func:`jtk.ppc.ppc_study`'s dict plus ``"criteria"`` (the oracle's TAL rows)."""
+    num_splits = _checks.integer("num_splits", num_splits, minimum=2)
+    dim = _checks.integer("dim", dim, minimum=1)
+    _checks.instance("with_bnn", with_bnn, bool)
     oracle = ReLUKernelGP(dim)
     exact = GPRegression(kernel=oracle.kernel, noise_var=NOISE_VAR)
     splits = [oracle.sample_split(seed=s) for s in range(num_splits)]
@@ -81,7 +90,15 @@ def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
     return {"criteria": criteria, **study}
 
 
-def summarize(res: dict) -> pd.DataFrame:
+def summarize(res: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Prints and returns the study's findings from :func:`run`'s dict → (one row per quantity: value ± stderr,
+    the per-model means)."""
+    _checks.instance("res", res, dict, "the dict run() returns")
+    missing = [k for k in ("criteria", "models") if k not in res]
+    if missing:
+        raise ValueError(f"res must be the dict run() returns, with keys 'criteria' and 'models'; missing {missing}")
+    _checks.frame("res['criteria']", res["criteria"], ("split", "criterion", "round", "test_log_likelihood"))
+    _checks.frame("res['models']", res["models"], ("model", "fit_seconds", "pearson", "batchmig_log_likelihood"))
     crit, models = res["criteria"], res["models"]
     rows = []
     s = active.summarize(crit, "test_log_likelihood", "criterion")
@@ -121,6 +138,7 @@ def summarize(res: dict) -> pd.DataFrame:
 
 
 def main(argv=None):
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--splits", type=int, default=25)
     p.add_argument("--dim", type=int, default=9)

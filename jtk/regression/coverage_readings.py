@@ -34,11 +34,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from jtk import _checks
 from jtk._docs import md_table, write_section
 from jtk._paths import DOCS, RESULTS
 from jtk.regression import coverage as cv
 from jtk.envs.regression import SinusoidRegression
 from jtk.regression.deep import make_regression
+
+__all__ = ["main", "run", "report"]  # see the package docstring
 
 OUT = RESULTS / "coverage_readings.csv"
 PAGE = DOCS / "coverage.md"
@@ -60,7 +63,14 @@ READINGS: dict[str, tuple[float, dict, tuple[str, ...]]] = {
 }
 
 
+ROW_COLUMNS = ("reading", "f_main", "method", "k", "coverage_in", "rmse_in", "uncertainty_in")  # run()'s, report() reads
+
+
 def run(k: int, seed: int = 0) -> pd.DataFrame:
+    """Every reading of ``READINGS`` at f_main 1 and 5: the in-distribution coverage of its methods (BLR beside
+    them as the check) over ``k`` training sets (k ≥ 2) from ``seed`` → one row per reading, f_main and method."""
+    k = _checks.integer("k", k, minimum=2)
+    seed = _checks.seed_int("seed", seed)
     rows = []
     jobs = [(r, f) for r in READINGS for f in PAPER]
     for reading, f_main in tqdm(jobs, desc="readings × f_main"):
@@ -79,6 +89,12 @@ def run(k: int, seed: int = 0) -> pd.DataFrame:
 
 
 def report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The docs' readings table from :func:`run`'s rows: per method and reading the coverage and uncertainty at each
+    f_main and the distance from the paper's coverage → (the markdown section, the table)."""
+    _checks.frame("df", df, ROW_COLUMNS)
+    missing = [m for m in METHODS if not ((df["method"] == m) & (df["reading"] == LAB)).any()]
+    if missing:
+        raise ValueError(f"df must hold run()'s rows of {list(METHODS)} at the reading {LAB!r}; missing {missing}")
     deep = df[df["method"] != "BLR"].copy()
     deep["paper"] = deep["f_main"].map(PAPER)
     deep["gap"] = (deep["coverage_in"] - deep["paper"]).abs()
@@ -133,6 +149,7 @@ def fgsm_report(df: pd.DataFrame) -> str:
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--k", type=int, default=20, help="training sets per cell (≥ 2)")
     ap.add_argument("--no-docs", action="store_true", help="write the CSV only")

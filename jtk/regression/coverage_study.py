@@ -53,10 +53,13 @@ import pandas as pd
 
 import numpy as np
 
+from jtk import _checks
 from jtk.regression import coverage as cv
 from jtk.regression.deep import make_regression
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression
 from jtk._paths import DOCS, RESULTS as OUT
+
+__all__ = ["main", "truth_table"]  # see the package docstring
 
 
 def timed_study(env, methods, k, preset, seed=0):
@@ -102,6 +105,9 @@ def lab_methods(bootstrap_size: float, preset: str = "lab", names=cv.ALL_METHODS
 def truth_table(f_mains=(1.0, 2.0, 3.0, 4.0, 5.0), input_scales=(1.0, 8.0)) -> pd.DataFrame:
     """E.1 without training: the truth's RMS over the in-distribution test inputs and the training points per period
     of the top frequency (n / (length of the training range · f_max / s)), per reading s and f_main."""
+    f_mains = [_checks.positive(f"f_mains[{i}]", f) for i, f in enumerate(_checks.nonempty("f_mains", f_mains, "frequency"))]
+    input_scales = [_checks.positive(f"input_scales[{i}]", s)
+                    for i, s in enumerate(_checks.nonempty("input_scales", input_scales, "scale"))]
     rows = []
     for s in input_scales:
         for f in f_mains:
@@ -282,6 +288,7 @@ def write_sweep(results, by: str, prefix: str, coordinates, with_rmse: bool = Fa
 
 
 def main(argv=None):
+    argv = _checks.argv(argv)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--f-mains", type=float, nargs="+", default=[1.0, 2.0, 3.0])

@@ -30,10 +30,13 @@ import jax
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
 from jtk._paths import DOCS, RESULTS
 from jtk.testbed import bandit
+
+__all__ = ["main", "import_log", "per_dim_correlations"]  # see the package docstring
 
 MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for comparisons and estimates
 PAGE = DOCS / "bandit.md"
@@ -171,6 +174,9 @@ def import_log(path: pathlib.Path, regret_csv: pathlib.Path) -> pd.DataFrame:
     written: one total per listed problem, each exactly a float32 rounded to 0.1 as run_missing prints it (a
     mistyped digit fails this), and a (agent, d, seed, problem) already in the CSV must carry the same total.
     """
+    path, regret_csv = _checks.path("path", path), _checks.path("regret_csv", regret_csv)
+    if not path.is_file():
+        raise ValueError(f"path must be an existing log file, got {str(path)!r} (no such file)")
     header, runs = {}, []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("#"):
@@ -280,6 +286,10 @@ def points_2d(regret: pd.DataFrame, scores: pd.DataFrame, agents, seeds, problem
 
 def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.DataFrame:
     """Log–log Pearson r with bootstrap 5–95 % intervals, one row per (d, metric): never pooled across d."""
+    metrics = _checks.nonempty("metrics", metrics, "column name")
+    for i, m in enumerate(metrics):
+        _checks.instance(f"metrics[{i}]", m, str, "a column name (str)")
+    _checks.frame("points", points, ("input_dim", "agent", "total_regret", *metrics))
     rows = []
     for d, sub in points.groupby("input_dim"):
         for metric in metrics:
@@ -293,6 +303,7 @@ def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.
 
 
 def main(argv=None) -> None:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=sorted(bandit.PRESETS), default="lab")
     parser.add_argument("--agents", nargs="+", default=list(bandit.PAPER_AGENTS))

@@ -33,9 +33,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
 from jtk._paths import DOCS as DOCS_DIR, RESULTS
+
+__all__ = ["main"]  # see the package docstring
 
 DEFAULT_OUT = RESULTS / "epinet_hypermodel"
 AGENTS = ("hypermodel", "epinet")
@@ -186,6 +189,7 @@ def write_docs(section: str, key: str, path: Path = DOCS) -> None:
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("grid", choices=("quick", "paper"))
     parser.add_argument("--out", type=Path, default=None,

@@ -28,12 +28,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
 from jtk.testbed import engine
 from jtk.agents import base as agents_base
 from jtk._docs import write_section
 from jtk._paths import DOCS as DOCS_DIR, RESULTS
+
+__all__ = ["main", "table"]  # see the package docstring
 
 DOCS = DOCS_DIR / "results.md"
 AGENTS = ["mlp", "ensemble", "ensemble+", "sgmcmc", "dropout", "bbb", "hypermodel"]
@@ -56,6 +59,19 @@ def run_agent(name: str, problems) -> tuple[pd.DataFrame, float]:
 
 
 def table(frames: dict[str, pd.DataFrame], mlp_name: str = "mlp") -> pd.DataFrame:
+    """One row per agent: d_KL^1 and d_KL^10 by the agent's own (auto) estimator and by Monte Carlo, their paired
+    difference, and the Monte Carlo d_KL^10 relative to ``mlp_name``'s.
+
+    ``frames``: agent name → its testbed rows, scored both ways (``likelihood`` "exact" and "mc...")."""
+    _checks.instance("frames", frames, dict, "a dict of agent name → testbed rows (DataFrame)")
+    if not frames:
+        raise ValueError("frames must hold at least one agent's rows, got an empty dict")
+    for name, df in frames.items():
+        _checks.frame(f"frames[{name!r}]", df, ("likelihood", "tau", "kl"))
+        if not df.likelihood.astype(str).str.startswith("mc").any():
+            raise ValueError(f"frames[{name!r}] must hold Monte Carlo rows (likelihood 'mc...'), got likelihoods "
+                             f"{sorted(df.likelihood.astype(str).unique())}")
+    _checks.instance("mlp_name", mlp_name, str)
     rows = []
     mc_all = pd.concat([f[f.likelihood.str.startswith("mc")] for f in frames.values()], ignore_index=True)
     mc_sum = testbed.summarize(mc_all)  # one estimator for every agent: no allow_mixed needed
@@ -116,6 +132,7 @@ Wall time (training once, scoring both ways; {load}): {timing}.
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", nargs="+", default=AGENTS)
     parser.add_argument("--grid", default="quick", choices=sorted(testbed.GRIDS))

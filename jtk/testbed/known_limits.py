@@ -21,11 +21,15 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_softmax
 
+from jtk import _checks
 from jtk import testbed
 from jtk._paths import RESULTS
 
+__all__ = ["main"]  # see the package docstring
+
 
 def main(argv=None) -> None:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", default="paper", choices=sorted(testbed.GRIDS))
     parser.add_argument("--out-dir", type=pathlib.Path, default=None, help="write the CSV here instead")

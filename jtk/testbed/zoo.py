@@ -31,9 +31,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
 from jtk._paths import RESULTS
+
+__all__ = ["main", "run"]  # see the package docstring
+
 ZOO = ["dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
 ROBUST_ACTIVATIONS = ("tanh", "swish", "sigmoid", "selu", "relu", "leaky_relu", "gelu")
 ROBUST_HIDDEN = (5, 10, 20, 50, 100)
@@ -75,6 +79,16 @@ def bayes_optimal_ess(agent, problems) -> pd.DataFrame:
 
 
 def run(name: str, problems, agent=None) -> pd.DataFrame:
+    """Scores one agent of the zoo on ``problems`` (a list of :class:`jtk.testbed.Problem`) → the testbed's rows.
+
+    ``name``: the agent's label, e.g. ``"dropout"`` or ``"ensemble_K10"`` (a registered agent, with ``_K<members>``
+    for an ensemble's size); ``agent``: the agent itself (an object with ``fit``), else made from ``name``. For
+    ``bayes_optimal`` the rows carry its effective sample size per training group.
+    """
+    _checks.instance("name", name, str, "an agent label (str)")
+    problems = testbed.check_problems(problems)
+    if agent is not None and not callable(getattr(agent, "fit", None)):
+        raise TypeError(f"agent must be an agent (an object with fit) or None, got {type(agent).__name__} {agent!r}")
     agent = make_agent(name) if agent is None else agent
     t0 = time.perf_counter()
     df = testbed.evaluate(agent, problems, name=name, progress=False)
@@ -112,6 +126,7 @@ def _hyperparameter(text: str) -> tuple[str, object]:
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", choices=("paper", "quick"), default="quick")
     parser.add_argument("--agents", nargs="+", default=ZOO)

@@ -36,9 +36,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 from jtk import testbed
 from jtk._docs import md_table
 from jtk._paths import DOCS, RESULTS, ROOT
+
+__all__ = ["main"]  # see the package docstring
+
 ESS_ADEQUATE = 100.0
 # Osband et al. (2022), Table 2: accuracy, ECE, d_KL^1, d_KL^10.
 PAPER = {"mlp": (0.793, 0.078, 0.129, 1.367), "ensemble": (0.792, 0.079, 0.128, 1.356),
@@ -269,6 +273,7 @@ def robustness_section() -> tuple[str, str | None]:
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grids", nargs="*", default=None, help="grid tags (default: all found)")
     parser.add_argument("--out", type=Path, default=None, help="the page (default: docs/results.md)")
