@@ -16,6 +16,11 @@ Without ``--out-dir`` a checkout's ``benchmarks/results`` and ``docs/`` are read
 results were made); an installed jtk without a checkout writes to ``./jtk-results`` (:mod:`jtk._paths`).
 
 This module is the command layer: it imports no study until one is run (``import jtk`` stays fast).
+
+Its public surface (``__all__``): :func:`get`, :func:`steps`, :func:`run`, :func:`command`, :func:`parse`,
+:func:`listing`, :func:`quick_time`, each checking its arguments at entry, and the records they hand out (:class:`Step`,
+:class:`Study`, :class:`Timing`: built by the registry, never from a user's input) and the tables ``STUDIES``,
+``PAPERS`` and ``PRESETS``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,11 @@ import os
 import shlex
 from pathlib import Path
 from typing import Callable, NamedTuple
+
+from jtk import _checks
+
+__all__ = ["get", "steps", "run", "command", "parse", "listing", "quick_time", "Step", "Study", "Timing", "STUDIES",
+           "PAPERS", "PRESETS"]
 
 PAPERS = {
     "testbed": "Osband et al. (2022), The Neural Testbed: Evaluating Joint Predictions (NeurIPS 2022)",
@@ -285,8 +295,10 @@ BY_NAME = {s.name: s for s in STUDIES}
 # ------------------------------------------------------------------ commands
 def get(name: str) -> Study:
     """The study named ``name``; a ValueError names the known ones."""
+    _checks.instance("name", name, str, "a study's name (str)")
     if name not in BY_NAME:
-        raise ValueError(f"unknown study {name!r}; known: {', '.join(BY_NAME)} (jtk reproduce list)")
+        raise ValueError(f"name must be a study's name: unknown study {name!r}; known: {', '.join(BY_NAME)} "
+                         "(jtk reproduce list)")
     return BY_NAME[name]
 
 
@@ -295,6 +307,9 @@ def steps(name: str, preset: str = "quick", out_dir: str | Path | None = None,
     """The calls ``jtk reproduce NAME --preset PRESET [--out-dir DIR] [-- EXTRA]`` makes, ``{results}`` filled in:
     ``--out-dir DIR`` and ``extra`` are appended to every call."""
     study = get(name)
+    _checks.one_of("preset", preset, PRESETS)
+    out_dir = None if out_dir is None else _checks.path("out_dir", out_dir)
+    extra = _checks.argv(extra, "['--fresh']", name="extra", allow_none=False)
     if preset not in study.presets:
         raise ValueError(f"{name} has no preset {preset!r}; its presets: {', '.join(study.presets)}")
     results = Path(out_dir) if out_dir is not None else _results()
@@ -311,6 +326,8 @@ def _results() -> Path:
 
 def quick_time(study: Study, results: Path | None = None) -> Timing | None:
     """The quick preset's wall time as the study recorded it in ``results`` (None: not recorded)."""
+    _checks.instance("study", study, Study, "a Study (jtk.reproduce.get(name))")
+    results = _results_dir(results)
     if study.timing is None:
         return None
     try:
@@ -319,12 +336,29 @@ def quick_time(study: Study, results: Path | None = None) -> Timing | None:
         return None
 
 
+def _results_dir(results) -> Path | None:
+    return None if results is None else _checks.path("results", results)
+
+
+def _step(step) -> Step:
+    """Checks a Step of the registry: a Step of a study module, its ``argv`` a tuple of str."""
+    _checks.instance("step", step, Step, "a Step (from jtk.reproduce.steps)")
+    modules = sorted({m for s in STUDIES for m in s.modules})
+    if step.module not in modules:
+        raise ValueError(f"step.module must be a study module, one of {modules}, got {step.module!r}")
+    _checks.argv(step.argv, "('--preset', 'quick')", name="step.argv", allow_none=False)
+    return step
+
+
 def command(step: Step) -> str:
+    """The shell command of ``step``: ``python -m MODULE ARGV...``."""
+    step = _step(step)
     return shlex.join(["python", "-m", step.module, *step.argv])
 
 
 def listing(results: Path | None = None) -> str:
     """What ``jtk reproduce list`` prints: every study, by paper."""
+    results = _results_dir(results)
     lines = []
     for key, paper in PAPERS.items():
         lines += [paper, ""]
@@ -358,6 +392,7 @@ def parse(step: Step) -> argparse.Namespace:
     parsing). A SystemExit means the study rejects the arguments."""
     from unittest import mock
 
+    step = _step(step)
     module = importlib.import_module(step.module)
     original = argparse.ArgumentParser.parse_args
 
@@ -376,6 +411,11 @@ def run(name: str, preset: str = "quick", out_dir: str | Path | None = None, ext
     """Runs (or, with ``dry_run``, only parses) the study's calls for ``preset``; → the exit status."""
     from jtk import _paths
 
+    get(name)
+    _checks.one_of("preset", preset, PRESETS)
+    out_dir = None if out_dir is None else _checks.path("out_dir", out_dir)
+    extra = _checks.argv(extra, "['--fresh']", name="extra", allow_none=False)
+    _checks.instance("dry_run", dry_run, bool)
     if out_dir is None and _paths.checkout_root() is None:
         out_dir = _paths.DEFAULT_OUT_DIR  # no checkout: the results and the pages go to ./jtk-results
     if out_dir is not None:
