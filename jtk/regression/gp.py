@@ -201,6 +201,101 @@ def condition(kernel: Kernel, x, y, noise_var: float, hyperparameters: dict | No
     return GaussianProcessPosterior(kernel, x, noise_var, chol, alpha, dict(hyperparameters or {}))
 
 
+def _gram_condition(gram: np.ndarray, observed: np.ndarray, y: np.ndarray, noise_var: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(chol, alpha) of :func:`condition` with the kernel read from ``gram`` (no checks; observed non-empty)."""
+    k = gram[np.ix_(observed, observed)]
+    k = k + (noise_var + JITTER * np.mean(np.diag(k))) * np.eye(len(observed))
+    chol = np.linalg.cholesky(k)
+    return chol, scipy.linalg.cho_solve((chol, True), y)
+
+
+@serial_blas
+def _gram_posterior(gram: np.ndarray, observed: np.ndarray, y: np.ndarray, targets: np.ndarray, noise_var: float,
+                    full_covariance: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gram_posterior` without its checks: the same operations as :class:`GaussianProcessPosterior`'s
+    ``predict`` / ``mean_and_covariance`` after :func:`condition`, on slices of ``gram``."""
+    if len(observed) == 0:
+        if full_covariance:
+            return np.zeros(len(targets)), gram[np.ix_(targets, targets)]
+        return np.zeros(len(targets)), np.sqrt(np.maximum(np.diag(gram)[targets], 0.0))
+    chol, alpha = _gram_condition(gram, observed, y, noise_var)
+    k_star = gram[np.ix_(observed, targets)]  # [n, m]
+    v = scipy.linalg.solve_triangular(chol, k_star, lower=True)  # [n, m]
+    mean = k_star.T @ alpha
+    if full_covariance:
+        return mean, gram[np.ix_(targets, targets)] - v.T @ v
+    return mean, np.sqrt(np.maximum(np.diag(gram)[targets] - np.sum(v * v, 0), 0.0))
+
+
+def _gram_indices(name: str, value: Any, n: int, allow_empty: bool) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of row indices into gram, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer row indices into gram, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if not arr.size and not allow_empty:
+        raise ValueError(f"{name} must hold at least one index, got an empty array")
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise ValueError(f"{name} must hold indices in [0, {n}) (gram has {n} rows), got values in "
+                         f"[{arr.min()}, {arr.max()}]")
+    if len(np.unique(arr)) != len(arr):
+        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
+    return arr
+
+
+@serial_blas
+def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """GP(0, k) conditioned on noisy ``y`` at some points of a fixed set, read from its kernel matrix.
+
+    For a set of points X and ``gram`` = k(X, X), the same numbers (up to round-off) as
+    ``condition(k, X[observed], y, noise_var)`` followed by ``.predict(X[targets])`` (or, with
+    ``full_covariance``, ``.mean_and_covariance(X[targets])``), the jitter of :func:`condition` included,
+    without evaluating the kernel again: for many conditionings on subsets of one set of points
+    (the TAL protocol refits the oracle GP on train + queried points of one data set every time).
+
+    Args:
+      gram: [N, N] kernel matrix k(X, X), finite and symmetric.
+      observed: [n] distinct indices into X of the observations (may be empty: the prior).
+      y: [n] noisy observations at X[observed].
+      targets: [m] distinct indices into X to predict at.
+      noise_var: observation noise variance σ² ≥ 0.
+      full_covariance: return the noise-free covariance [m, m] instead of the standard deviations.
+
+    Returns:
+      (mean [m], std [m]) of the noise-free posterior, or (mean [m], covariance [m, m]).
+
+    Example:
+      >>> x = np.linspace(-2, 2, 8)[:, None]; y = np.sin(x[:3, 0])
+      >>> k = functools.partial(rbf_kernel, lengthscale=1.0)
+      >>> mean, std = gram_posterior(k(x), np.arange(3), y, np.arange(3, 8), 0.01)
+      >>> bool(np.allclose(mean, condition(k, x[:3], y, 0.01).predict(x[3:])[0]))
+      True
+    """
+    gram = _checks.as_float_array("gram", gram, ndim=2, dtype=np.float64)
+    if gram.shape[0] != gram.shape[1]:
+        raise ValueError(f"gram must be a square [N, N] kernel matrix, got shape {gram.shape}")
+    scale = max(float(np.max(np.abs(np.diag(gram)))) if gram.size else 0.0, 1e-300)
+    asym = float(np.max(np.abs(gram - gram.T))) if gram.size else 0.0
+    if asym > 1e-6 * scale:
+        raise ValueError(f"gram must be symmetric, got max |gram - gram.T| = {asym:.3g} (max diagonal {scale:.3g})")
+    n = gram.shape[0]
+    observed = _gram_indices("observed", observed, n, allow_empty=True)
+    targets = _gram_indices("targets", targets, n, allow_empty=False)
+    y = _checks.as_float_array("y", y, ndim=1, dtype=np.float64)
+    if len(y) != len(observed):
+        raise ValueError(f"y must have one value per index of observed ({len(observed)}), got {len(y)}")
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    if not isinstance(full_covariance, (bool, np.bool_)):
+        raise TypeError(f"full_covariance must be True or False, got {full_covariance!r}")
+    if full_covariance:
+        _memory.check_budget(f"GP covariance: m × m float64 × 3 (m = {len(targets)} targets)",
+                             _memory.nbytes(3, len(targets), len(targets), dtype=np.float64), "use fewer targets")
+    return _gram_posterior(gram, observed, y, targets, noise_var, bool(full_covariance))
+
+
 def rbf_neg_log_marginal_likelihood(log_params: np.ndarray, x: np.ndarray, y: np.ndarray,
                                     noise_var: float | None) -> tuple[float, np.ndarray]:
     """Negative log marginal likelihood of the ARD RBF GP and its gradient.
