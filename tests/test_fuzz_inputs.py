@@ -1269,7 +1269,10 @@ GRAM = functools.lru_cache(None)(lambda: A.prediction_gram(TOY(), GP_ORACLE()))
 case(jtk.regression.gp.gram_posterior, "gram-not-square",
      lambda: jtk.regression.gp.gram_posterior(np.eye(4)[:3], [0], [0.0], [1], 0.01), VE, "gram")
 case(jtk.regression.gp.gram_posterior, "gram-asymmetric",
-     lambda: jtk.regression.gp.gram_posterior(np.eye(4) + np.triu(np.ones((4, 4)), 1), [0], [0.0], [1], 0.01), VE,
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4) + np.triu(np.ones((4, 4)), 1), [0, 1], [0.0, 0.0], [2], 0.01),
+     VE, "gram")
+case(jtk.regression.gp.gram_posterior, "gram-nan-at-a-target",
+     lambda: jtk.regression.gp.gram_posterior(np.where(np.eye(4) > 0, np.nan, 0.5), [0], [0.0], [2], 0.01), VE,
      "gram")
 case(jtk.regression.gp.gram_posterior, "observed-out-of-range",
      lambda: jtk.regression.gp.gram_posterior(np.eye(4), [4], [0.0], [1], 0.01), VE, "observed gram")

@@ -511,13 +511,13 @@ def _check_gram(gram, split, prediction_model) -> tuple[np.ndarray, float]:
 @serial_blas
 def _evaluate_gram(split, queried: np.ndarray, gram: np.ndarray, noise_var: float) -> tuple[float, float]:
     """:func:`evaluate_prediction` of the fixed-kernel GP from its :func:`prediction_gram` (no checks)."""
-    from jtk.regression.gp import _gram_posterior, gaussian_log_likelihood
+    from jtk.regression.gp import gaussian_log_likelihood, gram_posterior
 
     n_train, n_pool = len(split.x_train), len(split.x_pool)
     observed = np.concatenate([np.arange(n_train), n_train + queried])
     y = np.concatenate([split.y_train, split.y_pool[queried]])
     targets = n_train + n_pool + np.arange(len(split.x_test))
-    mean, std = _gram_posterior(gram, observed, np.asarray(y, np.float64), targets, noise_var)
+    mean, std = gram_posterior(gram, observed, np.asarray(y, np.float64), targets, noise_var)
     y_test = np.asarray(split.y_test, np.float64)
     ll = float(np.mean(gaussian_log_likelihood(y_test, mean, std ** 2 + noise_var)))
     return ll, float(np.sqrt(np.mean((mean - y_test) ** 2)))
@@ -613,12 +613,12 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
         if criterion == "random":
             pick = random_selection(local_pool, batch_size, round_seed)
         elif same:  # the oracle selects: its posterior covariance from the gram, a GP's (no PSD check needed)
-            from jtk.regression.gp import _gram_posterior
+            from jtk.regression.gp import gram_posterior
 
             observed = np.concatenate([np.arange(n_train), n_train + done])
             y_obs = np.asarray(np.concatenate([split.y_train, split.y_pool[done]]), np.float64)
             targets = np.concatenate([n_train + remaining, n_train + n_pool + np.arange(n_test)])
-            cov = _gram_posterior(gram, observed, y_obs, targets, gram_noise, full_covariance=True)[1]
+            cov = gram_posterior(gram, observed, y_obs, targets, gram_noise, full_covariance=True)[1]
             pick = _select_trusted(criterion, cov, local_pool, local_test, noise_var, batch_size)
         else:
             post = selection_model.fit(np.concatenate([split.x_train, split.x_pool[done]]),

@@ -201,33 +201,6 @@ def condition(kernel: Kernel, x, y, noise_var: float, hyperparameters: dict | No
     return GaussianProcessPosterior(kernel, x, noise_var, chol, alpha, dict(hyperparameters or {}))
 
 
-def _gram_condition(gram: np.ndarray, observed: np.ndarray, y: np.ndarray, noise_var: float
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """(chol, alpha) of :func:`condition` with the kernel read from ``gram`` (no checks; observed non-empty)."""
-    k = gram[np.ix_(observed, observed)]
-    k = k + (noise_var + JITTER * np.mean(np.diag(k))) * np.eye(len(observed))
-    chol = np.linalg.cholesky(k)
-    return chol, scipy.linalg.cho_solve((chol, True), y)
-
-
-@serial_blas
-def _gram_posterior(gram: np.ndarray, observed: np.ndarray, y: np.ndarray, targets: np.ndarray, noise_var: float,
-                    full_covariance: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`gram_posterior` without its checks: the same operations as :class:`GaussianProcessPosterior`'s
-    ``predict`` / ``mean_and_covariance`` after :func:`condition`, on slices of ``gram``."""
-    if len(observed) == 0:
-        if full_covariance:
-            return np.zeros(len(targets)), gram[np.ix_(targets, targets)]
-        return np.zeros(len(targets)), np.sqrt(np.maximum(np.diag(gram)[targets], 0.0))
-    chol, alpha = _gram_condition(gram, observed, y, noise_var)
-    k_star = gram[np.ix_(observed, targets)]  # [n, m]
-    v = scipy.linalg.solve_triangular(chol, k_star, lower=True)  # [n, m]
-    mean = k_star.T @ alpha
-    if full_covariance:
-        return mean, gram[np.ix_(targets, targets)] - v.T @ v
-    return mean, np.sqrt(np.maximum(np.diag(gram)[targets] - np.sum(v * v, 0), 0.0))
-
-
 def _gram_indices(name: str, value: Any, n: int, allow_empty: bool) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim != 1:
@@ -256,8 +229,11 @@ def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance
     without evaluating the kernel again: for many conditionings on subsets of one set of points
     (the TAL protocol refits the oracle GP on train + queried points of one data set every time).
 
+    Only the rows and columns of ``observed`` and ``targets`` are read, and only they are checked (finite; the
+    observed block symmetric), so a call costs O(n² m + n³) for n observed and m targets, not O(N²).
+
     Args:
-      gram: [N, N] kernel matrix k(X, X), finite and symmetric.
+      gram: [N, N] kernel matrix k(X, X).
       observed: [n] distinct indices into X of the observations (may be empty: the prior).
       y: [n] noisy observations at X[observed].
       targets: [m] distinct indices into X to predict at.
@@ -274,13 +250,12 @@ def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance
       >>> bool(np.allclose(mean, condition(k, x[:3], y, 0.01).predict(x[3:])[0]))
       True
     """
-    gram = _checks.as_float_array("gram", gram, ndim=2, dtype=np.float64)
-    if gram.shape[0] != gram.shape[1]:
+    gram = np.asarray(gram)
+    if gram.ndim != 2 or gram.shape[0] != gram.shape[1]:
         raise ValueError(f"gram must be a square [N, N] kernel matrix, got shape {gram.shape}")
-    scale = max(float(np.max(np.abs(np.diag(gram)))) if gram.size else 0.0, 1e-300)
-    asym = float(np.max(np.abs(gram - gram.T))) if gram.size else 0.0
-    if asym > 1e-6 * scale:
-        raise ValueError(f"gram must be symmetric, got max |gram - gram.T| = {asym:.3g} (max diagonal {scale:.3g})")
+    if not (np.issubdtype(gram.dtype, np.floating) or np.issubdtype(gram.dtype, np.integer)):
+        raise TypeError(f"gram must be a real-valued matrix, got dtype {gram.dtype}")
+    gram = gram.astype(np.float64, copy=False)
     n = gram.shape[0]
     observed = _gram_indices("observed", observed, n, allow_empty=True)
     targets = _gram_indices("targets", targets, n, allow_empty=False)
@@ -293,7 +268,29 @@ def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance
     if full_covariance:
         _memory.check_budget(f"GP covariance: m × m float64 × 3 (m = {len(targets)} targets)",
                              _memory.nbytes(3, len(targets), len(targets), dtype=np.float64), "use fewer targets")
-    return _gram_posterior(gram, observed, y, targets, noise_var, bool(full_covariance))
+    k_oo = gram[np.ix_(observed, observed)]
+    k_ot = gram[np.ix_(observed, targets)]
+    k_tt = gram[np.ix_(targets, targets)] if full_covariance else np.diag(gram)[targets]
+    for part in (k_oo, k_ot, k_tt):
+        if not np.all(np.isfinite(part)):
+            raise ValueError("gram must be finite at the rows and columns of observed and targets, got NaN or inf")
+    if k_oo.size:
+        scale = max(float(np.max(np.abs(np.diag(k_oo)))), 1e-300)
+        asym = float(np.max(np.abs(k_oo - k_oo.T)))
+        if asym > 1e-6 * scale:
+            raise ValueError(f"gram must be symmetric, got max |gram - gram.T| = {asym:.3g} over the observed rows "
+                             f"(max diagonal {scale:.3g})")
+    if len(observed) == 0:
+        return np.zeros(len(targets)), (k_tt if full_covariance else np.sqrt(np.maximum(k_tt, 0.0)))
+    # condition(): chol(K + (σ² + jitter) I), α; then predict / mean_and_covariance, on slices of gram
+    k = k_oo + (noise_var + JITTER * np.mean(np.diag(k_oo))) * np.eye(len(observed))
+    chol = np.linalg.cholesky(k)
+    alpha = scipy.linalg.cho_solve((chol, True), y)
+    v = scipy.linalg.solve_triangular(chol, k_ot, lower=True)  # [n, m]
+    mean = k_ot.T @ alpha
+    if full_covariance:
+        return mean, k_tt - v.T @ v
+    return mean, np.sqrt(np.maximum(k_tt - np.sum(v * v, 0), 0.0))
 
 
 def rbf_neg_log_marginal_likelihood(log_params: np.ndarray, x: np.ndarray, y: np.ndarray,
