@@ -1388,6 +1388,46 @@ EXEMPT_A: dict[str, str] = {}
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
 # regression, testbed and ppc
 EXEMPT_B: dict[str, str] = {}
+# the precomputed oracle kernel matrix of the PPC scoring and Fig. 3 TAL (issue #47)
+GRAM = functools.lru_cache(None)(lambda: A.prediction_gram(TOY(), GP_ORACLE()))
+case(jtk.regression.gp.gram_posterior, "gram-not-square",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4)[:3], [0], [0.0], [1], 0.01), VE, "gram")
+case(jtk.regression.gp.gram_posterior, "gram-asymmetric",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4) + np.triu(np.ones((4, 4)), 1), [0, 1], [0.0, 0.0], [2], 0.01),
+     VE, "gram")
+case(jtk.regression.gp.gram_posterior, "gram-nan-at-a-target",
+     lambda: jtk.regression.gp.gram_posterior(np.where(np.eye(4) > 0, np.nan, 0.5), [0], [0.0], [2], 0.01), VE,
+     "gram")
+case(jtk.regression.gp.gram_posterior, "observed-out-of-range",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [4], [0.0], [1], 0.01), VE, "observed gram")
+case(jtk.regression.gp.gram_posterior, "targets-float",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [1.5], 0.01), TE, "targets")
+case(jtk.regression.gp.gram_posterior, "y-short",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0, 1], [0.0], [2], 0.01), VE, "y observed")
+case(jtk.regression.gp.gram_posterior, "noise_var-negative",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [2], -1.0), VE, "noise_var")
+case(jtk.regression.gp.gram_posterior, "full_covariance-text",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [2], 0.01, full_covariance="yes"), TE,
+     "full_covariance")
+case(A.prediction_gram, "prediction_model-rbf", lambda: A.prediction_gram(TOY(), jtk.regression.GPRegression()), TE,
+     "prediction_model")
+case(A.prediction_gram, "split-x_pool-nan",
+     lambda: A.prediction_gram(TOY()._replace(x_pool=np.full_like(TOY().x_pool, np.nan)), GP_ORACLE()), VE,
+     "split.x_pool")
+case(A.evaluate_prediction, "gram-wrong-shape", lambda: A.evaluate_prediction(TOY(), [0], GP_ORACLE(), gram=np.eye(3)),
+     VE, "gram")
+case(A.evaluate_prediction, "gram-other-kernel",
+     lambda: A.evaluate_prediction(TOY(), [0], GP_ORACLE(), gram=2.0 * GRAM()), VE, "gram prediction_model")
+case(A.evaluate_prediction, "gram-rbf-model",
+     lambda: A.evaluate_prediction(TOY(), [0], jtk.regression.GPRegression(noise_var=0.01), gram=GRAM()), TE,
+     "prediction_model")
+case(A.run_tal, "gram-nan",
+     lambda: A.run_tal(TOY(), GP_ORACLE(), GP_ORACLE(), gram=np.full_like(GRAM(), np.nan)), VE, "gram")
+case(A.tal_comparison, "use_gram-text",
+     lambda: A.tal_comparison([TOY()], GP_ORACLE(), GP_ORACLE(), progress=False, use_gram="yes"), TE, "use_gram")
+case(A.tal_comparison, "use_gram-rbf-model",
+     lambda: A.tal_comparison([TOY()], GP_ORACLE(), jtk.regression.GPRegression(noise_var=0.01), progress=False,
+                              use_gram=True), TE, "prediction_model")
 
 
 # ------------------------------------------------------------------ inventory: every public callable has a case

@@ -341,6 +341,28 @@ def test_oracle_covariance_context_matches_the_gp(study):
     assert ctx.batch == 7  # max(⌊0.01 · (10 + 500 + 200)⌋, 1)
 
 
+def test_fast_scoring_equals_the_public_functions_one_by_one(study):
+    """score's fast path (the context's oracle kernel matrix and correlations, the oracle's covariance validated
+    once) gives the rows of the public functions called one by one (fast=False), up to round-off; and the baselines
+    read the same context."""
+    splits = study.make_splits(2, 2, "independent", num_pool=30, num_test=20)
+    ctxs = study.contexts(splits)
+    oracle = GPRegression(kernel=ReLUKernelGP(2).kernel, noise_var=NOISE_VAR)  # equal to the context's, not it
+    assert oracle is not ctxs[0].oracle
+    for i, ctx in enumerate(ctxs):
+        models = [GPRegression(noise_var=NOISE_VAR, lengthscale=ls, ard=False).fit(ctx.split.x_train, ctx.split.y_train)
+                  for ls in (0.5, 3.0)]
+        moments = [study.moments(m, ctx.x_all, 0) for m in models]
+        moments.append(study.moments(study.MonteCarloGP(oracle, 3).fit(ctx.split.x_train, ctx.split.y_train, seed=i),
+                                     ctx.x_all, 3))
+        for mean, cov in moments:
+            old, new = study.score(ctx, mean, cov, oracle, fast=False), study.score(ctx, mean, cov, oracle)
+            assert set(old) == set(new)
+            for k in old:
+                assert abs(new[k] - old[k]) <= 1e-10, (k, old[k], new[k])
+    np.testing.assert_allclose(ctxs[0].gram, active.prediction_gram(splits[0], oracle))
+
+
 def test_headline_families_let_sgld_stand_in_only_without_hmc(study):
     assert study.headline_families(["Ensemble", "HMC (SGLD)", "GP-RBF", "oracle, S samples"]) == (
         "Ensemble", "GP-RBF", "HMC (SGLD)")

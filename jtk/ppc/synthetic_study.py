@@ -61,7 +61,8 @@ from jtk import _checks
 from jtk._docs import md_table, write_section
 from jtk import ppc, train as train_lib
 from jtk.ppc import active
-from jtk._numerics import numpy_rng
+from jtk.ppc import ppc as ppc_metrics  # the private helpers of the metrics (the package re-exports the public ones)
+from jtk._numerics import numpy_rng, serial_blas
 from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP
 from jtk.regression import bnn, deep
 from jtk.regression.gp import GPRegression, MonteCarloGP
@@ -454,12 +455,18 @@ def moments(post, x: np.ndarray, samples: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ one model on one split
 class SplitContext(NamedTuple):
+    """One data set and what every setting's scoring on it shares, computed once by :func:`contexts`."""
+
     split: GPSplit
     x_all: np.ndarray  # [P + U, d] pool then test
     pool: np.ndarray
     test: np.ndarray
     oracle_cov: np.ndarray
     batch: int
+    oracle: Any = None  # the oracle GP the fields below belong to
+    gram: np.ndarray | None = None  # [n + P + U]² oracle kernel over train, pool, test (active.prediction_gram)
+    oracle_corr: np.ndarray | None = None  # [P · U] the oracle's pool × test correlations (ppc.metacorrelation's)
+    oracle_pool_var: np.ndarray | None = None  # [P] the oracle's pool variances
 
 
 def contexts(splits) -> list[SplitContext]:
@@ -470,28 +477,52 @@ def contexts(splits) -> list[SplitContext]:
         x_all = np.concatenate([s.x_pool, s.x_test])
         pool, test = np.arange(len(s.x_pool)), len(s.x_pool) + np.arange(len(s.x_test))
         cov = exact.fit(s.x_train, s.y_train).covariance(x_all)
+        cov = 0.5 * (cov + cov.T)
+        active.check_covariance(cov, "oracle_cov")  # once here; every setting's scoring then trusts it
         q = active.reference_batch_size(len(s.x_train), len(s.x_pool), len(s.x_test))
-        out.append(SplitContext(s, x_all, pool, test, 0.5 * (cov + cov.T), q))
+        out.append(SplitContext(s, x_all, pool, test, cov, q, exact, active.prediction_gram(s, exact),
+                                ppc_metrics._pool_test_correlations(cov, pool, test), np.diag(cov)[pool].copy()))
     return out
 
 
-def score(ctx: SplitContext, mean: np.ndarray, cov: np.ndarray, oracle) -> dict:
+def score(ctx: SplitContext, mean: np.ndarray, cov: np.ndarray, oracle, fast: bool = True) -> dict:
     """Metacorrelations, the oracle's test log-likelihood after each criterion's queries, marginal test LL.
 
     A model whose moments are not finite (a diverged chain or network) gets NaN everywhere and ``diverged`` set.
+    ``fast`` (and a context from :func:`contexts` for this ``oracle``): the oracle's correlations and its kernel
+    matrix come from the context, precomputed once per split (``gram``: the refits after the queries slice it) and
+    the oracle's covariance is not validated again; the model's covariance is validated once (by
+    ``active.select_many``). The same rows as ``fast=False``, the public functions one by one, up to round-off
+    (docs/ppc.md, "Speed of the scoring"; tests/test_ppc_study.py compares them).
     """
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
         return {k: np.nan for k in ("pearson", "variance_pearson", "batchmig_ll", "mig_ll", "tig_ll",
                                     "marginal_ll")} | {"diverged": True}
-    meta = ppc.metacorrelation(cov, ctx.oracle_cov, ctx.pool, ctx.test, spearman=False)
-    picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)
-    row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
-    for c, p in picks.items():
-        row[f"{c}_ll"] = active.evaluate_prediction(ctx.split, p, oracle)[0]
+    if fast and ctx.gram is not None and active._same_gp(oracle, ctx.oracle):
+        row = _score_from_context(ctx, cov, float(oracle.noise_var))
+    else:
+        meta = ppc.metacorrelation(cov, ctx.oracle_cov, ctx.pool, ctx.test, spearman=False)
+        picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)
+        row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
+        for c, p in picks.items():
+            row[f"{c}_ll"] = active.evaluate_prediction(ctx.split, p, oracle)[0]
     var = np.maximum(np.diag(cov)[ctx.test], 0.0) + NOISE_VAR
     resid = ctx.split.y_test - mean[ctx.test]
     row["marginal_ll"] = float(np.mean(-0.5 * (np.log(2 * np.pi * var) + resid ** 2 / var)))
     row["diverged"] = False
+    return row
+
+
+@serial_blas
+def _score_from_context(ctx: SplitContext, cov: np.ndarray, oracle_noise_var: float) -> dict:
+    """:func:`score`'s metacorrelations and test log-likelihoods from the context's precomputed oracle quantities."""
+    picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)  # checks cov (PSD) once
+    meta = ppc_metrics._metacorrelation_of(ppc_metrics._pool_test_correlations(cov, ctx.pool, ctx.test),
+                                           ctx.oracle_corr, np.diag(cov)[ctx.pool], ctx.oracle_pool_var,
+                                           spearman=False)
+    row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
+    for c, p in picks.items():
+        row[f"{c}_ll"] = active._evaluate_gram(ctx.split, p, ctx.gram, oracle_noise_var)[0]
     return row
 
 
@@ -501,9 +532,10 @@ def baselines(ctxs, oracle, seed: int = 0) -> pd.DataFrame:
     for i, ctx in enumerate(ctxs):
         picks = active.select_many(ctx.oracle_cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch,
                                    criteria=active.CRITERIA, seed=seed + i)
-        row = {"split": i, **{f"oracle_{c}_ll": active.evaluate_prediction(ctx.split, p, oracle)[0]
+        gram = ctx.gram if ctx.gram is not None and active._same_gp(oracle, ctx.oracle) else None
+        row = {"split": i, **{f"oracle_{c}_ll": active.evaluate_prediction(ctx.split, p, oracle, gram=gram)[0]
                               for c, p in picks.items()}}
-        row["no_query_ll"] = active.evaluate_prediction(ctx.split, np.zeros(0, np.int64), oracle)[0]
+        row["no_query_ll"] = active.evaluate_prediction(ctx.split, np.zeros(0, np.int64), oracle, gram=gram)[0]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -571,7 +603,7 @@ def fig3_curves(preset: dict, data: str, seed: int) -> pd.DataFrame:
     for d in tqdm(preset["fig3_dims"], desc="Fig. 3 (oracle TAL)", unit="dim"):
         splits = make_splits(d, preset["fig3_splits"], data, seed, **sizes_of(preset))
         exact = GPRegression(kernel=ReLUKernelGP(d).kernel, noise_var=NOISE_VAR)
-        df = active.tal_comparison(splits, exact, exact, num_rounds=preset["fig3_rounds"])
+        df = active.tal_comparison(splits, exact, exact, num_rounds=preset["fig3_rounds"], use_gram=True)
         df.insert(0, "dim", d)
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
