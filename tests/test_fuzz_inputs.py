@@ -1374,6 +1374,25 @@ case(REPRO.quick_time, "study-str", call(REPRO.quick_time, "ppc-fig3"), TE, "stu
 case(REPRO.quick_time, "results-int", call(REPRO.quick_time, REPRO.STUDIES[0], 3), TE, "results")
 case(REPRO.listing, "results-int", call(REPRO.listing, 3), TE, "results")
 
+import jtk.regression.batched as BATCHED  # noqa: E402  (the PPC study's training engine)
+BX, BY, BKEYS = np.zeros((2, 4, 3)), np.zeros((2, 4)), np.array([[0, 1], [0, 2]], np.uint32)  # 2 raw keys
+for fn, good in ((BATCHED.bbb_many, jtk.regression.BBBRegression(num_steps=1)),
+                 (BATCHED.sgld_many, jtk.regression.SGLDRegression(burn_in=1, samples_per_chain=2)),
+                 (BATCHED.networks_many, jtk.regression.make_regression("BD", preset="lab"))):
+    case(fn, "model-wrong-family", call(fn, object(), BKEYS, BX, BY), TE, "model")
+    case(fn, "ys-wrong-shape", call(fn, good, BKEYS, BX, np.zeros((2, 5))), VE, "ys")
+    case(fn, "keys-one-short", call(fn, good, BKEYS[:1], BX, BY), VE, "keys")
+    case(fn, "vectorize-str", lambda f=fn, g=good: f(g, BKEYS, BX, BY, vectorize="yes"), TE, "vectorize")
+ENS_ARGS = dict(hidden=3, num_members=2, epochs=(1, 2), keys=BKEYS[None], xs=BX, ys=BY, learning_rates=[0.01],
+                noise_var=0.01, dropout_rate=0.05)
+for cid, change, exc, names in (("epochs-descending", {"epochs": (2, 1)}, VE, "epochs"),
+                                ("epochs-int", {"epochs": 5}, TE, "epochs"),
+                                ("learning_rates-negative", {"learning_rates": [-0.1]}, VE, "learning_rates"),
+                                ("keys-not-per-rate", {"keys": BKEYS}, VE, "keys"),
+                                ("dropout_rate-one", {"dropout_rate": 1.0}, VE, "dropout_rate"),
+                                ("noise_var-zero", {"noise_var": 0.0}, VE, "noise_var")):
+    case(BATCHED.ensemble_snapshots, cid, lambda c=change: BATCHED.ensemble_snapshots(**{**ENS_ARGS, **c}), exc, names)
+
 EXEMPT_STUDIES: dict[str, str] = {
     "jtk.reproduce.Step": "a record the registry builds (steps() returns them); command / parse check a Step given",
     "jtk.reproduce.Study": "a record of the registry (STUDIES); a user gets one from get(name), which has cases",

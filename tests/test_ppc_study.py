@@ -265,13 +265,13 @@ def test_batched_ensemble_trainer_matches_the_owners(study):
     import jax
     import jax.numpy as jnp
 
-    from jtk.regression import deep
+    from jtk.regression import batched, deep
 
     splits = study.make_splits(2, 2, "independent", num_pool=3, num_test=3)
     lrs, eps, k, h = (1e-2, 3e-2), (4, 9), 3, 5
     keys = jnp.stack([jax.random.split(jax.random.PRNGKey(i), 2) for i in range(len(lrs))])  # [L, D]
-    xs, ys = study._ensemble_data(splits)
-    got = study._ensemble_train_batched(h, k, eps, keys, xs, ys, jnp.asarray(lrs, jnp.float32), jnp.float32(0.01))
+    xs, ys = study._training_stacks(splits)
+    got = batched.ensemble_snapshots(h, k, eps, keys, xs, ys, lrs, 0.01, study.DROPOUT_RATE)
     assert jax.tree_util.tree_leaves(got.net)[0].shape[:4] == (2, 2, 2, k)  # [E, L, D, K, ...]
     for e, ep in enumerate(eps):
         for li, lr in enumerate(lrs):

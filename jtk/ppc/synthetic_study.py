@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import os
 import sys
 import time
@@ -52,19 +51,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import optax
 import pandas as pd
 import scipy.stats
 from tqdm.auto import tqdm
 
 from jtk import _checks
 from jtk._docs import md_table, write_section
-from jtk import ppc, train as train_lib
+from jtk import ppc
 from jtk.ppc import active
 from jtk.ppc import ppc as ppc_metrics  # the private helpers of the metrics (the package re-exports the public ones)
 from jtk._numerics import numpy_rng, serial_blas
 from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP
-from jtk.regression import bnn, deep
+from jtk.regression import batched, bnn, deep
 from jtk.regression.gp import GPRegression, MonteCarloGP
 
 from jtk._paths import DOCS, RESULTS
@@ -226,64 +224,6 @@ def grid(preset: dict, families) -> list[Group]:
 
 
 # ------------------------------------------------------------------ training, vmapped over splits
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _ensemble_train_batched(hidden: int, num_members: int, epochs: tuple[int, ...], keys: jax.Array, x: jax.Array,
-                            y: jax.Array, lrs: jax.Array, noise_var: jax.Array) -> deep.Member:
-    """The "Ens" networks of :mod:`jtk.regression.deep`, trained for every data set and learning rate at once.
-
-    keys [L, D] (per learning rate, one per data set, as :func:`train_group` derives them), x [D, n, d], y [D, n],
-    lrs [L] → members with
-    leaves [E, L, D, K, ...], one snapshot per epoch count of ``epochs`` (ascending): full-batch Adam draws no random
-    numbers, so the first 100 of 1,000 steps *are* the 100-epoch run. The same maths as
-    ``deep._train_networks`` (the tests compare them), written for the batch: the K members' first layers are one
-    matmul [n, d] × [d, K·H], each step a fused pass over [L, D, K, n, H].
-    """
-    n, d = x.shape[1], x.shape[2]
-
-    def init(key):  # deep._train_one's keys: member j ← fold_in(fold_in(key, 0), j) → split(·, 3)[0]
-        member_keys = deep._member_keys(jax.random.fold_in(key, 0), num_members)
-        return jax.vmap(lambda k: deep.glorot_mlp(jax.random.split(k, 3)[0], (d, hidden, 1)))(member_keys)
-
-    def loss(net, xx, yy):  # Σ over members of deep._loss for "Ens": Gaussian NLL / n + (1 / n) / 2 · Σ weights²
-        (w1, b1), (w2, b2) = net  # [K, d, H], [K, H], [K, H, 1], [K, 1]
-        h = jax.nn.relu(jnp.einsum("nd,kdh->knh", xx, w1) + b1[:, None, :])
-        f = jnp.einsum("knh,kh->kn", h, w2[..., 0]) + b2
-        nll = jnp.sum(jnp.square(yy[None, :] - f)) / (2.0 * noise_var * n)
-        return nll + 0.5 / n * (jnp.sum(jnp.square(w1)) + jnp.sum(jnp.square(w2)))
-
-    def train_one(key, xx, yy, lr):
-        net = init(key)
-        opt = optax.adam(lr)
-        grad = jax.grad(loss)
-
-        def step(_, carry):
-            params, state = carry
-            updates, state = opt.update(grad(params, xx, yy), state, params)
-            return optax.apply_updates(params, updates), state
-
-        carry, snaps, done = (net, opt.init(net)), [], 0
-        for e in epochs:
-            carry = jax.lax.fori_loop(done, e, step, carry)
-            snaps.append(carry[0])
-            done = e
-        return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *snaps)  # [E, ...]
-
-    # One (learning rate, data set) at a time (lax.map, not vmap): a step's tensors [K, n, H] then stay in cache,
-    # measured several times faster per data set than the vmapped batch (docs/ppc.md, "Measured cost").
-    num_l, num_d = keys.shape[0], keys.shape[1]
-    flat = (jnp.repeat(lrs, num_d), keys.reshape(num_l * num_d, *keys.shape[2:]), jnp.tile(x, (num_l, 1, 1)),
-            jnp.tile(y, (num_l, 1)))
-    out = jax.lax.map(lambda a: train_one(a[1], a[2], a[3], a[0]), flat)  # leaves [L·D, E, ...]
-    net = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a.reshape(num_l, num_d, *a.shape[1:]), 2, 0), out)
-    shape = jax.tree_util.tree_leaves(net)[0].shape[:4]
-    return deep.Member(net, deep.NoiseLayer(jnp.full(shape, np.log(DROPOUT_RATE / (1 - DROPOUT_RATE)), jnp.float32)))
-
-
-def _stack_data(splits) -> tuple[train_lib.Dataset, np.ndarray]:
-    data = [train_lib.pad_dataset(s.x_train.astype(np.float32), s.y_train.astype(np.float32)) for s in splits]
-    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *data), np.stack([s.x_train for s in splits])
-
-
 def ensemble_model(group: Group, max_samples: int, max_epochs: int, noise_var: float, method: str = "Ens"):
     """The deep-regression model of an Ensemble ("Ens") or Dropout ("BD") group."""
     return deep.make_regression(method, preset="lab", hidden=(group.units,), num_members=max_samples,
@@ -292,21 +232,9 @@ def ensemble_model(group: Group, max_samples: int, max_epochs: int, noise_var: f
                                 num_samples=max_samples, max_epochs=max_epochs)
 
 
-def _ensemble_data(splits) -> tuple[jax.Array, jax.Array]:
-    return (jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32),
-            jnp.asarray(np.stack([s.y_train for s in splits]), jnp.float32))
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _map_splits(fn, *per_split):
-    """``fn(*args)`` for one split at a time (lax.map over the leading axis of every argument): the per-step tensors
-    of one split stay in cache, several times faster per split than vmapping the splits on CPU (docs/ppc.md,
-    "Measured cost"). Arguments shared by all splits go into ``fn`` (functools.partial)."""
-    return jax.lax.map(lambda a: fn(*a), per_split)
-
-
-def _with_hyper(fn, hyper, key, data):
-    return fn(key, data, hyper)
+def _training_stacks(splits) -> tuple[np.ndarray, np.ndarray]:
+    """The splits' training sets stacked: xs [D, n, d], ys [D, n] (every split has the same n)."""
+    return np.stack([s.x_train for s in splits]), np.stack([s.y_train for s in splits])
 
 
 def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_samples: int,
@@ -317,15 +245,15 @@ def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_sampl
     the per-split keys its longest group gets in :func:`train_group` (``fold_in(key, group index)``).
     """
     out = {}
-    xs, ys = _ensemble_data(splits)
+    xs, ys = _training_stacks(splits)
     for h in sorted({g.units for g in groups if g.family == "Ensemble"}):
         mine = [g for g in groups if g.family == "Ensemble" and g.units == h]
         lrs, eps = sorted({g.lr for g in mine}), tuple(sorted({g.epochs for g in mine}))
         longest = {lr: next(g for g in mine if g.lr == lr and g.epochs == eps[-1]) for lr in lrs}
         keys = jnp.stack([jax.random.split(jax.random.fold_in(key, group_index[longest[lr]]), len(splits))
                           for lr in lrs])
-        state = jax.block_until_ready(_ensemble_train_batched(h, max_samples, eps, keys, xs, ys,
-                                                              jnp.asarray(lrs, jnp.float32), jnp.float32(noise_var)))
+        state = jax.block_until_ready(batched.ensemble_snapshots(h, max_samples, eps, keys, xs, ys, lrs, noise_var,
+                                                                 DROPOUT_RATE))
         for e, ep in enumerate(eps):
             for li, lr in enumerate(lrs):
                 out[(h, lr, ep)] = jax.tree_util.tree_map(lambda a, e=e, li=li: a[e, li], state)
@@ -341,7 +269,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
 
     The networks are the owners' (jtk.regression.bnn / deep): their pure, jitted training functions run over the
     splits here (``lax.map``, one split at a time), and their posterior classes turn the result into covariances.
-    The ensembles train with :func:`_ensemble_train_batched` (the same maths as deep's "Ens"); ``ensemble_state``
+    The ensembles train with :func:`jtk.regression.batched.ensemble_snapshots` (the same maths as deep's "Ens"); ``ensemble_state``
     hands in members already trained by :func:`train_ensembles` (leaves [D, K, ...]).
     """
     n, d = splits[0].x_train.shape
@@ -351,13 +279,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     if fam == "BBB":
         model = bnn.BBBRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
                                   noise_var=noise_var)
-        data, _ = _stack_data(splits)
-        fn = bnn._bbb_fit_fn(d, model.hidden, model.num_steps, train_lib.batch_bucket(n, model.batch_size),
-                             model.num_mc, model.learning_rate)
-        hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-                 "prior_scale": jnp.float32(model.prior_scale), "kl_weight": jnp.float32(model.kl_weight),
-                 "init_sigma": jnp.float32(model.init_sigma)}
-        mu, sigma, _ = _map_splits(functools.partial(_with_hyper, fn, hyper), keys, data)
+        mu, sigma = batched.bbb_many(model, keys, *_training_stacks(splits))
         for i in range(len(splits)):
             m, s = (jax.tree_util.tree_map(lambda a: np.asarray(a[i]), t) for t in (mu, sigma))
             for st in group.settings:
@@ -365,12 +287,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     elif fam == "HMC (SGLD)":
         model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1, noise_var=noise_var,
                                    burn_in=SGLD_LEAPFROG * group.epochs, thin=SGLD_THIN, samples_per_chain=max_samples)
-        data, _ = _stack_data(splits)
-        fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
-                              train_lib.batch_bucket(n, model.batch_size))
-        hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-                 "prior_scale": jnp.float32(model.prior_scale), "step_size": jnp.float32(model.step_size)}
-        samples = _map_splits(functools.partial(_with_hyper, fn, hyper), keys, data)  # [splits, S_max, ...]
+        samples = batched.sgld_many(model, keys, *_training_stacks(splits))  # [splits, S_max, ...]
         for i in range(len(splits)):
             for st in group.settings:
                 sub = jax.tree_util.tree_map(lambda a: np.asarray(a[i, :st.samples]), samples)
@@ -378,10 +295,9 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     elif fam == "Ensemble":
         model = ensemble_model(group, max_samples, max_epochs, noise_var)
         if ensemble_state is None:  # this group alone: the batched trainer with one learning rate, one epoch count
-            xs, ys = _ensemble_data(splits)
-            ensemble_state = jax.tree_util.tree_map(lambda a: a[0, 0], _ensemble_train_batched(
-                group.units, max_samples, (group.epochs,), keys[None], xs, ys, jnp.asarray([group.lr], jnp.float32),
-                jnp.float32(noise_var)))
+            xs, ys = _training_stacks(splits)
+            ensemble_state = jax.tree_util.tree_map(lambda a: a[0, 0], batched.ensemble_snapshots(
+                group.units, max_samples, (group.epochs,), keys[None], xs, ys, [group.lr], noise_var, DROPOUT_RATE))
         state = jax.block_until_ready(ensemble_state)  # leaves [D, K, ...]
         for i in range(len(splits)):
             for st in group.settings:
@@ -390,20 +306,15 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
                                                                   sub, d)
     elif fam == "Dropout":
         model = ensemble_model(group, max_samples, max_epochs, noise_var, method="BD")
-        x0 = splits[0].x_train.astype(np.float32)
-        hyper, arch, k = model._hyper(x0), model._arch(), model.num_networks
-        member_keys = jax.vmap(lambda kk: deep._member_keys(jax.random.fold_in(kk, 0), k))(keys)  # [splits, K]
-        xs = jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32)
-        ys = jnp.asarray(np.stack([np.broadcast_to(s.y_train, (k, n)) for s in splits]), jnp.float32)
-        state = _map_splits(functools.partial(deep._train_networks, arch, hyper), member_keys, xs, ys)
-        state = jax.block_until_ready(state)  # the training time is the group's, not its first score's
+        # blocked here: the training time is the group's, not its first score's
+        state = jax.block_until_ready(batched.networks_many(model, keys, *_training_stacks(splits)))
         for i in range(len(splits)):
             for st in group.settings:
                 sub = jax.tree_util.tree_map(lambda a: a[i], state)
                 out[i][st.samples] = deep.DeepRegressionPosterior(dataclasses.replace(model, num_samples=st.samples),
                                                                   sub, d)
     elif fam in ("NNG", "HMC", "FBNN"):  # the owners' fit_many: every data set in one call
-        xs, ys = _ensemble_data(splits)
+        xs, ys = _training_stacks(splits)
         if fam == "NNG":
             model = nng.NNGRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
                                       noise_var=noise_var)
@@ -1223,20 +1134,11 @@ def _vmapped_group(group: Group, splits, key: jax.Array, max_samples: int, max_e
     keys = jax.random.split(key, len(splits))
     if group.family in ("Ensemble", "Dropout"):
         model = ensemble_model(group, max_samples, max_epochs, NOISE_VAR, "Ens" if group.family == "Ensemble" else "BD")
-        hyper, arch, k = model._hyper(splits[0].x_train.astype(np.float32)), model._arch(), model.num_networks
-        member_keys = jax.vmap(lambda kk: deep._member_keys(jax.random.fold_in(kk, 0), k))(keys)
-        xs = jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32)
-        ys = jnp.asarray(np.stack([np.broadcast_to(s.y_train, (k, n)) for s in splits]), jnp.float32)
-        return jax.vmap(lambda kk, x, y: deep._train_networks(arch, hyper, kk, x, y))(member_keys, xs, ys)
+        return batched.networks_many(model, keys, *_training_stacks(splits), vectorize=True)
     model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1,
                                noise_var=NOISE_VAR, burn_in=SGLD_LEAPFROG * group.epochs, thin=SGLD_THIN,
                                samples_per_chain=max_samples)
-    data, _ = _stack_data(splits)
-    fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
-                          train_lib.batch_bucket(n, model.batch_size))
-    hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-             "prior_scale": jnp.float32(model.prior_scale), "step_size": jnp.float32(model.step_size)}
-    return jax.vmap(fn, in_axes=(0, 0, None))(keys, data, hyper)
+    return batched.sgld_many(model, keys, *_training_stacks(splits), vectorize=True)
 
 
 def speed_study(repeats: int = 2) -> pd.DataFrame:
