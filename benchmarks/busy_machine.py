@@ -3,7 +3,7 @@
     python benchmarks/busy_machine.py [--students 10] [--busy N] [--agents mlp deep_kernel ...] [--no-docs]
     python benchmarks/busy_machine.py --docs-only    # rewrite the docs section from the last run's CSV
 
-1. Grades a generated class (benchmarks/grading_class.py: correct, wrong, tampered, looping and crashing
+1. Grades a generated class (examples/grading_class.py: correct, wrong, tampered, looping and crashing
    notebooks of all six exercises) with `jtk grade --workers 2 --timeout 30`, first on the quiet machine, then
    with N busy processes beside it (default 2 × the cores; each spins on one core until the script ends).
 2. With the busy processes still running, recomputes the quick-grid golden scores of some agents
@@ -30,9 +30,9 @@ import time
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests" / "data")]
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests" / "data")]
 
-from _docs import DOCS, md_table, write_section  # noqa: E402
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import KINDS, SOLUTIONS, make_class  # noqa: E402
 
 from jtk._info import PORTABLE_XLA_FLAG  # noqa: E402

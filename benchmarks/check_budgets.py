@@ -40,7 +40,7 @@ import pandas as pd
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "benchmarks")]
 
-from _docs import DOCS, md_table, write_section  # noqa: E402
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from busy_machine import Busy  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "grading" / "check_budgets.csv"

@@ -27,10 +27,7 @@ from jtk import testbed
 from jtk.testbed import engine
 from jtk.agents.ensemble import EnsembleAgent
 
-try:
-    from _docs import DOCS, write_section
-except ImportError:  # run from elsewhere
-    from benchmarks._docs import DOCS, write_section
+from jtk._docs import DOCS, write_section
 
 # (label, agent name, keywords, steps timed, [(problems per chunk P, members per block B or None)])
 CASES = [

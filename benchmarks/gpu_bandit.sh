@@ -10,7 +10,7 @@
 # $OUT/bandit_gpu_log.txt gathers every finished run's printed line under a '# device:' / '# horizon:' header (a
 # few kB), and $OUT/gpu_bandit_curves.tar.gz the curves and logs; the checkpoints stay on the machine (they are
 # MBs per run: packing them once made the archive too large to come back). Here:
-#   python benchmarks/bandit_study.py --preset paper --dims 50 --import-log bandit_gpu_log.txt --report-only
+#   python -m jtk.testbed.bandit_study --preset paper --dims 50 --import-log bandit_gpu_log.txt --report-only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/jtk-gpu}
@@ -34,7 +34,7 @@ for agent in ${AGENTS:-mlp dropout bbb hypermodel ensemble ensemble+}; do
   dir="$WORK/$agent"
   mkdir -p "$dir"
   cp benchmarks/results/bandit_paper_regret.csv "$dir/"
-  timeout "$LIMIT" "$PY" benchmarks/bandit_study.py --preset paper --dims 50 --agents "$agent" --runs-only \
+  timeout "$LIMIT" "$PY" -m jtk.testbed.bandit_study --preset paper --dims 50 --agents "$agent" --runs-only \
     --out-dir "$dir" ${EXTRA:-} >"$dir/log.txt" 2>&1 &
   pids+=($!)
 done

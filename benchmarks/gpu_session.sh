@@ -6,7 +6,7 @@
 #   bash benchmarks/gpu_session.sh final    # the chosen defaults: cold / warm rows and the whole zoo
 #   bash benchmarks/gpu_session.sh split    # jtk.testbed.engine.SPLIT_BRANCHES_AHEAD against the default, same machine
 #
-# Every run is benchmarks/testbed_speed.py (or agent_zoo.py) with a tag; results go to benchmarks/results/ and are
+# Every run is benchmarks/testbed_speed.py (or python -m jtk.testbed.zoo) with a tag; results go to benchmarks/results/ and are
 # packed after each run into $OUT/gpu_results.tar.gz with the log, so a run cut off by its time limit keeps the rest.
 # The probe's stored rows ("compiled on first call") were measured before the testbed compiled a grid's programs
 # ahead on a GPU: run `probe` at commit 70c309a to reproduce them; at later commits it measures the settings with it.
@@ -72,7 +72,7 @@ case "${1:-probe}" in
     speed 150 "$tagdev" -- --agents ensemble+_K100 --no-new-grid
     echo "=== $(date +%T) zoo (one process)" | tee -a "$LOG"
     start=$(date +%s)
-    timeout "${ZOO_LIMIT:-240}" "$PY" benchmarks/agent_zoo.py --grid paper --out-dir /tmp/zoo-gpu --agents \
+    timeout "${ZOO_LIMIT:-240}" "$PY" -m jtk.testbed.zoo --grid paper --out-dir /tmp/zoo-gpu --agents \
       dropout bbb hypermodel sgmcmc deep_kernel epinet ensemble knn random_forest bayes_optimal 2>&1 |
       grep -v "^wrote" | tee -a "$LOG" | grep "problems in"
     echo "=== zoo: exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s in all" | tee -a "$LOG"

@@ -146,7 +146,7 @@ def _run_one(label: str, grid: str, new_grid: bool = True, tag: str = "", patch:
 
 def write_docs(grid: str) -> None:
     """Writes :func:`doc_tables` into their sections of docs/."""
-    from _docs import write_section
+    from jtk._docs import write_section
 
     for name, (text, path) in doc_tables(grid).items():
         write_section(name, text, path)
@@ -155,7 +155,7 @@ def write_docs(grid: str) -> None:
 def doc_tables(grid: str) -> dict:
     """Section name → (text, document) of the tables made from the stored ``testbed_speed_GRID*.csv``: every cold /
     warm row in docs/results.md, and for the paper grid the GPU rows (:data:`GPU_TAGS`) in docs/platforms.md."""
-    from _docs import DOCS
+    from jtk._docs import DOCS
 
     tables = {f"testbed-speed-{grid}": (_speed_table(grid), DOCS / "results.md")}
     if grid == "paper":
@@ -251,7 +251,7 @@ def main() -> None:
     # three quarters of the device's memory that JAX allocates up front by default, which the runs need.
     own_preallocation = "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    from training_flops import gemm_gflops
+    from jtk._info import gemm_gflops
 
     matrix_rate = gemm_gflops()  # GFLOP/s of a float32 2048 × 2048 product here, before the runs
     rows = []

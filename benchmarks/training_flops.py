@@ -23,23 +23,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
-import jax.numpy as jnp
 
 import jtk
 from jtk import executors, testbed
+from jtk._info import gemm_gflops
 from jtk.testbed import engine
 
 AGENTS = {"mlp": ("mlp", {}), "ensemble+_K10": ("ensemble+", {"num_members": 10}),
           "ensemble+_K100": ("ensemble+", {"num_members": 100})}
-
-
-def gemm_gflops(size: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of a float32 size × size matrix product on the default device (best of ``repeats``)."""
-    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
-    dot = jax.jit(jnp.dot)
-    dot(a, a).block_until_ready()
-    best = min(_timed(lambda: dot(a, a).block_until_ready()) for _ in range(repeats))
-    return 2 * size ** 3 / best / 1e9
 
 
 def _timed(fn) -> float:

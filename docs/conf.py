@@ -75,6 +75,8 @@ nitpick_ignore_regex = [
     ("py:.*", rf"(?:{'|'.join(THIRD_PARTY + STDLIB)})(?:\..*)?"),
     # jtk's private modules (jtk._memory, jtk.widgets._app) are not documented; docstrings may still name them.
     ("py:.*", r"jtk(?:\.\w+)*\._\w+(?:\..*)?"),
+    # Nor are private functions (the studies' docstrings name their helpers, e.g. :func:`_ensemble_train_batched`).
+    ("py:.*", r"_\w+"),
 ]
 
 

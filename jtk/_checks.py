@@ -302,3 +302,19 @@ def path(name: str, value: Any):
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or pathlib.Path), got {_describe(value)}")
     return pathlib.Path(value)
+
+
+def argv(value: Any, example: str = "['--help']", name: str = "argv", allow_none: bool = True) -> list[str] | None:
+    """Checks a command's ``argv``: a list (or tuple) of str, or None (the command line, ``sys.argv[1:]``).
+
+    Shared by :func:`jtk.cli.main`, every study module's ``main(argv)`` and :mod:`jtk.reproduce` (its ``extra``
+    arguments): a bare string is refused (argparse would read ``"--preset quick"`` as one unknown argument), as is a
+    non-str entry. Returns ``list(value)``, or None unchanged.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not all(
+            isinstance(a, str) for a in value):
+        raise TypeError(f"{name} must be a list of str (e.g. {example}){' or None' if allow_none else ''}, "
+                        f"got {_describe(value)}")
+    return list(value)

@@ -104,6 +104,25 @@ def numerics() -> dict:
             "xla_cpu_isa": effective, "numerics_key": key, "blas": _blas()}
 
 
+def gemm_gflops(size: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of a float32 size × size matrix product on the default device (best of ``repeats``): what this
+    machine's matrix multiply reaches, the yardstick of benchmarks/training_flops.py and the bandit study's speed."""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    dot = jax.jit(jnp.dot)
+    dot(a, a).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dot(a, a).block_until_ready()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * size ** 3 / best / 1e9
+
+
 def _vendor(model: str | None) -> str | None:
     """The vendor, Intel or AMD, when the CPU's model name begins with it (as x86 model names do), else None."""
     for vendor in ("Intel", "AMD"):

@@ -10,6 +10,7 @@
                   [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
                   [--deadline ISO-8601 --submitted TIMES.csv [--penalty-per-day FRACTION]]
     jtk info
+    jtk reproduce list | NAME [--preset quick|paper|report] [--out-dir DIR] [--dry-run] [-- EXTRA STUDY ARGS]
     jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
@@ -194,6 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     sub.add_parser("info", help="versions, JAX backend and devices, compilation cache, optional extras")
+    rp = sub.add_parser("reproduce", help="regenerate a figure or table of the papers (its CSVs and page section); "
+                                          "'jtk reproduce list' names them all")
+    rp.add_argument("name", metavar="NAME|list", help="a study of 'jtk reproduce list', or list")
+    rp.add_argument("--preset", default="quick",
+                    help="quick (a laptop), paper (the paper's protocol) or report (the page from the stored CSVs; "
+                         "no training); default quick")
+    rp.add_argument("--out-dir", default=None,
+                    help="read and write the CSVs and pages here (default: the checkout's benchmarks/results and "
+                         "docs/; without a checkout ./jtk-results)")
+    rp.add_argument("--dry-run", action="store_true", help="print the study's commands and check its arguments only")
+    rp.set_defaults(extra=[])  # what follows `--` goes to the study as it is (main() splits it off)
+    rp.epilog = "Arguments after -- are passed on to the study, e.g. jtk reproduce ppc-fig4 -- --splits 5"
     lb = sub.add_parser("labs", help="write the lab notebooks, their start page and the exercises into a folder "
                                      "(for an install without a checkout)")
     lb.add_argument("--out", required=True, help="folder to write (new or empty unless --force; its parent must exist)")
@@ -729,6 +742,21 @@ def _info(args) -> int:
     return 0
 
 
+def _reproduce(args) -> int:
+    from jtk import reproduce
+
+    if args.name == "list":
+        if args.extra or args.dry_run or args.out_dir is not None:
+            return _fail("reproduce", "list takes no other arguments (jtk reproduce list)")
+        print(reproduce.listing())
+        return 0
+    try:
+        reproduce.steps(args.name, args.preset, args.out_dir, args.extra)  # a clear error before any import
+    except ValueError as err:
+        return _fail("reproduce", str(err))
+    return reproduce.run(args.name, args.preset, args.out_dir, args.extra, dry_run=args.dry_run)
+
+
 def _labs(args) -> int:
     import importlib.util
     import shlex
@@ -753,16 +781,23 @@ def _labs(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
-        raise TypeError(f"argv must be a list of str (e.g. ['testbed', '--agent', 'mlp']) or None, got {argv!r}")
     try:
-        args = build_parser().parse_args(argv)  # imports JAX: Ctrl-C here is a plain, clean exit
+        from jtk import _checks  # imports JAX, as build_parser does: Ctrl-C here is a plain, clean exit
+
+        argv = _checks.argv(argv, "['testbed', '--agent', 'mlp']")
+        argv = list(sys.argv[1:] if argv is None else argv)
+        extra = []
+        if argv[:1] == ["reproduce"] and "--" in argv:  # jtk reproduce NAME [...] -- STUDY ARGS: the study's, untouched
+            extra, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
+        args = build_parser().parse_args(argv)
+        if extra:
+            args.extra = extra
     except KeyboardInterrupt:
         print("jtk: interrupted before starting; nothing was written", file=sys.stderr)
         return 130
     commands = {"testbed": _testbed, "sweep": _sweep, "exercises": _exercises, "grade": _grade, "gradebook": _gradebook,
                 "bandit": _bandit, "verify": _verify, "export": _export, "challenge": _challenge, "info": _info,
-                "labs": _labs}
+                "labs": _labs, "reproduce": _reproduce}
     if args.command in commands:
         return commands[args.command](args)
     return 2  # pragma: no cover - argparse enforces the choices

@@ -226,3 +226,36 @@ def test_xll_prefers_the_true_correlations():
 def test_xll_table_rejects_mismatched_models():
     with pytest.raises(ValueError, match="same model names"):
         ppc.xll_table(np.zeros(3), {"a": np.zeros(3)}, {"b": np.eye(3)}, 0.1)
+
+
+def test_prediction_gram_gives_the_same_evaluation_and_tal_as_kernel_refits():
+    """The precomputed oracle kernel (prediction_gram) changes nothing but the speed: the same queries, the same
+    log-likelihoods up to round-off, for every criterion over several rounds (docs/ppc.md, "Speed of the scoring")."""
+    oracle_env = ReLUKernelGP(3)
+    split = oracle_env.sample_split(seed=4, num_pool=40, num_test=30)
+    oracle = GPRegression(kernel=oracle_env.kernel, noise_var=0.01)
+    gram = active.prediction_gram(split, oracle)
+    assert gram.shape == (15 + 40 + 30,) * 2
+    for q in (np.zeros(0, np.int64), np.array([3, 0, 17])):
+        np.testing.assert_allclose(active.evaluate_prediction(split, q, oracle, gram=gram),
+                                   active.evaluate_prediction(split, q, oracle), rtol=0, atol=1e-10)
+    twin = GPRegression(kernel=ReLUKernelGP(3).kernel, noise_var=0.01)  # equal, not the same object
+    for criterion in active.CRITERIA:
+        old = active.run_tal(split, oracle, oracle, criterion, batch_size=2, num_rounds=3, seed=1)
+        new = active.run_tal(split, twin, oracle, criterion, batch_size=2, num_rounds=3, seed=1, gram=gram)
+        np.testing.assert_array_equal(new.queried, old.queried)
+        np.testing.assert_allclose(new.test_log_likelihood, old.test_log_likelihood, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(new.test_rmse, old.test_rmse, rtol=0, atol=1e-10)
+    a = active.tal_comparison([split], oracle, oracle, criteria=("batchmig", "tig"), progress=False, num_rounds=2,
+                              batch_size=2)
+    b = active.tal_comparison([split], oracle, oracle, criteria=("batchmig", "tig"), progress=False, num_rounds=2,
+                              batch_size=2, use_gram=True)
+    np.testing.assert_allclose(b["test_log_likelihood"], a["test_log_likelihood"], rtol=0, atol=1e-10)
+    other = GPRegression(noise_var=0.01, lengthscale=1.0)  # a different selection model: its own refits
+    np.testing.assert_array_equal(
+        active.run_tal(split, other, oracle, "mig", batch_size=2, seed=0, gram=gram).queried,
+        active.run_tal(split, other, oracle, "mig", batch_size=2, seed=0).queried)
+    with pytest.raises(ValueError, match="gram must be prediction_model's kernel"):
+        active.evaluate_prediction(split, [0], oracle, gram=2.0 * gram)
+    with pytest.raises(TypeError, match="prediction_model must be a GP with a given kernel"):
+        active.evaluate_prediction(split, [0], GPRegression(noise_var=0.01), gram=gram)

@@ -1,7 +1,6 @@
-"""benchmarks/bandit_study.py: resumable runs, Figs. 8/9's points (regret against the 2-D testbed scores),
+"""jtk.testbed.bandit_study: resumable runs, Figs. 8/9's points (regret against the 2-D testbed scores),
 per-dimension correlations beside the paper's, and the cost estimates."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def study():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bandit_study
+    from jtk.testbed import bandit_study
 
     return bandit_study
 

@@ -1,15 +1,14 @@
-"""docs/coverage.md's tables: made by ``benchmarks/coverage_study.py --docs`` from the stored CSVs, never by hand."""
+"""docs/coverage.md's tables: made by ``jtk reproduce coverage-tables`` (``python -m jtk.regression.coverage_study
+--docs``) from the stored CSVs, never by hand."""
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import coverage_study as cs  # noqa: E402
-from _docs import markers  # noqa: E402
+from jtk._docs import markers  # noqa: E402
+from jtk.regression import coverage_study as cs  # noqa: E402
 
 
 def test_every_table_of_the_page_is_what_the_stored_csvs_give():
@@ -20,7 +19,7 @@ def test_every_table_of_the_page_is_what_the_stored_csvs_give():
         begin, end = markers(name)
         assert page.count(begin) == 1 and page.count(end) == 1, name
         stored = page.split(begin, 1)[1].split(end, 1)[0].strip("\n")
-        assert stored == text, f"docs/coverage.md's {name!r} table is stale: run python benchmarks/coverage_study.py --docs"
+        assert stored == text, f"docs/coverage.md's {name!r} table is stale: run jtk reproduce coverage-tables"
 
 
 def _summary(by, values, methods=("BLR", "BD")):

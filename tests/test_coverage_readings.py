@@ -1,13 +1,10 @@
-"""benchmarks/coverage_readings.py: the distance to the paper and the closest reading, on rows made up here."""
+"""jtk.regression.coverage_readings: the distance to the paper and the closest reading, on rows made up here."""
 
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import coverage_readings as cr  # noqa: E402
+from jtk.regression import coverage_readings as cr
 
 
 def _rows(cov: dict) -> pd.DataFrame:
@@ -67,7 +64,7 @@ def test_the_fgsm_table_orders_the_steps_marks_the_default_and_ends_with_the_pla
 
 
 def test_the_pages_two_sections_are_what_the_stored_csv_gives():
-    from _docs import markers
+    from jtk._docs import markers
 
     page = cr.PAGE.read_text()
     df = pd.read_csv(cr.OUT)
@@ -75,4 +72,4 @@ def test_the_pages_two_sections_are_what_the_stored_csv_gives():
         begin, end = markers(name)
         assert page.count(begin) == 1 and page.count(end) == 1, name
         assert page.split(begin, 1)[1].split(end, 1)[0].strip("\n") == text.strip("\n"), (
-            f"docs/coverage.md's {name!r} section is stale: run python benchmarks/coverage_readings.py --report-only")
+            f"docs/coverage.md's {name!r} section is stale: run jtk reproduce coverage-readings")

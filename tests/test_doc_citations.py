@@ -13,7 +13,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CITATION = re.compile(r'(docs/[\w-]+\.md),\s+"([^"\n]+)"')
-SOURCES = sorted(p for folder in ("jtk", "benchmarks", "tests") for p in (ROOT / folder).rglob("*.py"))
+SOURCES = sorted(p for folder in ("jtk", "benchmarks", "examples", "tests") for p in (ROOT / folder).rglob("*.py"))
 
 
 def _citations():

@@ -1257,6 +1257,149 @@ for fn, arg, nargs, exc in [
     case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
 
 
+# ------------------------------------------------------------------ the paper studies and jtk.reproduce (#48 items 3
+# and 5): each study module's public surface is its __all__ (main(argv) and the few functions others call; the
+# package docstrings say so); every case fails at entry, before any training, file or import of a study
+import jtk.ppc.real_study as SREAL  # noqa: E402
+import jtk.ppc.synthetic_study as SSYN  # noqa: E402
+import jtk.ppc.tal_oracle as STAL  # noqa: E402
+import jtk.regression.coverage_readings as SREAD  # noqa: E402
+import jtk.regression.coverage_study as SCOV  # noqa: E402
+import jtk.reproduce as REPRO  # noqa: E402
+import jtk.testbed.bandit_study as SBANDIT  # noqa: E402
+import jtk.testbed.epinet_hypermodel as SEPI  # noqa: E402
+import jtk.testbed.estimator_table as SEST  # noqa: E402
+import jtk.testbed.known_limits as SLIMITS  # noqa: E402
+import jtk.testbed.zoo as SZOO  # noqa: E402
+import jtk.testbed.zoo_report as SZOOREP  # noqa: E402
+
+STUDY_MODULES = (SBANDIT, SZOO, SZOOREP, SEPI, SEST, SLIMITS, SCOV, SREAD, SSYN, SREAL, STAL)
+for mod in STUDY_MODULES:  # every study's command: argv is a list of str or None
+    short = mod.__name__.rsplit(".", 1)[1]
+    case(mod.main, f"{short}-argv-str", call(mod.main, "--preset quick"), TE, "argv")
+    case(mod.main, f"{short}-argv-int", call(mod.main, ["--seeds", 3]), TE, "argv")
+
+
+def frame_of(**cols):
+    return pd.DataFrame({k: list(v) for k, v in cols.items()})
+
+
+MC_ROWS = frame_of(likelihood=["mc"], tau=[1], kl=[0.1])
+TAL_ROWS = frame_of(dataset=["boston"], seed=[0], round=[1], selector=["Random"], test_ll=[-1.0])
+XLL_ROWS = frame_of(dataset=["boston"], seed=[0], model=["BBB"], xllr=[0.1])
+TAB_ROWS = frame_of(dataset=["boston"], model=["BBB"], xllr=[0.1], tal_gain=[0.2], tal_gain_se=[0.1])
+STEP = REPRO.steps(REPRO.STUDIES[0].name)[0]
+
+# --- jtk.testbed.bandit_study
+case(SBANDIT.import_log, "path-int", call(SBANDIT.import_log, 3, "regret.csv"), TE, "path")
+case(SBANDIT.import_log, "path-missing", call(SBANDIT.import_log, "/nonexistent/run.log", "regret.csv"), VE, "path")
+case(SBANDIT.import_log, "regret_csv-none", call(SBANDIT.import_log, "run.log", None), TE, "regret_csv")
+case(SBANDIT.per_dim_correlations, "points-list", call(SBANDIT.per_dim_correlations, [1, 2]), TE, "points")
+case(SBANDIT.per_dim_correlations, "points-columns", call(SBANDIT.per_dim_correlations, frame_of(input_dim=[2])), VE,
+     "points total_regret")
+case(SBANDIT.per_dim_correlations, "metrics-str", call(SBANDIT.per_dim_correlations, frame_of(input_dim=[2]), "kl_1"),
+     TE, "metrics")
+case(SBANDIT.per_dim_correlations, "metrics-empty", call(SBANDIT.per_dim_correlations, frame_of(input_dim=[2]), ()), VE,
+     "metrics")
+# --- jtk.testbed.zoo
+case(SZOO.run, "name-int", call(SZOO.run, 3, [good_problem()]), TE, "name")
+case(SZOO.run, "problems-empty", call(SZOO.run, "mlp", []), VE, "problems")
+case(SZOO.run, "problems-str", lambda: SZOO.run("mlp", ["seed=0"]), TE, "Problem")
+case(SZOO.run, "agent-no-fit", call(SZOO.run, "mlp", [good_problem()], agent=3), TE, "agent")
+# --- jtk.testbed.estimator_table
+case(SEST.table, "frames-list", call(SEST.table, [MC_ROWS]), TE, "frames")
+case(SEST.table, "frames-empty", call(SEST.table, {}), VE, "frames")
+case(SEST.table, "frames-columns", call(SEST.table, {"mlp": frame_of(tau=[1])}), VE, "frames['mlp'] likelihood")
+case(SEST.table, "frames-no-mc", call(SEST.table, {"mlp": MC_ROWS.assign(likelihood="exact")}), VE, "frames['mlp']")
+case(SEST.table, "mlp_name-int", call(SEST.table, {"mlp": MC_ROWS}, mlp_name=0), TE, "mlp_name")
+# --- jtk.regression.coverage_study
+case(SCOV.truth_table, "f_mains-neg", call(SCOV.truth_table, (1.0, -2.0)), VE, "f_mains[1]")
+case(SCOV.truth_table, "f_mains-str", call(SCOV.truth_table, "1"), TE, "f_mains")
+case(SCOV.truth_table, "input_scales-empty", call(SCOV.truth_table, input_scales=()), VE, "input_scales")
+case(SCOV.truth_table, "input_scales-nan", call(SCOV.truth_table, input_scales=(np.nan,)), VE, "input_scales[0]")
+# --- jtk.regression.coverage_readings
+case(SREAD.run, "k-1", call(SREAD.run, 1), VE, "k")
+case(SREAD.run, "k-float", call(SREAD.run, 20.0), TE, "k")
+case(SREAD.run, "seed-neg", call(SREAD.run, 20, seed=-1), VE, "seed")
+case(SREAD.report, "df-list", call(SREAD.report, [1]), TE, "df")
+case(SREAD.report, "df-columns", call(SREAD.report, frame_of(method=["BLR"])), VE, "df coverage_in")
+case(SREAD.report, "df-no-lab-rows", call(SREAD.report, pd.DataFrame(columns=list(SREAD.ROW_COLUMNS))), VE,
+     "df EnsAdvA")
+# --- jtk.ppc.synthetic_study
+case(SSYN.preset_for, "name-unknown", call(SSYN.preset_for, "huge"), VE, "name huge")
+case(SSYN.preset_for, "protocol-unknown", call(SSYN.preset_for, "quick", "paper"), VE, "protocol")
+case(SSYN.make_splits, "dim-0", call(SSYN.make_splits, 0, 2, "shared"), VE, "dim")
+case(SSYN.make_splits, "num_splits-float", call(SSYN.make_splits, 3, 2.0, "shared"), TE, "num_splits")
+case(SSYN.make_splits, "data-unknown", call(SSYN.make_splits, 3, 2, "fresh"), VE, "data")
+case(SSYN.make_splits, "seed-2**32", call(SSYN.make_splits, 3, 2, "shared", seed=2 ** 32), VE, "seed")
+case(SSYN.make_splits, "num_pool-0", call(SSYN.make_splits, 3, 2, "shared", num_pool=0), VE, "num_pool")
+# --- jtk.ppc.real_study
+case(SREAL.derive_settings, "runs-list", call(SREAL.derive_settings, [1]), TE, "runs")
+case(SREAL.derive_settings, "runs-columns", call(SREAL.derive_settings, frame_of(family=["BBB"])), VE,
+     "runs batchmig_ll")
+case(SREAL.derive_settings, "families-str", lambda: SREAL.derive_settings(
+    pd.DataFrame(columns=[*SREAL.SETTING_COLUMNS, "split", "batchmig_ll"]), "BBB"), TE, "families")
+case(SREAL.table, "tal-none", call(SREAL.table, None, XLL_ROWS), TE, "tal")
+case(SREAL.table, "xll-columns", call(SREAL.table, TAL_ROWS, frame_of(dataset=["boston"])), VE, "xll xllr")
+case(SREAL.xllr_shown, "tab-columns", call(SREAL.xllr_shown, frame_of(dataset=["boston"])), VE, "tab tal_gain")
+case(SREAL.xllr_shown, "z-neg", call(SREAL.xllr_shown, TAB_ROWS, z=-1.0), VE, "z")
+case(SREAL.xllr_shown, "z-str", call(SREAL.xllr_shown, TAB_ROWS, z="2"), TE, "z")
+case(SREAL.disagreements, "tab-none", call(SREAL.disagreements, None, TAL_ROWS, XLL_ROWS), TE, "tab")
+case(SREAL.disagreements, "tal-columns", call(SREAL.disagreements, TAB_ROWS, XLL_ROWS, XLL_ROWS), VE, "tal")
+case(SREAL.disagreements, "z-nan", call(SREAL.disagreements, TAB_ROWS, TAL_ROWS, XLL_ROWS, z=np.nan), VE, "z")
+# --- jtk.ppc.tal_oracle
+case(STAL.run, "num_splits-1", call(STAL.run, 1, 9, False), VE, "num_splits")
+case(STAL.run, "dim-float", call(STAL.run, 5, 9.0, False), TE, "dim")
+case(STAL.run, "with_bnn-int", call(STAL.run, 5, 9, 1), TE, "with_bnn")
+case(STAL.summarize, "res-list", call(STAL.summarize, []), TE, "res")
+case(STAL.summarize, "res-keys", call(STAL.summarize, {"criteria": None}), VE, "res models")
+case(STAL.summarize, "res-criteria", call(STAL.summarize, {"criteria": None, "models": None}), TE, "res['criteria']")
+# --- jtk.reproduce (no case imports a study: each fails before steps / parse / run reach one)
+case(REPRO.get, "name-int", call(REPRO.get, 3), TE, "name")
+case(REPRO.get, "name-unknown", call(REPRO.get, "table2"), VE, "name table2")
+case(REPRO.steps, "name-unknown", call(REPRO.steps, "fig99"), VE, "name fig99")
+case(REPRO.steps, "preset-unknown", call(REPRO.steps, REPRO.STUDIES[0].name, "full"), VE, "preset")
+case(REPRO.steps, "out_dir-int", call(REPRO.steps, REPRO.STUDIES[0].name, out_dir=3), TE, "out_dir")
+case(REPRO.steps, "extra-str", call(REPRO.steps, REPRO.STUDIES[0].name, extra="--fresh"), TE, "extra")
+case(REPRO.run, "name-unknown", call(REPRO.run, "fig99", dry_run=True), VE, "name")
+case(REPRO.run, "preset-unknown", call(REPRO.run, REPRO.STUDIES[0].name, "full", dry_run=True), VE, "preset")
+case(REPRO.run, "extra-str", call(REPRO.run, REPRO.STUDIES[0].name, extra="--fresh", dry_run=True), TE, "extra")
+case(REPRO.run, "dry_run-int", call(REPRO.run, REPRO.STUDIES[0].name, dry_run=1), TE, "dry_run")
+case(REPRO.command, "step-tuple", call(REPRO.command, ("jtk.testbed.zoo", ())), TE, "step")
+case(REPRO.command, "step-module-unknown", call(REPRO.command, REPRO.Step("os", ())), VE, "step.module")
+case(REPRO.command, "step-argv-str", call(REPRO.command, STEP._replace(argv="--fresh")), TE, "step.argv")
+case(REPRO.parse, "step-str", call(REPRO.parse, "jtk.testbed.zoo"), TE, "step")
+case(REPRO.parse, "step-module-unknown", call(REPRO.parse, REPRO.Step("antigravity", ())), VE, "step.module")
+case(REPRO.quick_time, "study-str", call(REPRO.quick_time, "ppc-fig3"), TE, "study")
+case(REPRO.quick_time, "results-int", call(REPRO.quick_time, REPRO.STUDIES[0], 3), TE, "results")
+case(REPRO.listing, "results-int", call(REPRO.listing, 3), TE, "results")
+
+import jtk.regression.batched as BATCHED  # noqa: E402  (the PPC study's training engine)
+BX, BY, BKEYS = np.zeros((2, 4, 3)), np.zeros((2, 4)), np.array([[0, 1], [0, 2]], np.uint32)  # 2 raw keys
+for fn, good in ((BATCHED.bbb_many, jtk.regression.BBBRegression(num_steps=1)),
+                 (BATCHED.sgld_many, jtk.regression.SGLDRegression(burn_in=1, samples_per_chain=2)),
+                 (BATCHED.networks_many, jtk.regression.make_regression("BD", preset="lab"))):
+    case(fn, "model-wrong-family", call(fn, object(), BKEYS, BX, BY), TE, "model")
+    case(fn, "ys-wrong-shape", call(fn, good, BKEYS, BX, np.zeros((2, 5))), VE, "ys")
+    case(fn, "keys-one-short", call(fn, good, BKEYS[:1], BX, BY), VE, "keys")
+    case(fn, "vectorize-str", lambda f=fn, g=good: f(g, BKEYS, BX, BY, vectorize="yes"), TE, "vectorize")
+ENS_ARGS = dict(hidden=3, num_members=2, epochs=(1, 2), keys=BKEYS[None], xs=BX, ys=BY, learning_rates=[0.01],
+                noise_var=0.01, dropout_rate=0.05)
+for cid, change, exc, names in (("epochs-descending", {"epochs": (2, 1)}, VE, "epochs"),
+                                ("epochs-int", {"epochs": 5}, TE, "epochs"),
+                                ("learning_rates-negative", {"learning_rates": [-0.1]}, VE, "learning_rates"),
+                                ("keys-not-per-rate", {"keys": BKEYS}, VE, "keys"),
+                                ("dropout_rate-one", {"dropout_rate": 1.0}, VE, "dropout_rate"),
+                                ("noise_var-zero", {"noise_var": 0.0}, VE, "noise_var")):
+    case(BATCHED.ensemble_snapshots, cid, lambda c=change: BATCHED.ensemble_snapshots(**{**ENS_ARGS, **c}), exc, names)
+
+EXEMPT_STUDIES: dict[str, str] = {
+    "jtk.reproduce.Step": "a record the registry builds (steps() returns them); command / parse check a Step given",
+    "jtk.reproduce.Study": "a record of the registry (STUDIES); a user gets one from get(name), which has cases",
+    "jtk.reproduce.Timing": "a record quick_time reads from a study's own CSV; never built from a user's input",
+}
+
+
 # ------------------------------------------------------------------ backlog part A (issue #48 item 5): plots, widgets,
 # course, envs and the platform modules (results, likelihood, nets, train, executors)
 EXEMPT_A: dict[str, str] = {}
@@ -1264,6 +1407,46 @@ EXEMPT_A: dict[str, str] = {}
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
 # regression, testbed and ppc
 EXEMPT_B: dict[str, str] = {}
+# the precomputed oracle kernel matrix of the PPC scoring and Fig. 3 TAL (issue #47)
+GRAM = functools.lru_cache(None)(lambda: A.prediction_gram(TOY(), GP_ORACLE()))
+case(jtk.regression.gp.gram_posterior, "gram-not-square",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4)[:3], [0], [0.0], [1], 0.01), VE, "gram")
+case(jtk.regression.gp.gram_posterior, "gram-asymmetric",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4) + np.triu(np.ones((4, 4)), 1), [0, 1], [0.0, 0.0], [2], 0.01),
+     VE, "gram")
+case(jtk.regression.gp.gram_posterior, "gram-nan-at-a-target",
+     lambda: jtk.regression.gp.gram_posterior(np.where(np.eye(4) > 0, np.nan, 0.5), [0], [0.0], [2], 0.01), VE,
+     "gram")
+case(jtk.regression.gp.gram_posterior, "observed-out-of-range",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [4], [0.0], [1], 0.01), VE, "observed gram")
+case(jtk.regression.gp.gram_posterior, "targets-float",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [1.5], 0.01), TE, "targets")
+case(jtk.regression.gp.gram_posterior, "y-short",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0, 1], [0.0], [2], 0.01), VE, "y observed")
+case(jtk.regression.gp.gram_posterior, "noise_var-negative",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [2], -1.0), VE, "noise_var")
+case(jtk.regression.gp.gram_posterior, "full_covariance-text",
+     lambda: jtk.regression.gp.gram_posterior(np.eye(4), [0], [0.0], [2], 0.01, full_covariance="yes"), TE,
+     "full_covariance")
+case(A.prediction_gram, "prediction_model-rbf", lambda: A.prediction_gram(TOY(), jtk.regression.GPRegression()), TE,
+     "prediction_model")
+case(A.prediction_gram, "split-x_pool-nan",
+     lambda: A.prediction_gram(TOY()._replace(x_pool=np.full_like(TOY().x_pool, np.nan)), GP_ORACLE()), VE,
+     "split.x_pool")
+case(A.evaluate_prediction, "gram-wrong-shape", lambda: A.evaluate_prediction(TOY(), [0], GP_ORACLE(), gram=np.eye(3)),
+     VE, "gram")
+case(A.evaluate_prediction, "gram-other-kernel",
+     lambda: A.evaluate_prediction(TOY(), [0], GP_ORACLE(), gram=2.0 * GRAM()), VE, "gram prediction_model")
+case(A.evaluate_prediction, "gram-rbf-model",
+     lambda: A.evaluate_prediction(TOY(), [0], jtk.regression.GPRegression(noise_var=0.01), gram=GRAM()), TE,
+     "prediction_model")
+case(A.run_tal, "gram-nan",
+     lambda: A.run_tal(TOY(), GP_ORACLE(), GP_ORACLE(), gram=np.full_like(GRAM(), np.nan)), VE, "gram")
+case(A.tal_comparison, "use_gram-text",
+     lambda: A.tal_comparison([TOY()], GP_ORACLE(), GP_ORACLE(), progress=False, use_gram="yes"), TE, "use_gram")
+case(A.tal_comparison, "use_gram-rbf-model",
+     lambda: A.tal_comparison([TOY()], GP_ORACLE(), jtk.regression.GPRegression(noise_var=0.01), progress=False,
+                              use_gram=True), TE, "prediction_model")
 
 
 # ------------------------------------------------------------------ inventory: every public callable has a case
@@ -1370,6 +1553,7 @@ EXEMPT = {
         "jtk.results.LockedError", "jtk.results.ManifestMismatch", "jtk.results.OutputError",
         "jtk.results.ResultsWarning", "jtk.course.sandbox.WorkerError", "jtk.testbed.stats.InfiniteKLWarning")},
 }
+EXEMPT.update(EXEMPT_STUDIES)
 EXEMPT.update(EXEMPT_A)
 EXEMPT.update(EXEMPT_B)
 

@@ -108,3 +108,30 @@ def test_bad_inputs():
     post = GPRegression(noise_var=0.1, lengthscale=1.0, signal_var=1.0).fit(x, y)
     with pytest.raises(ValueError, match="2 columns"):
         post.predict(np.zeros((3, 5)))
+
+
+def test_gram_posterior_matches_conditioning_on_the_points():
+    """gram_posterior slices a precomputed kernel matrix: condition(...).predict / mean_and_covariance up to round-off."""
+    from jtk.regression.gp import gram_posterior
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(30, 2))
+    kernel = ReLUKernelGP(2).kernel
+    gram = kernel(x)
+    observed, targets = rng.permutation(30)[:9], np.arange(20, 30)
+    observed = observed[~np.isin(observed, targets)]
+    y = rng.normal(size=len(observed))
+    post = condition(kernel, x[observed], y, 0.01)
+    mean, std = gram_posterior(gram, observed, y, targets, 0.01)
+    np.testing.assert_allclose(mean, post.predict(x[targets])[0], atol=1e-10)
+    np.testing.assert_allclose(std, post.predict(x[targets])[1], atol=1e-10)
+    mean, cov = gram_posterior(gram, observed, y, targets, 0.01, full_covariance=True)
+    ref_mean, ref_cov = post.mean_and_covariance(x[targets])
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-10)
+    np.testing.assert_allclose(cov, ref_cov, atol=1e-10)
+    prior_mean, prior_std = gram_posterior(gram, np.zeros(0, int), np.zeros(0), targets, 0.01)
+    assert np.all(prior_mean == 0) and np.allclose(prior_std ** 2, np.diag(gram)[targets])
+    with pytest.raises(ValueError, match="y must have one value per index of observed"):
+        gram_posterior(gram, observed, y[:-1], targets, 0.01)
+    with pytest.raises(ValueError, match="gram must be symmetric"):
+        gram_posterior(gram + np.triu(np.ones_like(gram)), observed, y, targets, 0.01)

@@ -9,7 +9,7 @@ nbgrader`` writes the course; nbgrader's own commands ``generate_assignment``, `
 ``generate_feedback`` run there; a class of six hands in exercise 1 (the solution, the untouched release, a partial
 answer whose code warns, a tampered check cell, jtk's own exercises/ copy collected by nbgrader, and an answer cell
 that switches the check off); every check's points from nbgrader's gradebook (its Python API) are compared with
-``jtk grade`` of the same submitted notebooks. benchmarks/nbgrader_points.py reuses these helpers for all six
+``jtk grade`` of the same submitted notebooks. examples/nbgrader_points.py reuses these helpers for all six
 exercises.
 """
 
@@ -38,7 +38,7 @@ NB1 = "01_coin_joint.ipynb"
 A1 = NB1.removesuffix(".ipynb")
 
 
-# ------------------------------------------------------------------ helpers (also used by benchmarks/nbgrader_points.py)
+# ------------------------------------------------------------------ helpers (also used by examples/nbgrader_points.py)
 def nbgrader_pin() -> str:
     """nbgrader's requirement as constraints.txt pins it (``nbgrader==X.Y.Z``)."""
     (pin,) = [line.strip() for line in (ROOT / "constraints.txt").read_text().splitlines()

@@ -1,6 +1,5 @@
-"""benchmarks/ppc_real.py: Wang et al.'s Table 1 protocol on real data (data sets, Oracle, table, command line)."""
+"""jtk.ppc.real_study: Wang et al.'s Table 1 protocol on real data (data sets, Oracle, table, command line)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def real():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import ppc_real
+    from jtk.ppc import real_study
 
-    return ppc_real
+    return real_study
 
 
 # Published summaries of these tables (the UCI and scikit-learn documentation): rows, columns, target mean.

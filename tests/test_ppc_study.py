@@ -1,8 +1,6 @@
 """The PPC study's library pieces (jtk.ppc.xll_table, split_mean_correlation, jtk.ppc.active.select_many,
-split_data) against independent computations, and benchmarks/ppc_study.py end to end on toy sizes."""
+split_data) against independent computations, and jtk.ppc.synthetic_study end to end on toy sizes."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +12,6 @@ from jtk.ppc import active
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 from jtk.regression.gp import GPRegression
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _models(n=40, m=5, seed=0):
@@ -197,10 +194,9 @@ def test_split_data_rejects_bad_tables():
 # ------------------------------------------------------------------ the benchmark
 @pytest.fixture(scope="module")
 def study():
-    sys.path.insert(0, str(BENCH))
-    import ppc_study
+    from jtk.ppc import synthetic_study
 
-    return ppc_study
+    return synthetic_study
 
 
 def test_shared_splits_repartition_one_draw(study):
@@ -269,13 +265,13 @@ def test_batched_ensemble_trainer_matches_the_owners(study):
     import jax
     import jax.numpy as jnp
 
-    from jtk.regression import deep
+    from jtk.regression import batched, deep
 
     splits = study.make_splits(2, 2, "independent", num_pool=3, num_test=3)
     lrs, eps, k, h = (1e-2, 3e-2), (4, 9), 3, 5
     keys = jnp.stack([jax.random.split(jax.random.PRNGKey(i), 2) for i in range(len(lrs))])  # [L, D]
-    xs, ys = study._ensemble_data(splits)
-    got = study._ensemble_train_batched(h, k, eps, keys, xs, ys, jnp.asarray(lrs, jnp.float32), jnp.float32(0.01))
+    xs, ys = study._training_stacks(splits)
+    got = batched.ensemble_snapshots(h, k, eps, keys, xs, ys, lrs, 0.01, study.DROPOUT_RATE)
     assert jax.tree_util.tree_leaves(got.net)[0].shape[:4] == (2, 2, 2, k)  # [E, L, D, K, ...]
     for e, ep in enumerate(eps):
         for li, lr in enumerate(lrs):
@@ -343,6 +339,28 @@ def test_oracle_covariance_context_matches_the_gp(study):
                                                                                 splits[0].y_train)
     np.testing.assert_allclose(ctx.oracle_cov, exact.covariance(ctx.x_all), atol=1e-10)
     assert ctx.batch == 7  # max(⌊0.01 · (10 + 500 + 200)⌋, 1)
+
+
+def test_fast_scoring_equals_the_public_functions_one_by_one(study):
+    """score's fast path (the context's oracle kernel matrix and correlations, the oracle's covariance validated
+    once) gives the rows of the public functions called one by one (fast=False), up to round-off; and the baselines
+    read the same context."""
+    splits = study.make_splits(2, 2, "independent", num_pool=30, num_test=20)
+    ctxs = study.contexts(splits)
+    oracle = GPRegression(kernel=ReLUKernelGP(2).kernel, noise_var=NOISE_VAR)  # equal to the context's, not it
+    assert oracle is not ctxs[0].oracle
+    for i, ctx in enumerate(ctxs):
+        models = [GPRegression(noise_var=NOISE_VAR, lengthscale=ls, ard=False).fit(ctx.split.x_train, ctx.split.y_train)
+                  for ls in (0.5, 3.0)]
+        moments = [study.moments(m, ctx.x_all, 0) for m in models]
+        moments.append(study.moments(study.MonteCarloGP(oracle, 3).fit(ctx.split.x_train, ctx.split.y_train, seed=i),
+                                     ctx.x_all, 3))
+        for mean, cov in moments:
+            old, new = study.score(ctx, mean, cov, oracle, fast=False), study.score(ctx, mean, cov, oracle)
+            assert set(old) == set(new)
+            for k in old:
+                assert abs(new[k] - old[k]) <= 1e-10, (k, old[k], new[k])
+    np.testing.assert_allclose(ctxs[0].gram, active.prediction_gram(splits[0], oracle))
 
 
 def test_headline_families_let_sgld_stand_in_only_without_hmc(study):

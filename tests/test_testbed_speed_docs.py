@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import testbed_speed  # noqa: E402
-from _docs import markers  # noqa: E402
+from jtk._docs import markers  # noqa: E402
 
 
 def test_the_speed_tables_in_docs_are_what_the_stored_csvs_give():

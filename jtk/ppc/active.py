@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
@@ -103,7 +104,8 @@ def check_covariance(cov: Any, name: str = "cov", index: np.ndarray | None = Non
     _memory.check_budget(f"PSD check of {name}: 3 × n² float64 with n = {n}",
                          _memory.nbytes(3, n, n, dtype=np.float64),
                          "use fewer pool / test points")
-    sub = cov if index is None else cov[np.ix_(index, index)]
+    whole = index is None or (len(index) == cov.shape[0] and np.array_equal(index, np.arange(len(index))))
+    sub = cov if whole else cov[np.ix_(index, index)]  # no copy when index is every row in order (the PPC study's)
     unit = sub / scale  # [n, n] with max diagonal 1
     unit = 0.5 * (unit + unit.T)
     unit[np.diag_indices_from(unit)] += _PSD_RTOL
@@ -367,6 +369,22 @@ def select_many(cov, pool, test, noise_var: float, batch_size: int, criteria: Se
     return out
 
 
+def _select_trusted(criterion: str, cov: np.ndarray, pool: np.ndarray, test: np.ndarray, noise_var: float,
+                    batch_size: int, seed: Any = 0) -> np.ndarray:
+    """:func:`select` for a problem built in this package (a GP posterior covariance, valid indices): the same
+    scaling and criteria as :func:`_check_problem` and :func:`select_many`, without the PSD factorisation."""
+    if criterion == "random":
+        return random_selection(pool, batch_size, seed)
+    scale = float(np.max(np.diag(cov)))
+    if scale > 0:
+        cov, noise_var = cov / scale, noise_var / scale
+    if criterion == "tig":
+        return _top(pool, np.diag(cov)[pool] + noise_var, batch_size)
+    if criterion == "mig":
+        return _top(pool, _mig_scores(cov, pool, test, noise_var), batch_size)
+    return _batch_mig(cov, pool, test, noise_var, batch_size)[0]
+
+
 # ------------------------------------------------------------------ TAL loop
 def reference_batch_size(num_train: int, num_pool: int, num_test: int) -> int:
     """The reference query size max(⌊0.01 (train + pool + test)⌋, 1) (docs/reference.md, "Active learning")."""
@@ -412,8 +430,101 @@ def _check_split(split):
         dim = x.shape[1] if dim is None else dim
 
 
+def _fixed_kernel_gp(prediction_model):
+    """The (kernel, noise_var) of a GP with a given kernel and noise (GPRegression(kernel=k, noise_var=σ²)), else raise."""
+    kernel, noise_var = getattr(prediction_model, "kernel", None), getattr(prediction_model, "noise_var", None)
+    if not callable(kernel) or noise_var is None or not callable(getattr(prediction_model, "fit", None)):
+        raise TypeError(f"prediction_model must be a GP with a given kernel and noise variance "
+                        f"(jtk.regression.gp.GPRegression(kernel=k, noise_var=σ²)) to use a gram matrix, got "
+                        f"{type(prediction_model).__name__}" + (" without a kernel" if hasattr(prediction_model, "kernel")
+                                                              else ""))
+    return kernel, float(noise_var)
+
+
+def _same_gp(a, b) -> bool:
+    """Whether two models are the same fixed-kernel GP: the same object, or equal with kernels that are one bound
+    method of equal objects (a bound method's == compares its object by identity)."""
+    if a is b:
+        return True
+    try:
+        ka, kb = getattr(a, "kernel", None), getattr(b, "kernel", None)
+        if type(a) is not type(b) or not callable(ka) or not callable(kb) or a.noise_var != b.noise_var:
+            return False
+        if hasattr(ka, "__self__") and hasattr(kb, "__self__"):
+            same_kernel = ka.__func__ is kb.__func__ and bool(ka.__self__ == kb.__self__)
+        else:
+            same_kernel = ka is kb
+        return same_kernel and bool(dataclasses.replace(a, kernel=None) == dataclasses.replace(b, kernel=None))
+    except Exception:  # an agent whose == does not give a bool, or that is no dataclass
+        return False
+
+
+def _split_x(split) -> np.ndarray:
+    return np.concatenate([np.asarray(split.x_train, np.float64), np.asarray(split.x_pool, np.float64),
+                           np.asarray(split.x_test, np.float64)])
+
+
 @serial_blas
-def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tuple[float, float]:
+def prediction_gram(split, prediction_model) -> np.ndarray:
+    """The prediction model's kernel matrix over all points of a split, in the order train, pool, test.
+
+    Computed once per split, it lets :func:`evaluate_prediction`, :func:`run_tal` and
+    :func:`tal_comparison` refit the oracle GP on train + queried points by slicing it instead of
+    evaluating the kernel again (the same numbers up to round-off).
+
+    Args:
+      split: a :class:`jtk.envs.gp.GPSplit` (or :class:`DataSplit`).
+      prediction_model: a GP with a given kernel and noise variance
+        (:class:`jtk.regression.gp.GPRegression` with ``kernel``).
+
+    Returns:
+      [N, N] float64, N = train + pool + test points.
+    """
+    _check_split(split)
+    kernel, _ = _fixed_kernel_gp(prediction_model)
+    x = _split_x(split)
+    _memory.check_budget(f"gram matrix: (train + pool + test)² float64 × 3 (N = {len(x)})",
+                         _memory.nbytes(3, len(x), len(x), dtype=np.float64), "use fewer pool / test points")
+    gram = np.asarray(kernel(x), np.float64)
+    return 0.5 * (gram + gram.T)
+
+
+def _check_gram(gram, split, prediction_model) -> tuple[np.ndarray, float]:
+    """Validates a :func:`prediction_gram` for ``split`` and ``prediction_model`` → (gram, noise_var)."""
+    kernel, noise_var = _fixed_kernel_gp(prediction_model)
+    n = len(split.x_train) + len(split.x_pool) + len(split.x_test)
+    gram = _checks.as_float_array("gram", gram, ndim=2, dtype=np.float64)
+    if gram.shape != (n, n):
+        raise ValueError(f"gram must be the [{n}, {n}] kernel matrix over split's train, pool and test points "
+                         f"(prediction_gram(split, prediction_model)), got shape {gram.shape}")
+    # a spot check that gram is this kernel over these points, in this order: the first and the last point
+    ends = np.array([0, n - 1])
+    expect = np.asarray(kernel(_split_x(split)[ends]), np.float64)
+    got = gram[np.ix_(ends, ends)]
+    if not np.allclose(got, expect, rtol=1e-8, atol=1e-12 * max(float(np.max(np.abs(expect))), 1e-300)):
+        raise ValueError(f"gram must be prediction_model's kernel over split's train, pool and test points in that "
+                         f"order (prediction_gram(split, prediction_model)), got entries {got.ravel().tolist()} "
+                         f"where the kernel gives {expect.ravel().tolist()}")
+    return gram, noise_var
+
+
+@serial_blas
+def _evaluate_gram(split, queried: np.ndarray, gram: np.ndarray, noise_var: float) -> tuple[float, float]:
+    """:func:`evaluate_prediction` of the fixed-kernel GP from its :func:`prediction_gram` (no checks)."""
+    from jtk.regression.gp import gaussian_log_likelihood, gram_posterior
+
+    n_train, n_pool = len(split.x_train), len(split.x_pool)
+    observed = np.concatenate([np.arange(n_train), n_train + queried])
+    y = np.concatenate([split.y_train, split.y_pool[queried]])
+    targets = n_train + n_pool + np.arange(len(split.x_test))
+    mean, std = gram_posterior(gram, observed, np.asarray(y, np.float64), targets, noise_var)
+    y_test = np.asarray(split.y_test, np.float64)
+    ll = float(np.mean(gaussian_log_likelihood(y_test, mean, std ** 2 + noise_var)))
+    return ll, float(np.sqrt(np.mean((mean - y_test) ** 2)))
+
+
+@serial_blas
+def evaluate_prediction(split, queried, prediction_model, seed: Any = 0, *, gram=None) -> tuple[float, float]:
     """Fits the prediction model on train + queried pool points → (test log-likelihood, test RMSE).
 
     Args:
@@ -421,9 +532,14 @@ def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tupl
       prediction_model: an agent whose posterior has ``log_likelihood(x, y)``
         (e.g. :class:`jtk.regression.gp.GPRegression` with the oracle kernel) or
         ``predict(x)`` plus a ``noise_var`` attribute.
+      gram: optional :func:`prediction_gram` of ``split`` for a fixed-kernel GP ``prediction_model``: the
+        refit reads the kernel from it (the same numbers up to round-off, without kernel evaluations).
     """
     _check_split(split)
     q = _as_index("queried", queried, len(split.x_pool), "split.x_pool", allow_empty=True)
+    if gram is not None:
+        gram, noise_var = _check_gram(gram, split, prediction_model)
+        return _evaluate_gram(split, q, gram, noise_var)
     x = np.concatenate([split.x_train, split.x_pool[q]])
     y = np.concatenate([split.y_train, split.y_pool[q]])
     post = prediction_model.fit(x, y, seed=seed)
@@ -437,7 +553,7 @@ def evaluate_prediction(split, queried, prediction_model, seed: Any = 0) -> tupl
 
 @serial_blas
 def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig", *, batch_size: int | None = None,
-            num_rounds: int = 1, noise_var: float = 0.01, seed: Any = 0) -> TALResult:
+            num_rounds: int = 1, noise_var: float = 0.01, seed: Any = 0, gram=None) -> TALResult:
     """Transductive active learning with decoupled selection and prediction models (§3.2, §5.1).
 
     Each round fits ``selection_model`` on the current training set, takes its
@@ -457,12 +573,20 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
       num_rounds: rounds (1 in the reference synthetic protocol).
       noise_var: σ² used by the acquisition functions (the true 0.01).
       seed: int or JAX key (random selection and stochastic models).
+      gram: optional :func:`prediction_gram` of ``split`` for a fixed-kernel GP ``prediction_model``: every
+        refit of the prediction model (and of the selection model, when it equals the prediction model, as
+        in Fig. 3's oracle TAL) reads the kernel from it instead of evaluating it; the same queries and
+        numbers up to round-off.
 
     Returns:
       TALResult.
     """
     _check_split(split)
     _checks.one_of("criterion", criterion, CRITERIA)
+    gram_noise, same = None, False
+    if gram is not None:
+        gram, gram_noise = _check_gram(gram, split, prediction_model)
+        same = _same_gp(selection_model, prediction_model)
     num_rounds = _checks.integer("num_rounds", num_rounds, minimum=1)
     noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
     n_train, n_pool, n_test = len(split.x_train), len(split.x_pool), len(split.x_test)
@@ -474,7 +598,12 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
     rng = numpy_rng(seed)
     remaining = np.arange(n_pool)
     queried: list[np.ndarray] = []
-    ll0, rmse0 = evaluate_prediction(split, np.zeros(0, np.int64), prediction_model, seed=0)
+    def evaluate(q):
+        if gram is None:
+            return evaluate_prediction(split, q, prediction_model, seed=0)
+        return _evaluate_gram(split, q, gram, gram_noise)
+
+    ll0, rmse0 = evaluate(np.zeros(0, np.int64))
     lls, rmses, sizes = [ll0], [rmse0], [n_train]
     for _ in range(num_rounds):
         done = np.concatenate(queried) if queried else np.zeros(0, np.int64)
@@ -483,6 +612,14 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
         local_test = len(remaining) + np.arange(n_test)
         if criterion == "random":
             pick = random_selection(local_pool, batch_size, round_seed)
+        elif same:  # the oracle selects: its posterior covariance from the gram, a GP's (no PSD check needed)
+            from jtk.regression.gp import gram_posterior
+
+            observed = np.concatenate([np.arange(n_train), n_train + done])
+            y_obs = np.asarray(np.concatenate([split.y_train, split.y_pool[done]]), np.float64)
+            targets = np.concatenate([n_train + remaining, n_train + n_pool + np.arange(n_test)])
+            cov = gram_posterior(gram, observed, y_obs, targets, gram_noise, full_covariance=True)[1]
+            pick = _select_trusted(criterion, cov, local_pool, local_test, noise_var, batch_size)
         else:
             post = selection_model.fit(np.concatenate([split.x_train, split.x_pool[done]]),
                                        np.concatenate([split.y_train, split.y_pool[done]]), seed=round_seed)
@@ -490,26 +627,40 @@ def run_tal(split, selection_model, prediction_model, criterion: str = "batchmig
             pick = select(criterion, cov, local_pool, local_test, noise_var, batch_size)
         queried.append(remaining[pick])
         remaining = np.setdiff1d(remaining, remaining[pick])
-        ll, rmse = evaluate_prediction(split, np.concatenate(queried), prediction_model, seed=0)
+        ll, rmse = evaluate(np.concatenate(queried))
         lls.append(ll), rmses.append(rmse), sizes.append(n_train + batch_size * len(queried))
     return TALResult(criterion, np.array(sizes), np.array(lls), np.array(rmses), np.stack(queried))
 
 
 def tal_comparison(splits: Sequence, selection_model, prediction_model,
-                   criteria: Sequence[str] = CRITERIA, progress: bool = True, **tal_kwargs) -> pd.DataFrame:
+                   criteria: Sequence[str] = CRITERIA, progress: bool = True, use_gram: bool = False,
+                   **tal_kwargs) -> pd.DataFrame:
     """Runs :func:`run_tal` for every split and criterion → long DataFrame.
 
     Columns: split, criterion, round, num_train, test_log_likelihood, test_rmse. ``progress``: a tqdm bar over the
-    (split, criterion) runs; ``tal_kwargs`` go to :func:`run_tal`.
+    (split, criterion) runs; ``use_gram``: compute each split's :func:`prediction_gram` once and hand it to every
+    run on that split (a fixed-kernel GP prediction model only; the same results up to round-off, faster);
+    ``tal_kwargs`` go to :func:`run_tal`.
     """
     from tqdm.auto import tqdm
 
     splits = _checks.nonempty("splits", splits, "split")
     criteria = _checks.names("criteria", criteria, CRITERIA)
+    if not isinstance(use_gram, (bool, np.bool_)):
+        raise TypeError(f"use_gram must be True or False, got {use_gram!r}")
+    if "gram" in tal_kwargs:
+        raise TypeError("gram is per split: pass use_gram=True to tal_comparison instead of gram")
+    if use_gram:
+        _fixed_kernel_gp(prediction_model)
     rows = []
     runs = [(i, split, criterion) for i, split in enumerate(splits) for criterion in criteria]
+    grams: dict[int, np.ndarray] = {}
     for i, split, criterion in tqdm(runs, desc="TAL runs", unit="run", disable=not progress):
-        res = run_tal(split, selection_model, prediction_model, criterion, seed=i, **tal_kwargs)
+        if use_gram and i not in grams:
+            grams.clear()  # one split's gram at a time
+            grams[i] = prediction_gram(split, prediction_model)
+        res = run_tal(split, selection_model, prediction_model, criterion, seed=i,
+                      **(dict(gram=grams[i]) if use_gram else {}), **tal_kwargs)
         for r in range(len(res.num_train)):
             rows.append({"split": i, "criterion": criterion, "round": r, "num_train": int(res.num_train[r]),
                          "test_log_likelihood": res.test_log_likelihood[r], "test_rmse": res.test_rmse[r]})

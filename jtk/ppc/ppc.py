@@ -74,7 +74,22 @@ def metacorrelation(model_cov, oracle_cov, pool, test, spearman: bool = True) ->
     cm = correlation_matrix(model_cov, "model_cov")[np.ix_(pool, test)].ravel()
     co = correlation_matrix(oracle_cov, "oracle_cov")[np.ix_(pool, test)].ravel()
     vm, vo = np.diag(model_cov)[pool], np.diag(oracle_cov)[pool]
+    return _metacorrelation_of(cm, co, vm, vo, spearman)
 
+
+def _pool_test_correlations(cov: np.ndarray, pool: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``correlation_matrix(cov)[np.ix_(pool, test)].ravel()`` for disjoint pool and test, computed on that block only
+    (the same elementwise operations, so the same numbers; no checks)."""
+    sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    denom = np.outer(sd[pool], sd[test])
+    block = cov[np.ix_(pool, test)]
+    corr = np.divide(block, denom, out=np.zeros_like(block), where=denom > 0)
+    return np.clip(corr, -1.0, 1.0).ravel()
+
+
+def _metacorrelation_of(cm: np.ndarray, co: np.ndarray, vm: np.ndarray, vo: np.ndarray,
+                        spearman: bool) -> Metacorrelation:
+    """The Pearson (and Spearman) coefficients of :func:`metacorrelation` from its four vectors (no checks)."""
     def pair(a, b):
         if np.ptp(a) == 0 or np.ptp(b) == 0:
             return float("nan"), float("nan")

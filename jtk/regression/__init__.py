@@ -8,6 +8,13 @@ The package may import the platform (jtk's top-level modules) and :mod:`jtk.envs
 :mod:`jtk.testbed`, :mod:`jtk.ppc` or anything above them (tests/test_architecture.py). ``coverage`` is a submodule,
 not re-exported (its ``summarize`` and ``sweep`` are the study's).
 
+The public surface of a study module (:mod:`~jtk.regression.coverage_study`,
+:mod:`~jtk.regression.coverage_readings`) is its command, ``main(argv)`` (``argv`` a list of str, or None for the
+command line; ``python -m MODULE`` and ``jtk reproduce`` call it), and the few functions that another module, a
+notebook or a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_inputs.py
+holds a bad-input case for every one). Its other functions are the study's internals: importable (its tests use
+them), not documented, and free to change.
+
 >>> import numpy as np, jtk
 >>> env = jtk.envs.PolynomialRegression()
 >>> x, y = env.sample_train(seed=0)

@@ -49,7 +49,7 @@ Presets (``PRESETS``):
 * ``lab``: hidden (32, 32, 16), K = 8, 100·c epochs, 32 draws, Adam 2e-2 —
   small enough to run a coverage study of all six methods in a notebook
   on a laptop CPU in seconds; qualitatively the same picture (see
-  ``benchmarks/coverage_study.py`` for the measured comparison).
+  ``jtk.regression.coverage_study`` for the measured comparison).
 
 Example:
   >>> from jtk.envs.regression import SinusoidRegression

@@ -201,6 +201,98 @@ def condition(kernel: Kernel, x, y, noise_var: float, hyperparameters: dict | No
     return GaussianProcessPosterior(kernel, x, noise_var, chol, alpha, dict(hyperparameters or {}))
 
 
+def _gram_indices(name: str, value: Any, n: int, allow_empty: bool) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of row indices into gram, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer row indices into gram, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if not arr.size and not allow_empty:
+        raise ValueError(f"{name} must hold at least one index, got an empty array")
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise ValueError(f"{name} must hold indices in [0, {n}) (gram has {n} rows), got values in "
+                         f"[{arr.min()}, {arr.max()}]")
+    if len(np.unique(arr)) != len(arr):
+        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
+    return arr
+
+
+@serial_blas
+def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """GP(0, k) conditioned on noisy ``y`` at some points of a fixed set, read from its kernel matrix.
+
+    For a set of points X and ``gram`` = k(X, X), the same numbers (up to round-off) as
+    ``condition(k, X[observed], y, noise_var)`` followed by ``.predict(X[targets])`` (or, with
+    ``full_covariance``, ``.mean_and_covariance(X[targets])``), the jitter of :func:`condition` included,
+    without evaluating the kernel again: for many conditionings on subsets of one set of points
+    (the TAL protocol refits the oracle GP on train + queried points of one data set every time).
+
+    Only the rows and columns of ``observed`` and ``targets`` are read, and only they are checked (finite; the
+    observed block symmetric), so a call costs O(n² m + n³) for n observed and m targets, not O(N²).
+
+    Args:
+      gram: [N, N] kernel matrix k(X, X).
+      observed: [n] distinct indices into X of the observations (may be empty: the prior).
+      y: [n] noisy observations at X[observed].
+      targets: [m] distinct indices into X to predict at.
+      noise_var: observation noise variance σ² ≥ 0.
+      full_covariance: return the noise-free covariance [m, m] instead of the standard deviations.
+
+    Returns:
+      (mean [m], std [m]) of the noise-free posterior, or (mean [m], covariance [m, m]).
+
+    Example:
+      >>> x = np.linspace(-2, 2, 8)[:, None]; y = np.sin(x[:3, 0])
+      >>> k = functools.partial(rbf_kernel, lengthscale=1.0)
+      >>> mean, std = gram_posterior(k(x), np.arange(3), y, np.arange(3, 8), 0.01)
+      >>> bool(np.allclose(mean, condition(k, x[:3], y, 0.01).predict(x[3:])[0]))
+      True
+    """
+    gram = np.asarray(gram)
+    if gram.ndim != 2 or gram.shape[0] != gram.shape[1]:
+        raise ValueError(f"gram must be a square [N, N] kernel matrix, got shape {gram.shape}")
+    if not (np.issubdtype(gram.dtype, np.floating) or np.issubdtype(gram.dtype, np.integer)):
+        raise TypeError(f"gram must be a real-valued matrix, got dtype {gram.dtype}")
+    gram = gram.astype(np.float64, copy=False)
+    n = gram.shape[0]
+    observed = _gram_indices("observed", observed, n, allow_empty=True)
+    targets = _gram_indices("targets", targets, n, allow_empty=False)
+    y = _checks.as_float_array("y", y, ndim=1, dtype=np.float64)
+    if len(y) != len(observed):
+        raise ValueError(f"y must have one value per index of observed ({len(observed)}), got {len(y)}")
+    noise_var = _checks.positive("noise_var", noise_var, allow_zero=True)
+    if not isinstance(full_covariance, (bool, np.bool_)):
+        raise TypeError(f"full_covariance must be True or False, got {full_covariance!r}")
+    if full_covariance:
+        _memory.check_budget(f"GP covariance: m × m float64 × 3 (m = {len(targets)} targets)",
+                             _memory.nbytes(3, len(targets), len(targets), dtype=np.float64), "use fewer targets")
+    k_oo = gram[np.ix_(observed, observed)]
+    k_ot = gram[np.ix_(observed, targets)]
+    k_tt = gram[np.ix_(targets, targets)] if full_covariance else np.diag(gram)[targets]
+    for part in (k_oo, k_ot, k_tt):
+        if not np.all(np.isfinite(part)):
+            raise ValueError("gram must be finite at the rows and columns of observed and targets, got NaN or inf")
+    if k_oo.size:
+        scale = max(float(np.max(np.abs(np.diag(k_oo)))), 1e-300)
+        asym = float(np.max(np.abs(k_oo - k_oo.T)))
+        if asym > 1e-6 * scale:
+            raise ValueError(f"gram must be symmetric, got max |gram - gram.T| = {asym:.3g} over the observed rows "
+                             f"(max diagonal {scale:.3g})")
+    if len(observed) == 0:
+        return np.zeros(len(targets)), (k_tt if full_covariance else np.sqrt(np.maximum(k_tt, 0.0)))
+    # condition(): chol(K + (σ² + jitter) I), α; then predict / mean_and_covariance, on slices of gram
+    k = k_oo + (noise_var + JITTER * np.mean(np.diag(k_oo))) * np.eye(len(observed))
+    chol = np.linalg.cholesky(k)
+    alpha = scipy.linalg.cho_solve((chol, True), y)
+    v = scipy.linalg.solve_triangular(chol, k_ot, lower=True)  # [n, m]
+    mean = k_ot.T @ alpha
+    if full_covariance:
+        return mean, k_tt - v.T @ v
+    return mean, np.sqrt(np.maximum(k_tt - np.sum(v * v, 0), 0.0))
+
+
 def rbf_neg_log_marginal_likelihood(log_params: np.ndarray, x: np.ndarray, y: np.ndarray,
                                     noise_var: float | None) -> tuple[float, np.ndarray]:
     """Negative log marginal likelihood of the ARD RBF GP and its gradient.

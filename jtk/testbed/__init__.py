@@ -7,6 +7,14 @@ on environments of the MLP prior, and may import the platform (jtk's top-level m
 :mod:`~jtk.testbed.probes` (:func:`check_agent`), :mod:`~jtk.testbed.runs` (resumable runs, ``jtk verify``),
 :mod:`~jtk.testbed.sweep`, :mod:`~jtk.testbed.bandit`, :mod:`~jtk.testbed.ensemble_study`.
 
+The public surface of a study module (:mod:`~jtk.testbed.bandit_study`, :mod:`~jtk.testbed.zoo`,
+:mod:`~jtk.testbed.zoo_report`, :mod:`~jtk.testbed.epinet_hypermodel`, :mod:`~jtk.testbed.estimator_table`,
+:mod:`~jtk.testbed.known_limits`) is its command, ``main(argv)`` (``argv`` a list of str, or None for the command
+line; ``python -m MODULE`` and ``jtk reproduce`` call it), and the few functions that another module, a notebook or
+a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_inputs.py holds a
+bad-input case for every one). Its other functions are the study's internals: importable (its tests use them), not
+documented, and free to change.
+
 The module constants that tune the engine (``MEMBERS_PER_CHUNK``, ``SPLIT_BRANCHES_AHEAD``, ...) are set where they
 live, ``jtk.testbed.engine``: the package does not re-export them, so setting one here cannot silently do nothing.
 """

@@ -1,8 +1,8 @@
 """Canvas and Moodle gradebook files for a class of 30 with 3 students missing and 1 not on the roster.
 
-    python benchmarks/gradebook_example.py [--grades benchmarks/results/grading/grades.csv]
+    python examples/gradebook_example.py [--grades benchmarks/results/grading/grades.csv]
 
-Starts from the grades of benchmarks/grading_class.py (30 students x 6 exercises, graded by ``jtk grade``), takes
+Starts from the grades of examples/grading_class.py (30 students x 6 exercises, graded by ``jtk grade``), takes
 away three students' submissions (they handed nothing in) and adds one submission from a student the roster does
 not know, writes a roster of the 30 and submission times for a late policy, then runs ``jtk gradebook`` as an
 instructor would: once without ``--allow-unmatched`` (it must stop, naming the unknown student, and write nothing)
@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pandas as pd
-from _docs import DOCS, write_section
+from jtk._docs import DOCS, write_section
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MISSING = ("student27", "student28", "student29")
@@ -46,7 +46,7 @@ def main() -> None:
     grades = pd.read_csv(args.grades, dtype={"student": str})
     students = sorted(grades.student.unique())
     if len(students) != 30:
-        raise SystemExit(f"--grades: expected the class of 30 of benchmarks/grading_class.py, got {len(students)}")
+        raise SystemExit(f"--grades: expected the class of 30 of examples/grading_class.py, got {len(students)}")
     roster = pd.DataFrame({"student": students,
                            "name": [f"Student {k:02d}, Test" for k in range(30)],
                            "sis_login_id": students, "section": ["A" if k < 15 else "B" for k in range(30)],
@@ -86,8 +86,8 @@ def main() -> None:
     text = "\n".join([
         f"A class of 30 on the roster ({len(roster)} rows), {handed_in.student.nunique()} students who handed "
         f"notebooks in: 3 roster students handed nothing in ({', '.join(MISSING)}) and one submission comes from "
-        f"`{UNKNOWN}`, who is not on the roster. Made by `python benchmarks/gradebook_example.py` from "
-        "benchmarks/grading_class.py's grades; the files are in benchmarks/results/gradebook/.",
+        f"`{UNKNOWN}`, who is not on the roster. Made by `python examples/gradebook_example.py` from "
+        "examples/grading_class.py's grades; the files are in benchmarks/results/gradebook/.",
         "",
         "Without `--allow-unmatched`, `jtk gradebook` stops (exit status "
         f"{refused.returncode}) and writes nothing:",

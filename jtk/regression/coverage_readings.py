@@ -20,33 +20,31 @@ near 0.95: ±0.05), BLR beside them as the check (its coverage is 0.95 by constr
 is the mean absolute difference of its in-distribution coverage from the paper's (0.95 at f_main = 1, 1.0 at
 f_main = 5). Writes benchmarks/results/coverage_readings.csv and the table between the markers of docs/coverage.md.
 
-Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_readings.py [--k 20] [--no-docs]``.
+Usage: ``JAX_PLATFORMS=cpu python -m jtk.regression.coverage_readings [--k 20] [--no-docs]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+from jtk import _checks
+from jtk._docs import md_table, write_section
+from jtk._paths import DOCS, RESULTS
+from jtk.regression import coverage as cv
+from jtk.envs.regression import SinusoidRegression
+from jtk.regression.deep import make_regression
 
-from _docs import md_table, write_section  # noqa: E402
-from jtk.regression import coverage as cv  # noqa: E402
-from jtk.envs.regression import SinusoidRegression  # noqa: E402
-from jtk.regression.deep import make_regression  # noqa: E402
+__all__ = ["main", "run", "report"]  # see the package docstring
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "coverage_readings.csv"
-PAGE = ROOT / "docs" / "coverage.md"
+OUT = RESULTS / "coverage_readings.csv"
+PAGE = DOCS / "coverage.md"
 PAPER = {1.0: 0.95, 5.0: 1.0}  # the paper's ensemble coverage, in distribution (Fig. 3: ≈ 0.95 low, ≈ 1 high f_main)
 METHODS = ("EnsAdvA", "EnsBS")
 LAB = "jtk lab (input_scale 8)"
@@ -65,7 +63,14 @@ READINGS: dict[str, tuple[float, dict, tuple[str, ...]]] = {
 }
 
 
+ROW_COLUMNS = ("reading", "f_main", "method", "k", "coverage_in", "rmse_in", "uncertainty_in")  # run()'s, report() reads
+
+
 def run(k: int, seed: int = 0) -> pd.DataFrame:
+    """Every reading of ``READINGS`` at f_main 1 and 5: the in-distribution coverage of its methods (BLR beside
+    them as the check) over ``k`` training sets (k ≥ 2) from ``seed`` → one row per reading, f_main and method."""
+    k = _checks.integer("k", k, minimum=2)
+    seed = _checks.seed_int("seed", seed)
     rows = []
     jobs = [(r, f) for r in READINGS for f in PAPER]
     for reading, f_main in tqdm(jobs, desc="readings × f_main"):
@@ -84,6 +89,12 @@ def run(k: int, seed: int = 0) -> pd.DataFrame:
 
 
 def report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The docs' readings table from :func:`run`'s rows: per method and reading the coverage and uncertainty at each
+    f_main and the distance from the paper's coverage → (the markdown section, the table)."""
+    _checks.frame("df", df, ROW_COLUMNS)
+    missing = [m for m in METHODS if not ((df["method"] == m) & (df["reading"] == LAB)).any()]
+    if missing:
+        raise ValueError(f"df must hold run()'s rows of {list(METHODS)} at the reading {LAB!r}; missing {missing}")
     deep = df[df["method"] != "BLR"].copy()
     deep["paper"] = deep["f_main"].map(PAPER)
     deep["gap"] = (deep["coverage_in"] - deep["paper"]).abs()
@@ -92,7 +103,7 @@ def report(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     wide.columns = [f"{'coverage' if a == 'coverage_in' else 'uncertainty'} f={int(f)}" for a, f in wide.columns]
     table = wide.reset_index().merge(dist, on=["method", "reading"]).sort_values(["method", "distance"])
     blr = df[df["method"] == "BLR"]["coverage_in"]
-    lines = [f"Made by `python benchmarks/coverage_readings.py` (k = {int(df['k'].iloc[0])} training sets per "
+    lines = [f"Made by `python -m jtk.regression.coverage_readings` (k = {int(df['k'].iloc[0])} training sets per "
              f"cell, in-distribution means; {len(df)} rows in benchmarks/results/coverage_readings.csv; BLR, run "
              f"beside every cell as the check, covered {blr.min():.2f}–{blr.max():.2f}). Distance: mean |coverage − "
              "paper| over f_main = 1 (paper ≈ 0.95) and 5 (paper ≈ 1.0); smaller is closer.", "",
@@ -128,7 +139,7 @@ def fgsm_report(df: pd.DataFrame) -> str:
     adv = df[(df["method"] == "EnsAdvA") & df["reading"].isin(steps)]
     ens = df[(df["method"] == "Ens") & (df["reading"] == LAB)].set_index("f_main")
     return "\n".join([
-        f"Made by `python benchmarks/coverage_readings.py` from the rows of benchmarks/results/coverage_readings.csv "
+        f"Made by `python -m jtk.regression.coverage_readings` from the rows of benchmarks/results/coverage_readings.csv "
         f"at jtk's lab configuration (input_scale 8, k = {int(df['k'].iloc[0])} training sets per cell, "
         "in-distribution means).", "", md_table(table, index=False), "",
         f"* Over the four FGSM steps EnsAdvA covers {adv['coverage_in'].min():.2f}–{adv['coverage_in'].max():.2f} "
@@ -138,11 +149,18 @@ def fgsm_report(df: pd.DataFrame) -> str:
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--k", type=int, default=20, help="training sets per cell (≥ 2)")
     ap.add_argument("--no-docs", action="store_true", help="write the CSV only")
     ap.add_argument("--report-only", action="store_true", help="rebuild the docs table from the CSV")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="read and write coverage_readings.csv, and coverage.md, here instead")
     args = ap.parse_args(argv)
+    global OUT, PAGE
+    if args.out_dir is not None:
+        OUT, PAGE = args.out_dir / "coverage_readings.csv", args.out_dir / "coverage.md"
+        args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.k < 2:
         ap.error(f"--k must be at least 2, got {args.k}")
     if args.report_only:

@@ -1,13 +1,13 @@
 """Gradescope's autograder, end to end on this machine: the bundle installed from a fresh venv, a class graded.
 
-    python benchmarks/gradescope_class.py [--out benchmarks/results/gradescope_class.csv] [--keep]
+    python examples/gradescope_class.py [--out benchmarks/results/gradescope_class.csv] [--keep]
 
 Builds the bundle with ``jtk exercises autograder``, unpacks it into a throwaway root laid out as Gradescope's
 (``source/``, ``submission/``, ``submission_metadata.json``, ``results/``), bind-mounted at ``/autograder`` in a
 private mount namespace (``unshare --mount``, so the machine's own ``/autograder`` stays an empty mount point),
 and runs the bundle's ``setup.sh`` there: Debian's bubblewrap, a fresh venv in ``/autograder/venv`` and jtk's wheel
 at the pinned versions. Then each student's upload is graded by ``/autograder/run_autograder``, one student at a
-time, as Gradescope does. The class: one student per kind of benchmarks/grading_class.py (correct, wrong,
+time, as Gradescope does. The class: one student per kind of examples/grading_class.py (correct, wrong,
 tampered, looping, crashing: all six exercises each) and one student per attack of tests/test_grading_attacks.py
 (exercise 1 only), plus a submission that is not a notebook. Every results.json is checked against the fields
 Gradescope's specification names, and every student's score against ``jtk grade`` of the same notebooks with the
@@ -35,8 +35,8 @@ import nbformat
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
-from _docs import DOCS, md_table, write_section  # noqa: E402
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests")]
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import KINDS, make_submission  # noqa: E402
 import test_grading_attacks  # noqa: E402
 from test_grading_attacks import NB1, attacks  # noqa: E402
@@ -122,7 +122,7 @@ def attack_table(table: pd.DataFrame) -> str:
                      else "no"})
     return (f"Exercise 1 (2 points), 1b answered honestly in every notebook: the honest blank scores "
             f"{blank.jtk_grade_score:g} through `jtk grade` and {blank.gradescope_score:g} through the Gradescope "
-            f"bundle. `python benchmarks/gradescope_class.py`, {datetime.date.today()}.\n\n"
+            f"bundle. `python examples/gradescope_class.py`, {datetime.date.today()}.\n\n"
             + md_table(pd.DataFrame(rows).set_index("attack on 1a")))
 
 
@@ -241,7 +241,7 @@ def main() -> None:
         f"{int((attack_rows.gradescope_score > blank + 1e-9).sum())}.",
         f"A submission with no notebook: score {stray.get('score')}, output {stray.get('output', '').strip()!r}.",
     ]
-    text = "\n".join(f"- {line}" for line in lines) + "\n\nThe five kinds of benchmarks/grading_class.py (all six " \
+    text = "\n".join(f"- {line}" for line in lines) + "\n\nThe five kinds of examples/grading_class.py (all six " \
         "exercises each):\n\n" + md_table(by_kind[["notebooks", "gradescope_score", "jtk_grade_score", "max_score",
                                                   "wall_s"]], floatfmt="{:.2f}")
     print("\n" + text)

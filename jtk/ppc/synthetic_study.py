@@ -2,10 +2,10 @@
 
 One command regenerates every number, table and figure of docs/ppc.md for a preset:
 
-  python benchmarks/ppc_study.py --preset quick     # minutes on 2 CPU cores (docs/ppc.md, "Measured cost")
-  python benchmarks/ppc_study.py --preset paper     # the paper's text protocol (see docs/ppc.md for the cost)
-  python benchmarks/ppc_study.py --preset paper --protocol code   # the authors' scripts' protocol
-  python benchmarks/ppc_study.py --speed            # the trainers before / after the speed-up on a fixed slice
+  python -m jtk.ppc.synthetic_study --preset quick     # minutes on 2 CPU cores (docs/ppc.md, "Measured cost")
+  python -m jtk.ppc.synthetic_study --preset paper     # the paper's text protocol (see docs/ppc.md for the cost)
+  python -m jtk.ppc.synthetic_study --preset paper --protocol code   # the authors' scripts' protocol
+  python -m jtk.ppc.synthetic_study --speed            # the trainers before / after the speed-up on a fixed slice
 
 What it runs (docs/reference.md "Active learning"; docs/ppc.md "Protocol"):
 
@@ -38,40 +38,37 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import matplotlib  # noqa: E402
+import jax
+import jax.numpy as jnp
+import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-import pandas as pd  # noqa: E402
-import scipy.stats  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import scipy.stats
+from tqdm.auto import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _docs import md_table, write_section  # noqa: E402
-
-from jtk import ppc, train as train_lib  # noqa: E402
+from jtk import _checks
+from jtk._docs import md_table, write_section
+from jtk import ppc
 from jtk.ppc import active
-from jtk._numerics import numpy_rng  # noqa: E402
-from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP  # noqa: E402
-from jtk.regression import bnn, deep  # noqa: E402
-from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
+from jtk.ppc import ppc as ppc_metrics  # the private helpers of the metrics (the package re-exports the public ones)
+from jtk._numerics import numpy_rng, serial_blas
+from jtk.envs.gp import NOISE_VAR, PAPER_NUM_POOL, PAPER_NUM_TEST, GPSplit, ReLUKernelGP
+from jtk.regression import batched, bnn, deep
+from jtk.regression.gp import GPRegression, MonteCarloGP
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DOCS = ROOT / "docs"
+from jtk._paths import DOCS, RESULTS
+
+__all__ = ["main", "preset_for", "make_splits"]  # see the package docstring
+
 PAGE = DOCS / "ppc.md"
 PAPER_R = 0.762  # Wang et al. (2021), Fig. 4 (right)
 
@@ -107,10 +104,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def preset_for(name: str, protocol: str = "text") -> dict[str, Any]:
     """The preset ``name`` under ``protocol``: its grid plus the protocol's data, sizes (and the paper's epochs)."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    _checks.one_of("name", name, tuple(PRESETS))  # "name must be one of ['paper', 'quick', 'smoke'], got ..."
+    _checks.one_of("protocol", protocol, tuple(PROTOCOLS))
     pro = PROTOCOLS[protocol]
     out = dict(PRESETS[name])
     if out["epochs"] == "protocol":
@@ -128,7 +123,7 @@ FAMILY_STYLES = {"Ensemble": ("#0072b2", "s"), "Dropout": ("#af837b", "D"), "BBB
 # owners' modules); "HMC (SGLD)" is SGLD, its own family, which stands in for HMC in a run without the real one.
 ALL_PAPER_FAMILIES = ("Ensemble", "Dropout", "BBB", "NNG", "FBNN", "HMC", "GP-RBF")
 try:
-    from jtk.regression import fbnn, hmc, nng  # noqa: E402
+    from jtk.regression import fbnn, hmc, nng
 except ImportError:  # pragma: no cover - an older jtk without them
     fbnn = hmc = nng = None
 NEW_FAMILIES = ("NNG", "FBNN", "HMC") if nng is not None else ()
@@ -151,6 +146,12 @@ def make_splits(dim: int, num_splits: int, data: str, seed: int = 121, num_pool:
     ``independent`` draws inputs and function afresh for each (the paper's text); ``shared`` re-partitions one draw
     (the reference code).
     """
+    dim = _checks.integer("dim", dim, minimum=1)
+    num_splits = _checks.integer("num_splits", num_splits, minimum=1)
+    _checks.one_of("data", data, ("shared", "independent"))
+    seed = _checks.seed_int("seed", seed)
+    num_pool = _checks.integer("num_pool", num_pool, minimum=1)
+    num_test = _checks.integer("num_test", num_test, minimum=1)
     oracle = ReLUKernelGP(dim)
     sizes = dict(num_pool=num_pool, num_test=num_test)
     if data == "independent":
@@ -223,64 +224,6 @@ def grid(preset: dict, families) -> list[Group]:
 
 
 # ------------------------------------------------------------------ training, vmapped over splits
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _ensemble_train_batched(hidden: int, num_members: int, epochs: tuple[int, ...], keys: jax.Array, x: jax.Array,
-                            y: jax.Array, lrs: jax.Array, noise_var: jax.Array) -> deep.Member:
-    """The "Ens" networks of :mod:`jtk.regression.deep`, trained for every data set and learning rate at once.
-
-    keys [L, D] (per learning rate, one per data set, as :func:`train_group` derives them), x [D, n, d], y [D, n],
-    lrs [L] → members with
-    leaves [E, L, D, K, ...], one snapshot per epoch count of ``epochs`` (ascending): full-batch Adam draws no random
-    numbers, so the first 100 of 1,000 steps *are* the 100-epoch run. The same maths as
-    ``deep._train_networks`` (the tests compare them), written for the batch: the K members' first layers are one
-    matmul [n, d] × [d, K·H], each step a fused pass over [L, D, K, n, H].
-    """
-    n, d = x.shape[1], x.shape[2]
-
-    def init(key):  # deep._train_one's keys: member j ← fold_in(fold_in(key, 0), j) → split(·, 3)[0]
-        member_keys = deep._member_keys(jax.random.fold_in(key, 0), num_members)
-        return jax.vmap(lambda k: deep.glorot_mlp(jax.random.split(k, 3)[0], (d, hidden, 1)))(member_keys)
-
-    def loss(net, xx, yy):  # Σ over members of deep._loss for "Ens": Gaussian NLL / n + (1 / n) / 2 · Σ weights²
-        (w1, b1), (w2, b2) = net  # [K, d, H], [K, H], [K, H, 1], [K, 1]
-        h = jax.nn.relu(jnp.einsum("nd,kdh->knh", xx, w1) + b1[:, None, :])
-        f = jnp.einsum("knh,kh->kn", h, w2[..., 0]) + b2
-        nll = jnp.sum(jnp.square(yy[None, :] - f)) / (2.0 * noise_var * n)
-        return nll + 0.5 / n * (jnp.sum(jnp.square(w1)) + jnp.sum(jnp.square(w2)))
-
-    def train_one(key, xx, yy, lr):
-        net = init(key)
-        opt = optax.adam(lr)
-        grad = jax.grad(loss)
-
-        def step(_, carry):
-            params, state = carry
-            updates, state = opt.update(grad(params, xx, yy), state, params)
-            return optax.apply_updates(params, updates), state
-
-        carry, snaps, done = (net, opt.init(net)), [], 0
-        for e in epochs:
-            carry = jax.lax.fori_loop(done, e, step, carry)
-            snaps.append(carry[0])
-            done = e
-        return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *snaps)  # [E, ...]
-
-    # One (learning rate, data set) at a time (lax.map, not vmap): a step's tensors [K, n, H] then stay in cache,
-    # measured several times faster per data set than the vmapped batch (docs/ppc.md, "Measured cost").
-    num_l, num_d = keys.shape[0], keys.shape[1]
-    flat = (jnp.repeat(lrs, num_d), keys.reshape(num_l * num_d, *keys.shape[2:]), jnp.tile(x, (num_l, 1, 1)),
-            jnp.tile(y, (num_l, 1)))
-    out = jax.lax.map(lambda a: train_one(a[1], a[2], a[3], a[0]), flat)  # leaves [L·D, E, ...]
-    net = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a.reshape(num_l, num_d, *a.shape[1:]), 2, 0), out)
-    shape = jax.tree_util.tree_leaves(net)[0].shape[:4]
-    return deep.Member(net, deep.NoiseLayer(jnp.full(shape, np.log(DROPOUT_RATE / (1 - DROPOUT_RATE)), jnp.float32)))
-
-
-def _stack_data(splits) -> tuple[train_lib.Dataset, np.ndarray]:
-    data = [train_lib.pad_dataset(s.x_train.astype(np.float32), s.y_train.astype(np.float32)) for s in splits]
-    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *data), np.stack([s.x_train for s in splits])
-
-
 def ensemble_model(group: Group, max_samples: int, max_epochs: int, noise_var: float, method: str = "Ens"):
     """The deep-regression model of an Ensemble ("Ens") or Dropout ("BD") group."""
     return deep.make_regression(method, preset="lab", hidden=(group.units,), num_members=max_samples,
@@ -289,21 +232,9 @@ def ensemble_model(group: Group, max_samples: int, max_epochs: int, noise_var: f
                                 num_samples=max_samples, max_epochs=max_epochs)
 
 
-def _ensemble_data(splits) -> tuple[jax.Array, jax.Array]:
-    return (jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32),
-            jnp.asarray(np.stack([s.y_train for s in splits]), jnp.float32))
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _map_splits(fn, *per_split):
-    """``fn(*args)`` for one split at a time (lax.map over the leading axis of every argument): the per-step tensors
-    of one split stay in cache, several times faster per split than vmapping the splits on CPU (docs/ppc.md,
-    "Measured cost"). Arguments shared by all splits go into ``fn`` (functools.partial)."""
-    return jax.lax.map(lambda a: fn(*a), per_split)
-
-
-def _with_hyper(fn, hyper, key, data):
-    return fn(key, data, hyper)
+def _training_stacks(splits) -> tuple[np.ndarray, np.ndarray]:
+    """The splits' training sets stacked: xs [D, n, d], ys [D, n] (every split has the same n)."""
+    return np.stack([s.x_train for s in splits]), np.stack([s.y_train for s in splits])
 
 
 def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_samples: int,
@@ -314,15 +245,15 @@ def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_sampl
     the per-split keys its longest group gets in :func:`train_group` (``fold_in(key, group index)``).
     """
     out = {}
-    xs, ys = _ensemble_data(splits)
+    xs, ys = _training_stacks(splits)
     for h in sorted({g.units for g in groups if g.family == "Ensemble"}):
         mine = [g for g in groups if g.family == "Ensemble" and g.units == h]
         lrs, eps = sorted({g.lr for g in mine}), tuple(sorted({g.epochs for g in mine}))
         longest = {lr: next(g for g in mine if g.lr == lr and g.epochs == eps[-1]) for lr in lrs}
         keys = jnp.stack([jax.random.split(jax.random.fold_in(key, group_index[longest[lr]]), len(splits))
                           for lr in lrs])
-        state = jax.block_until_ready(_ensemble_train_batched(h, max_samples, eps, keys, xs, ys,
-                                                              jnp.asarray(lrs, jnp.float32), jnp.float32(noise_var)))
+        state = jax.block_until_ready(batched.ensemble_snapshots(h, max_samples, eps, keys, xs, ys, lrs, noise_var,
+                                                                 DROPOUT_RATE))
         for e, ep in enumerate(eps):
             for li, lr in enumerate(lrs):
                 out[(h, lr, ep)] = jax.tree_util.tree_map(lambda a, e=e, li=li: a[e, li], state)
@@ -334,11 +265,11 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     """Trains the group's model on every split at once → per split {S: posterior}.
 
     Every model is given the observation variance ``noise_var`` (the true 0.01 on the synthetic data, as in the
-    paper; benchmarks/ppc_real.py passes the one its prediction model fitted).
+    paper; jtk.ppc.real_study passes the one its prediction model fitted).
 
     The networks are the owners' (jtk.regression.bnn / deep): their pure, jitted training functions run over the
     splits here (``lax.map``, one split at a time), and their posterior classes turn the result into covariances.
-    The ensembles train with :func:`_ensemble_train_batched` (the same maths as deep's "Ens"); ``ensemble_state``
+    The ensembles train with :func:`jtk.regression.batched.ensemble_snapshots` (the same maths as deep's "Ens"); ``ensemble_state``
     hands in members already trained by :func:`train_ensembles` (leaves [D, K, ...]).
     """
     n, d = splits[0].x_train.shape
@@ -348,13 +279,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     if fam == "BBB":
         model = bnn.BBBRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
                                   noise_var=noise_var)
-        data, _ = _stack_data(splits)
-        fn = bnn._bbb_fit_fn(d, model.hidden, model.num_steps, train_lib.batch_bucket(n, model.batch_size),
-                             model.num_mc, model.learning_rate)
-        hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-                 "prior_scale": jnp.float32(model.prior_scale), "kl_weight": jnp.float32(model.kl_weight),
-                 "init_sigma": jnp.float32(model.init_sigma)}
-        mu, sigma, _ = _map_splits(functools.partial(_with_hyper, fn, hyper), keys, data)
+        mu, sigma = batched.bbb_many(model, keys, *_training_stacks(splits))
         for i in range(len(splits)):
             m, s = (jax.tree_util.tree_map(lambda a: np.asarray(a[i]), t) for t in (mu, sigma))
             for st in group.settings:
@@ -362,12 +287,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     elif fam == "HMC (SGLD)":
         model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1, noise_var=noise_var,
                                    burn_in=SGLD_LEAPFROG * group.epochs, thin=SGLD_THIN, samples_per_chain=max_samples)
-        data, _ = _stack_data(splits)
-        fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
-                              train_lib.batch_bucket(n, model.batch_size))
-        hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-                 "prior_scale": jnp.float32(model.prior_scale), "step_size": jnp.float32(model.step_size)}
-        samples = _map_splits(functools.partial(_with_hyper, fn, hyper), keys, data)  # [splits, S_max, ...]
+        samples = batched.sgld_many(model, keys, *_training_stacks(splits))  # [splits, S_max, ...]
         for i in range(len(splits)):
             for st in group.settings:
                 sub = jax.tree_util.tree_map(lambda a: np.asarray(a[i, :st.samples]), samples)
@@ -375,10 +295,9 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     elif fam == "Ensemble":
         model = ensemble_model(group, max_samples, max_epochs, noise_var)
         if ensemble_state is None:  # this group alone: the batched trainer with one learning rate, one epoch count
-            xs, ys = _ensemble_data(splits)
-            ensemble_state = jax.tree_util.tree_map(lambda a: a[0, 0], _ensemble_train_batched(
-                group.units, max_samples, (group.epochs,), keys[None], xs, ys, jnp.asarray([group.lr], jnp.float32),
-                jnp.float32(noise_var)))
+            xs, ys = _training_stacks(splits)
+            ensemble_state = jax.tree_util.tree_map(lambda a: a[0, 0], batched.ensemble_snapshots(
+                group.units, max_samples, (group.epochs,), keys[None], xs, ys, [group.lr], noise_var, DROPOUT_RATE))
         state = jax.block_until_ready(ensemble_state)  # leaves [D, K, ...]
         for i in range(len(splits)):
             for st in group.settings:
@@ -387,20 +306,15 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
                                                                   sub, d)
     elif fam == "Dropout":
         model = ensemble_model(group, max_samples, max_epochs, noise_var, method="BD")
-        x0 = splits[0].x_train.astype(np.float32)
-        hyper, arch, k = model._hyper(x0), model._arch(), model.num_networks
-        member_keys = jax.vmap(lambda kk: deep._member_keys(jax.random.fold_in(kk, 0), k))(keys)  # [splits, K]
-        xs = jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32)
-        ys = jnp.asarray(np.stack([np.broadcast_to(s.y_train, (k, n)) for s in splits]), jnp.float32)
-        state = _map_splits(functools.partial(deep._train_networks, arch, hyper), member_keys, xs, ys)
-        state = jax.block_until_ready(state)  # the training time is the group's, not its first score's
+        # blocked here: the training time is the group's, not its first score's
+        state = jax.block_until_ready(batched.networks_many(model, keys, *_training_stacks(splits)))
         for i in range(len(splits)):
             for st in group.settings:
                 sub = jax.tree_util.tree_map(lambda a: a[i], state)
                 out[i][st.samples] = deep.DeepRegressionPosterior(dataclasses.replace(model, num_samples=st.samples),
                                                                   sub, d)
     elif fam in ("NNG", "HMC", "FBNN"):  # the owners' fit_many: every data set in one call
-        xs, ys = _ensemble_data(splits)
+        xs, ys = _training_stacks(splits)
         if fam == "NNG":
             model = nng.NNGRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
                                       noise_var=noise_var)
@@ -452,12 +366,18 @@ def moments(post, x: np.ndarray, samples: int) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------ one model on one split
 class SplitContext(NamedTuple):
+    """One data set and what every setting's scoring on it shares, computed once by :func:`contexts`."""
+
     split: GPSplit
     x_all: np.ndarray  # [P + U, d] pool then test
     pool: np.ndarray
     test: np.ndarray
     oracle_cov: np.ndarray
     batch: int
+    oracle: Any = None  # the oracle GP the fields below belong to
+    gram: np.ndarray | None = None  # [n + P + U]² oracle kernel over train, pool, test (active.prediction_gram)
+    oracle_corr: np.ndarray | None = None  # [P · U] the oracle's pool × test correlations (ppc.metacorrelation's)
+    oracle_pool_var: np.ndarray | None = None  # [P] the oracle's pool variances
 
 
 def contexts(splits) -> list[SplitContext]:
@@ -468,28 +388,52 @@ def contexts(splits) -> list[SplitContext]:
         x_all = np.concatenate([s.x_pool, s.x_test])
         pool, test = np.arange(len(s.x_pool)), len(s.x_pool) + np.arange(len(s.x_test))
         cov = exact.fit(s.x_train, s.y_train).covariance(x_all)
+        cov = 0.5 * (cov + cov.T)
+        active.check_covariance(cov, "oracle_cov")  # once here; every setting's scoring then trusts it
         q = active.reference_batch_size(len(s.x_train), len(s.x_pool), len(s.x_test))
-        out.append(SplitContext(s, x_all, pool, test, 0.5 * (cov + cov.T), q))
+        out.append(SplitContext(s, x_all, pool, test, cov, q, exact, active.prediction_gram(s, exact),
+                                ppc_metrics._pool_test_correlations(cov, pool, test), np.diag(cov)[pool].copy()))
     return out
 
 
-def score(ctx: SplitContext, mean: np.ndarray, cov: np.ndarray, oracle) -> dict:
+def score(ctx: SplitContext, mean: np.ndarray, cov: np.ndarray, oracle, fast: bool = True) -> dict:
     """Metacorrelations, the oracle's test log-likelihood after each criterion's queries, marginal test LL.
 
     A model whose moments are not finite (a diverged chain or network) gets NaN everywhere and ``diverged`` set.
+    ``fast`` (and a context from :func:`contexts` for this ``oracle``): the oracle's correlations and its kernel
+    matrix come from the context, precomputed once per split (``gram``: the refits after the queries slice it) and
+    the oracle's covariance is not validated again; the model's covariance is validated once (by
+    ``active.select_many``). The same rows as ``fast=False``, the public functions one by one, up to round-off
+    (docs/ppc.md, "Speed of the scoring"; tests/test_ppc_study.py compares them).
     """
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
         return {k: np.nan for k in ("pearson", "variance_pearson", "batchmig_ll", "mig_ll", "tig_ll",
                                     "marginal_ll")} | {"diverged": True}
-    meta = ppc.metacorrelation(cov, ctx.oracle_cov, ctx.pool, ctx.test, spearman=False)
-    picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)
-    row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
-    for c, p in picks.items():
-        row[f"{c}_ll"] = active.evaluate_prediction(ctx.split, p, oracle)[0]
+    if fast and ctx.gram is not None and active._same_gp(oracle, ctx.oracle):
+        row = _score_from_context(ctx, cov, float(oracle.noise_var))
+    else:
+        meta = ppc.metacorrelation(cov, ctx.oracle_cov, ctx.pool, ctx.test, spearman=False)
+        picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)
+        row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
+        for c, p in picks.items():
+            row[f"{c}_ll"] = active.evaluate_prediction(ctx.split, p, oracle)[0]
     var = np.maximum(np.diag(cov)[ctx.test], 0.0) + NOISE_VAR
     resid = ctx.split.y_test - mean[ctx.test]
     row["marginal_ll"] = float(np.mean(-0.5 * (np.log(2 * np.pi * var) + resid ** 2 / var)))
     row["diverged"] = False
+    return row
+
+
+@serial_blas
+def _score_from_context(ctx: SplitContext, cov: np.ndarray, oracle_noise_var: float) -> dict:
+    """:func:`score`'s metacorrelations and test log-likelihoods from the context's precomputed oracle quantities."""
+    picks = active.select_many(cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch)  # checks cov (PSD) once
+    meta = ppc_metrics._metacorrelation_of(ppc_metrics._pool_test_correlations(cov, ctx.pool, ctx.test),
+                                           ctx.oracle_corr, np.diag(cov)[ctx.pool], ctx.oracle_pool_var,
+                                           spearman=False)
+    row = {"pearson": meta.pearson, "variance_pearson": meta.variance_pearson}
+    for c, p in picks.items():
+        row[f"{c}_ll"] = active._evaluate_gram(ctx.split, p, ctx.gram, oracle_noise_var)[0]
     return row
 
 
@@ -499,9 +443,10 @@ def baselines(ctxs, oracle, seed: int = 0) -> pd.DataFrame:
     for i, ctx in enumerate(ctxs):
         picks = active.select_many(ctx.oracle_cov, ctx.pool, ctx.test, NOISE_VAR, ctx.batch,
                                    criteria=active.CRITERIA, seed=seed + i)
-        row = {"split": i, **{f"oracle_{c}_ll": active.evaluate_prediction(ctx.split, p, oracle)[0]
+        gram = ctx.gram if ctx.gram is not None and active._same_gp(oracle, ctx.oracle) else None
+        row = {"split": i, **{f"oracle_{c}_ll": active.evaluate_prediction(ctx.split, p, oracle, gram=gram)[0]
                               for c, p in picks.items()}}
-        row["no_query_ll"] = active.evaluate_prediction(ctx.split, np.zeros(0, np.int64), oracle)[0]
+        row["no_query_ll"] = active.evaluate_prediction(ctx.split, np.zeros(0, np.int64), oracle, gram=gram)[0]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -569,7 +514,7 @@ def fig3_curves(preset: dict, data: str, seed: int) -> pd.DataFrame:
     for d in tqdm(preset["fig3_dims"], desc="Fig. 3 (oracle TAL)", unit="dim"):
         splits = make_splits(d, preset["fig3_splits"], data, seed, **sizes_of(preset))
         exact = GPRegression(kernel=ReLUKernelGP(d).kernel, noise_var=NOISE_VAR)
-        df = active.tal_comparison(splits, exact, exact, num_rounds=preset["fig3_rounds"])
+        df = active.tal_comparison(splits, exact, exact, num_rounds=preset["fig3_rounds"], use_gram=True)
         df.insert(0, "dim", d)
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
@@ -640,7 +585,7 @@ def split_count_curve(runs: pd.DataFrame, counts, repeats: int = 200, seed: int 
 
 
 def old_study_row(seed: int = 0) -> dict | None:
-    """The earlier 12-model study (benchmarks/tal_oracle.py, tal_models.csv) with the same statistics."""
+    """The earlier 12-model study (jtk.ppc.tal_oracle, tal_models.csv) with the same statistics."""
     path = RESULTS / "tal_models.csv"
     if not path.exists():
         return None
@@ -792,7 +737,7 @@ def write_docs(tag: str, args, preset: dict, out: dict) -> None:
     test = int(m["num_test"]) if "num_test" in m else 200
     data_words = {"independent": "a fresh draw of inputs and function per data set",
                   "shared": "one draw re-partitioned per split"}.get(m["data"], m["data"])
-    command = f"python benchmarks/ppc_study.py --preset {args.preset}" + (
+    command = f"python -m jtk.ppc.synthetic_study --preset {args.preset}" + (
         f" --protocol {protocol}" if protocol and protocol != "text" else "") + (
         f" --tag {tag}" if args.tag else "")
     lines = [f"### Preset `{tag}` (protocol: {protocol or 'none recorded'}; data: {data_words}; "
@@ -902,7 +847,7 @@ def differences(tag: str, out: dict) -> str:
     old = _row(abl, "earlier study")
     if old is not None:
         lines.append(
-            f"3. **The earlier ≈ 0.55** (`benchmarks/tal_oracle.py`: 12 hand-picked models, independent draws, "
+            f"3. **The earlier ≈ 0.55** (`jtk.ppc.tal_oracle`: 12 hand-picked models, independent draws, "
             f"{int(old['splits'])} splits) was r = {fmt(old['pearson'])} with the percentile interval "
             f"[{fmt(old['low'])}, {fmt(old['high'])}] and basic interval [{fmt(old['basic low'])}, "
             f"{fmt(old['basic high'])}]: 0.762 lies {_inside(PAPER_R, old)}. Twelve dots and a reliability of "
@@ -1189,20 +1134,11 @@ def _vmapped_group(group: Group, splits, key: jax.Array, max_samples: int, max_e
     keys = jax.random.split(key, len(splits))
     if group.family in ("Ensemble", "Dropout"):
         model = ensemble_model(group, max_samples, max_epochs, NOISE_VAR, "Ens" if group.family == "Ensemble" else "BD")
-        hyper, arch, k = model._hyper(splits[0].x_train.astype(np.float32)), model._arch(), model.num_networks
-        member_keys = jax.vmap(lambda kk: deep._member_keys(jax.random.fold_in(kk, 0), k))(keys)
-        xs = jnp.asarray(np.stack([s.x_train for s in splits]), jnp.float32)
-        ys = jnp.asarray(np.stack([np.broadcast_to(s.y_train, (k, n)) for s in splits]), jnp.float32)
-        return jax.vmap(lambda kk, x, y: deep._train_networks(arch, hyper, kk, x, y))(member_keys, xs, ys)
+        return batched.networks_many(model, keys, *_training_stacks(splits), vectorize=True)
     model = bnn.SGLDRegression(hidden=group.units, step_size=SGLD_STEP_PER_LR * group.lr, num_chains=1,
                                noise_var=NOISE_VAR, burn_in=SGLD_LEAPFROG * group.epochs, thin=SGLD_THIN,
                                samples_per_chain=max_samples)
-    data, _ = _stack_data(splits)
-    fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
-                          train_lib.batch_bucket(n, model.batch_size))
-    hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-             "prior_scale": jnp.float32(model.prior_scale), "step_size": jnp.float32(model.step_size)}
-    return jax.vmap(fn, in_axes=(0, 0, None))(keys, data, hyper)
+    return batched.sgld_many(model, keys, *_training_stacks(splits), vectorize=True)
 
 
 def speed_study(repeats: int = 2) -> pd.DataFrame:
@@ -1250,7 +1186,7 @@ def speed_study(repeats: int = 2) -> pd.DataFrame:
 def write_speed(out: pd.DataFrame) -> None:
     sl = SPEED_SLICE
     text = "\n".join([
-        f"Regenerated by `python benchmarks/ppc_study.py --speed`: the groups of the `quick` grid at H = "
+        f"Regenerated by `python -m jtk.ppc.synthetic_study --speed`: the groups of the `quick` grid at H = "
         f"{sl['units']} (learning rates {', '.join(map(str, sl['lrs']))}; epochs {', '.join(map(str, sl['epochs']))}; "
         f"S up to {sl['samples']}) on {sl['splits']} data sets of d = {sl['dim']}, training only, best of the "
         f"repeats after a compiling call, on {os.cpu_count()} CPU cores (load average beside each row: the machine "
@@ -1261,6 +1197,7 @@ def write_speed(out: pd.DataFrame) -> None:
 
 # ------------------------------------------------------------------ main
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--protocol", choices=sorted(PROTOCOLS), default="text",

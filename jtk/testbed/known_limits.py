@@ -1,10 +1,10 @@
 """Known limits of the leaderboard on every problem of a grid (issue #2's acceptance checks).
 
-    python benchmarks/known_limits.py                  # the 420-problem paper grid
-    python benchmarks/known_limits.py --grid classification
+    python -m jtk.testbed.known_limits                  # the 420-problem paper grid
+    python -m jtk.testbed.known_limits --grid classification
 
 * An agent that knows the true environment (``jtk.testbed.OracleAgent``, exact
-  enumeration) must get |d_KL^τ| < 1e-5 on every problem.
+  enumeration) must get ``|d_KL^τ| < 1e-5`` on every problem.
 * The uniform agent must get the closed form mean over test τ-samples of
   log p(y_1:τ) + τ log K, recomputed here in float64 numpy from the
   environment's logits.
@@ -21,15 +21,20 @@ import numpy as np
 import pandas as pd
 from scipy.special import log_softmax
 
+from jtk import _checks
 from jtk import testbed
+from jtk._paths import RESULTS
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+__all__ = ["main"]  # see the package docstring
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", default="paper", choices=sorted(testbed.GRIDS))
-    args = parser.parse_args()
+    parser.add_argument("--out-dir", type=pathlib.Path, default=None, help="write the CSV here instead")
+    args = parser.parse_args(argv)
+    results = RESULTS if args.out_dir is None else args.out_dir
     problems = testbed.problems(args.grid)
     oracle = testbed.evaluate(testbed.OracleAgent(problems), problems, name="oracle")
     uniform = testbed.evaluate("uniform", problems)
@@ -51,8 +56,8 @@ def main() -> None:
         "uniform_mean_kl_1": [float(uniform[uniform.tau == 1].kl.mean())],
         "uniform_mean_kl_10": [float(uniform[uniform.tau == 10].kl.mean())],
     })
-    RESULTS.mkdir(exist_ok=True)
-    out.to_csv(RESULTS / f"known_limits_{args.grid}.csv", index=False)
+    results.mkdir(parents=True, exist_ok=True)
+    out.to_csv(results / f"known_limits_{args.grid}.csv", index=False)
     for key, value in out.iloc[0].items():
         print(f"{key:26s} {value}")
 

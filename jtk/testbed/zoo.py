@@ -1,9 +1,9 @@
 """Runs the Neural Testbed for the agent zoo and writes one CSV per agent.
 
 Usage:
-    python benchmarks/agent_zoo.py --grid quick                       # every zoo agent, 16 problems each
-    python benchmarks/agent_zoo.py --grid paper --agents dropout bbb  # the 420-problem paper grid
-    python benchmarks/agent_zoo.py --robustness --agents mlp dropout  # §6 study: activations and widths
+    python -m jtk.testbed.zoo --grid quick                       # every zoo agent, 16 problems each
+    python -m jtk.testbed.zoo --grid paper --agents dropout bbb  # the 420-problem paper grid
+    python -m jtk.testbed.zoo --robustness --agents mlp dropout  # §6 study: activations and widths
 
 Writes benchmarks/results/zoo_<agent>_<grid>.csv (zoo_<agent>_<grid>_seeds<N>.csv
 with --seeds; one row per problem, the
@@ -22,22 +22,22 @@ Run one of these at a time: each uses every core it is given.
 from __future__ import annotations
 
 import argparse
-import os
+import ast
 import re
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from jtk import _checks
+import jtk
+from jtk import testbed
+from jtk._paths import RESULTS
 
-import jtk  # noqa: E402
-from jtk.cli import _hyperparameter  # noqa: E402
-from jtk import testbed  # noqa: E402
+__all__ = ["main", "run"]  # see the package docstring
 
-RESULTS = Path(__file__).resolve().parent / "results"
 ZOO = ["dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel", "bayes_optimal"]
 ROBUST_ACTIVATIONS = ("tanh", "swish", "sigmoid", "selu", "relu", "leaky_relu", "gelu")
 ROBUST_HIDDEN = (5, 10, 20, 50, 100)
@@ -79,6 +79,16 @@ def bayes_optimal_ess(agent, problems) -> pd.DataFrame:
 
 
 def run(name: str, problems, agent=None) -> pd.DataFrame:
+    """Scores one agent of the zoo on ``problems`` (a list of :class:`jtk.testbed.Problem`) → the testbed's rows.
+
+    ``name``: the agent's label, e.g. ``"dropout"`` or ``"ensemble_K10"`` (a registered agent, with ``_K<members>``
+    for an ensemble's size); ``agent``: the agent itself (an object with ``fit``), else made from ``name``. For
+    ``bayes_optimal`` the rows carry its effective sample size per training group.
+    """
+    _checks.instance("name", name, str, "an agent label (str)")
+    problems = testbed.check_problems(problems)
+    if agent is not None and not callable(getattr(agent, "fit", None)):
+        raise TypeError(f"agent must be an agent (an object with fit) or None, got {type(agent).__name__} {agent!r}")
     agent = make_agent(name) if agent is None else agent
     t0 = time.perf_counter()
     df = testbed.evaluate(agent, problems, name=name, progress=False)
@@ -103,7 +113,20 @@ def robustness(name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _hyperparameter(text: str) -> tuple[str, object]:
+    """``--set KEY=VALUE`` as ``jtk testbed --set`` reads it (the testbed package may not import jtk.cli)."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = value
+    return key.strip(), parsed
+
+
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", choices=("paper", "quick"), default="quick")
     parser.add_argument("--agents", nargs="+", default=ZOO)

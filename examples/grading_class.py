@@ -1,7 +1,7 @@
 """A class of generated submissions graded by `jtk grade`: wall time, the CSV, and two regrades compared.
 
-    python benchmarks/grading_class.py [--students 30] [--workers 2] [--timeout 30] [--out benchmarks/results/grading]
-    python benchmarks/grading_class.py --per-notebook   # where a worker's time goes; writes docs/grading.md's section
+    python examples/grading_class.py [--students 30] [--workers 2] [--timeout 30] [--out benchmarks/results/grading]
+    python examples/grading_class.py --per-notebook   # where a worker's time goes; writes docs/grading.md's section
 
 Each student hands in all six exercises; student k's notebooks are, in turn, correct (the solution), wrong
 (a typical misconception), tampered (check cell edited to print a pass line, and its points set to 100),
@@ -31,10 +31,9 @@ import time
 import nbformat
 import pandas as pd
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from jtk._docs import DOCS, write_section
 
-from _docs import DOCS, write_section  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 KINDS = ("correct", "wrong", "tampered", "looping", "crashing")
 WRONG = {  # answer-cell bodies with a typical misconception, by exercise
@@ -138,7 +137,7 @@ def per_notebook(out: pathlib.Path, students: int, workers: int, timeout: int) -
     per_kind = wide.sum()
     repeats = students / len(KINDS)  # each exercise × kind, in a class of `students`
     total = per_kind.sum() * repeats
-    lines = [f"`python benchmarks/grading_class.py --per-notebook` ({len(os.sched_getaffinity(0))} cores, sandbox "
+    lines = [f"`python examples/grading_class.py --per-notebook` ({len(os.sched_getaffinity(0))} cores, sandbox "
              f"`{mode}`, `--timeout {timeout}`, load average {os.getloadavg()[0]:.1f} at the end): wall seconds of "
              "grading one notebook, each alone in one worker; the kinds as in the class above.", "",
              "| notebook | " + " | ".join(KINDS) + " |", "|---|" + "---|" * len(KINDS)]
@@ -192,7 +191,7 @@ def main() -> None:
     share = (grades.groupby("kind").score.sum() / grades.groupby("kind").max_score.sum())[list(KINDS)]
     runs = [("first grade, with feedback pages", first, load1), ("regrade 1", second, load2),
             ("regrade 2", third, load3)]
-    lines = [f"`python benchmarks/grading_class.py` ({len(os.sched_getaffinity(0))} cores, "
+    lines = [f"`python examples/grading_class.py` ({len(os.sched_getaffinity(0))} cores, "
              f"{time.strftime('%Y-%m-%d')}): {len(grades)} notebooks ({args.students} students × {len(names)} "
              f"exercises), `jtk grade --workers {args.workers} --timeout {args.timeout}`, sandbox "
              f"`{_sandbox_mode()}`. The load is the 1-minute load average at the end of each run.", "",

@@ -24,7 +24,7 @@ and summary tables to ``benchmarks/results/coverage_*.csv``:
 
 ``--e2-preset paper`` runs the E.2 sweep with the paper preset instead (``--e2-methods``
 picks the methods, e.g. BLR BD EnsBS) and writes ``coverage_e2_paper_*.csv``, e.g.
-``python benchmarks/coverage_study.py --skip truth timing sweep e3 paper --e2-preset paper --dims 1 --k 20
+``python -m jtk.regression.coverage_study --skip truth timing sweep e3 paper --e2-preset paper --dims 1 --k 20
 --e2-methods BLR BD EnsBS``.
 
 Two options change the E.1 problem or add a method:
@@ -37,32 +37,29 @@ Two options change the E.1 problem or add a method:
 * ``--bootstrap-size b`` (≠ 1) runs EnsBS with resample size b·n as an extra
   method labelled ``EnsBS(b)`` beside the classical EnsBS (b = 1).
 
-Usage: ``JAX_PLATFORMS=cpu python benchmarks/coverage_study.py [--k 50] [--skip paper ...]``;
+Usage: ``JAX_PLATFORMS=cpu python -m jtk.regression.coverage_study [--k 50] [--skip paper ...]``;
 e.g. only the E.1 sweep at input_scale 8 and E.2:
-``python benchmarks/coverage_study.py --skip timing paper e3 --input-scale 8 --bootstrap-size 0.5
+``python -m jtk.regression.coverage_study --skip timing paper e3 --input-scale 8 --bootstrap-size 0.5
 --f-mains 1 2 3 4 5``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pandas as pd
 
-import pandas as pd  # noqa: E402
+import numpy as np
 
-import numpy as np  # noqa: E402
+from jtk import _checks
+from jtk.regression import coverage as cv
+from jtk.regression.deep import make_regression
+from jtk.envs.regression import PolynomialRegression, SinusoidRegression
+from jtk._paths import DOCS, RESULTS as OUT
 
-from jtk.regression import coverage as cv  # noqa: E402
-from jtk.regression.deep import make_regression  # noqa: E402
-from jtk.envs.regression import PolynomialRegression, SinusoidRegression  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "results"
+__all__ = ["main", "truth_table"]  # see the package docstring
 
 
 def timed_study(env, methods, k, preset, seed=0):
@@ -108,6 +105,9 @@ def lab_methods(bootstrap_size: float, preset: str = "lab", names=cv.ALL_METHODS
 def truth_table(f_mains=(1.0, 2.0, 3.0, 4.0, 5.0), input_scales=(1.0, 8.0)) -> pd.DataFrame:
     """E.1 without training: the truth's RMS over the in-distribution test inputs and the training points per period
     of the top frequency (n / (length of the training range · f_max / s)), per reading s and f_main."""
+    f_mains = [_checks.positive(f"f_mains[{i}]", f) for i, f in enumerate(_checks.nonempty("f_mains", f_mains, "frequency"))]
+    input_scales = [_checks.positive(f"input_scales[{i}]", s)
+                    for i, s in enumerate(_checks.nonempty("input_scales", input_scales, "scale"))]
     rows = []
     for s in input_scales:
         for f in f_mains:
@@ -126,7 +126,7 @@ def write_csv(df: pd.DataFrame, name: str) -> None:
 
 # --- docs/coverage.md: its tables, regenerated from the stored CSVs (``--docs``) -----------------------------------
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
+DOC = DOCS / "coverage.md"
 
 
 def _minus(value: float) -> str:
@@ -266,9 +266,9 @@ def doc_tables(results: Path = OUT) -> dict[str, str]:
 
 def write_docs() -> None:
     """Rewrites every table of docs/coverage.md that is made from the stored CSVs (each in its marked section)."""
-    from _docs import write_section  # benchmarks/ is this script's directory
+    from jtk._docs import write_section
 
-    for name, text in doc_tables().items():
+    for name, text in doc_tables(OUT).items():
         write_section(name, text, DOC)
 
 
@@ -288,6 +288,7 @@ def write_sweep(results, by: str, prefix: str, coordinates, with_rmse: bool = Fa
 
 
 def main(argv=None):
+    argv = _checks.argv(argv)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--f-mains", type=float, nargs="+", default=[1.0, 2.0, 3.0])
@@ -309,7 +310,12 @@ def main(argv=None):
     ap.add_argument("--skip", nargs="*", default=[], choices=["truth", "timing", "sweep", "e2", "e3", "paper"])
     ap.add_argument("--docs", action="store_true",
                     help="no run: rewrite docs/coverage.md's tables from the stored CSVs (each in its marked section)")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="read and write the CSVs, and coverage.md, here instead of benchmarks/results and docs/")
     args = ap.parse_args(argv)
+    global OUT, DOC
+    if args.out_dir is not None:
+        OUT, DOC = args.out_dir, args.out_dir / "coverage.md"
     if args.docs:
         write_docs()
         return

@@ -1,6 +1,6 @@
 """nbgrader's points against `jtk grade`'s for the six exercises: the solution, the untouched release, a wrong answer.
 
-    python benchmarks/nbgrader_points.py [--out benchmarks/results/nbgrader_points.csv] [--no-docs | --docs-only]
+    python examples/nbgrader_points.py [--out benchmarks/results/nbgrader_points.csv] [--no-docs | --docs-only]
 
 Installs nbgrader at the pinned version into a throwaway environment layered over this one (as tests/test_nbgrader.py
 does, whose helpers this reuses), writes an nbgrader course with ``jtk exercises nbgrader`` (one assignment per
@@ -9,7 +9,7 @@ exercise), runs ``nbgrader generate_assignment`` and, for three students, ``nbgr
 
 * ``solution``: the source notebook itself;
 * ``untouched``: nbgrader's release of the exercise, as handed out;
-* ``wrong``: the release with each answer replaced by a typical misconception (benchmarks/grading_class.py's
+* ``wrong``: the release with each answer replaced by a typical misconception (examples/grading_class.py's
   ``WRONG``), which passes some cases: here ``jtk grade`` gives points per case and nbgrader all or nothing.
 
 The same submitted notebooks are then graded by ``jtk grade`` (its nbgrader-layout input). One row per (exercise,
@@ -32,8 +32,8 @@ import nbformat
 import pandas as pd
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "tests")]
-from _docs import DOCS, md_table, write_section  # noqa: E402
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT / "tests")]
+from jtk._docs import DOCS, md_table, write_section  # noqa: E402
 from grading_class import WRONG  # noqa: E402
 from test_nbgrader import (  # noqa: E402
     SOLUTIONS, _cell, jtk_grade, nbgrader_environment, nbgrader_pin, nbgrader_points, released, run_nbgrader, submit,
@@ -123,7 +123,7 @@ def write_docs(frame: pd.DataFrame, timing: dict) -> None:
     same = frame[frame.student != "wrong"]
     agree = (same.nbgrader_points == same.jtk_visible_points) & (same.nbgrader_points == same.jtk_points)
     wrong = frame[frame.student == "wrong"]
-    text = (f"Measured by `python benchmarks/nbgrader_points.py` ({timing['nbgrader']}, {timing['cores']} cores); "
+    text = (f"Measured by `python examples/nbgrader_points.py` ({timing['nbgrader']}, {timing['cores']} cores); "
             f"points per notebook, summed over its checks (benchmarks/results/nbgrader_points.csv has one row per "
             f"check, with the case counts).\n\n"
             + md_table(table, floatfmt="{:.2f}", index=False) + "\n\n"

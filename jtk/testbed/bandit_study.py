@@ -1,9 +1,9 @@
 """The §5 study: Thompson-sampling regret of the testbed agents, and its correlation with d_KL^1 / d_KL^10.
 
-    python benchmarks/bandit_study.py                    # lab preset (K = 10, T = 2000, 8 problems, 5 seeds)
-    python benchmarks/bandit_study.py --preset subset    # Figs. 8/9's part that fits 2 cores: d = 50, problem 0, seed 0
-    python benchmarks/bandit_study.py --preset paper     # App. E / §5: T = 50 000, 20 problems, d ∈ {2, 10, 50}, 10 seeds
-    python benchmarks/bandit_study.py --speed            # steps per second only (ensemble+ K = 10, d = 2)
+    python -m jtk.testbed.bandit_study                    # lab preset (K = 10, T = 2000, 8 problems, 5 seeds)
+    python -m jtk.testbed.bandit_study --preset subset    # Figs. 8/9's part that fits 2 cores: d = 50, problem 0, seed 0
+    python -m jtk.testbed.bandit_study --preset paper     # App. E / §5: T = 50 000, 20 problems, d ∈ {2, 10, 50}, 10 seeds
+    python -m jtk.testbed.bandit_study --speed            # steps per second only (ensemble+ K = 10, d = 2)
 
 Paper and subset presets (Figs. 8/9, App. E.3): for each d, agent and initialisation seed s the bandit runs on
 the preset's problems (``jtk.testbed.bandit.run``, one vmapped scan); one point per (agent, d, s) is its mean total
@@ -24,20 +24,22 @@ import argparse
 import os
 import pathlib
 import re
-import sys
 import time
 
 import jax
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
+from jtk._paths import DOCS, RESULTS
 from jtk.testbed import bandit
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+__all__ = ["main", "import_log", "per_dim_correlations"]  # see the package docstring
+
 MEASURED = RESULTS  # the lab preset's and the speed run's CSVs, read for comparisons and estimates
-PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "bandit.md"
+PAGE = DOCS / "bandit.md"
 
 
 def speed(horizon: int = 2000, num_problems: int = 8, dims=(2, 10)) -> None:
@@ -134,7 +136,7 @@ def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, che
                 if not todo:
                     continue
                 if matrix_rate is None:
-                    from training_flops import gemm_gflops
+                    from jtk._info import gemm_gflops
                     matrix_rate = round(gemm_gflops(), 1)
                 ckpt = checkpoints / f"{name}_d{d}_T{horizon}_s{s}_p{'-'.join(map(str, todo))}.npz"
                 load_start = os.getloadavg()[0]
@@ -172,6 +174,9 @@ def import_log(path: pathlib.Path, regret_csv: pathlib.Path) -> pd.DataFrame:
     written: one total per listed problem, each exactly a float32 rounded to 0.1 as run_missing prints it (a
     mistyped digit fails this), and a (agent, d, seed, problem) already in the CSV must carry the same total.
     """
+    path, regret_csv = _checks.path("path", path), _checks.path("regret_csv", regret_csv)
+    if not path.is_file():
+        raise ValueError(f"path must be an existing log file, got {str(path)!r} (no such file)")
     header, runs = {}, []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("#"):
@@ -281,6 +286,10 @@ def points_2d(regret: pd.DataFrame, scores: pd.DataFrame, agents, seeds, problem
 
 def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.DataFrame:
     """Log–log Pearson r with bootstrap 5–95 % intervals, one row per (d, metric): never pooled across d."""
+    metrics = _checks.nonempty("metrics", metrics, "column name")
+    for i, m in enumerate(metrics):
+        _checks.instance(f"metrics[{i}]", m, str, "a column name (str)")
+    _checks.frame("points", points, ("input_dim", "agent", "total_regret", *metrics))
     rows = []
     for d, sub in points.groupby("input_dim"):
         for metric in metrics:
@@ -294,6 +303,7 @@ def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.
 
 
 def main(argv=None) -> None:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=sorted(bandit.PRESETS), default="lab")
     parser.add_argument("--agents", nargs="+", default=list(bandit.PAPER_AGENTS))
@@ -494,8 +504,7 @@ def plot_fig89(points: pd.DataFrame, corr: pd.DataFrame, d: int, path: pathlib.P
 
 def write_docs(preset: str, table, corr, points, regret, common, horizon, problems, seeds, agents, dims) -> None:
     """The section 'bandit-fig89' of docs/bandit.md: what ran, Figs. 8/9 with the paper's numbers, per-d tables."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from _docs import md_table, write_section
+    from jtk._docs import md_table, write_section
 
     fmt = lambda r, lo, hi: "" if pd.isna(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"  # noqa: E731
     corr_rows = pd.DataFrame({
@@ -523,7 +532,7 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
                 missing.append(f"{a} at d = {d}: " + "; ".join(
                     ([f"seeds {whole}"] if whole else []) + part))
     fig_d = 50 if 50 in set(points.input_dim) else (max(points.input_dim) if len(points) else 50)
-    lines = [f"Regenerated by `python benchmarks/bandit_study.py --preset {preset}` (T = {horizon}; "
+    lines = [f"Regenerated by `python -m jtk.testbed.bandit_study --preset {preset}` (T = {horizon}; "
              f"d = {', '.join(map(str, dims))}; bandit problems {problems}; initialisation seeds {seeds}; agents "
              f"{', '.join(agents)}, the reference defaults, ensembles of K = 100).", ""]
     if missing:

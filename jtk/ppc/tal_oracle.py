@@ -14,8 +14,10 @@ and XLL / XLLR with every model as reference. Reports the Pearson correlation
 between metacorrelation and BatchMIG performance across models (paper: 0.762)
 and the Spearman correlation between XLL and metacorrelation ranks.
 
-Usage:
-  python benchmarks/tal_oracle.py [--splits 25] [--dim 9] [--no-bnn]
+Usage::
+
+  python -m jtk.ppc.tal_oracle [--splits 25] [--dim 9] [--no-bnn]
+
 Writes benchmarks/results/tal_criteria.csv, tal_models.csv, tal_xll.csv, tal_per_model.csv and
 tal_summary.csv (names + --suffix).
 """
@@ -23,24 +25,24 @@ tal_summary.csv (names + --suffix).
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
 import time
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import numpy as np
+import pandas as pd
+import scipy.stats
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import scipy.stats  # noqa: E402
-
-from jtk import ppc  # noqa: E402
+from jtk import _checks
+from jtk import ppc
 from jtk.ppc import active
-from jtk.regression.bnn import BBBRegression, SGLDRegression  # noqa: E402
-from jtk.regression.gp import GPRegression, MonteCarloGP  # noqa: E402
-from jtk.envs.gp import NOISE_VAR, ReLUKernelGP  # noqa: E402
+from jtk.regression.bnn import BBBRegression, SGLDRegression
+from jtk.regression.gp import GPRegression, MonteCarloGP
+from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+from jtk._paths import RESULTS  # noqa: F401 (main rebinds it with --out-dir)
+
+__all__ = ["main", "run", "summarize"]  # see the package docstring
 
 
 def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
@@ -71,6 +73,12 @@ def model_zoo(oracle: ReLUKernelGP, with_bnn: bool = True) -> dict:
 
 
 def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
+    """One TAL round with the oracle as selection and prediction model, and the PPC study of the model zoo, on
+    ``num_splits`` data sets of the ``dim``-dimensional ReLU-kernel GP (``with_bnn``: BBB, SGLD and the deep models
+    too) → :func:`jtk.ppc.ppc_study`'s dict plus ``"criteria"`` (the oracle's TAL rows)."""
+    num_splits = _checks.integer("num_splits", num_splits, minimum=2)
+    dim = _checks.integer("dim", dim, minimum=1)
+    _checks.instance("with_bnn", with_bnn, bool)
     oracle = ReLUKernelGP(dim)
     exact = GPRegression(kernel=oracle.kernel, noise_var=NOISE_VAR)
     splits = [oracle.sample_split(seed=s) for s in range(num_splits)]
@@ -82,7 +90,15 @@ def run(num_splits: int, dim: int, with_bnn: bool) -> dict:
     return {"criteria": criteria, **study}
 
 
-def summarize(res: dict) -> pd.DataFrame:
+def summarize(res: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Prints and returns the study's findings from :func:`run`'s dict → (one row per quantity: value ± stderr,
+    the per-model means)."""
+    _checks.instance("res", res, dict, "the dict run() returns")
+    missing = [k for k in ("criteria", "models") if k not in res]
+    if missing:
+        raise ValueError(f"res must be the dict run() returns, with keys 'criteria' and 'models'; missing {missing}")
+    _checks.frame("res['criteria']", res["criteria"], ("split", "criterion", "round", "test_log_likelihood"))
+    _checks.frame("res['models']", res["models"], ("model", "fit_seconds", "pearson", "batchmig_log_likelihood"))
     crit, models = res["criteria"], res["models"]
     rows = []
     s = active.summarize(crit, "test_log_likelihood", "criterion")
@@ -122,12 +138,17 @@ def summarize(res: dict) -> pd.DataFrame:
 
 
 def main(argv=None):
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--splits", type=int, default=25)
     p.add_argument("--dim", type=int, default=9)
     p.add_argument("--no-bnn", action="store_true", help="GP-based models only (fast)")
     p.add_argument("--suffix", default="", help="appended to the result file names, e.g. _d5")
+    p.add_argument("--out-dir", type=pathlib.Path, default=None, help="write the CSVs here instead")
     args = p.parse_args(argv)
+    global RESULTS
+    if args.out_dir is not None:
+        RESULTS = args.out_dir
     t0 = time.perf_counter()
     res = run(args.splits, args.dim, not args.no_bnn)
     summary, per_model = summarize(res)

@@ -1,4 +1,4 @@
-"""Writes a benchmark's measured table into its own marked section of a document in docs/.
+"""Writes a study's or a benchmark's measured table into its own marked section of a document in docs/.
 
 Every generated section sits between ``<!-- NAME begin -->`` and ``<!-- NAME end -->``; rerunning a script
 replaces only its own section (or appends it once), so several scripts can share docs/results.md and a person's
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+from jtk._paths import DOCS
 
 
 def markers(name: str) -> tuple[str, str]:

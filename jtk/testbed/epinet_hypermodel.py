@@ -1,13 +1,13 @@
 """Neural Testbed rows for the reference-form hypermodel and the epinet, beside mlp and ensemble+ (K = 100).
 
 Usage:
-    python benchmarks/epinet_hypermodel.py quick                  # 16 problems per agent (a check)
-    python benchmarks/epinet_hypermodel.py paper                  # the paper grid: 420 problems, 10 seeds
-    python benchmarks/epinet_hypermodel.py paper --agents epinet  # one agent (rows of the others are reused)
-    python benchmarks/epinet_hypermodel.py paper --seeds 1        # seed 0 only: time it and extrapolate
-    python benchmarks/epinet_hypermodel.py paper --out DIR        # e.g. on a GPU machine
-    python benchmarks/epinet_hypermodel.py paper --report-only    # summarize the rows already in --out
-    python benchmarks/epinet_hypermodel.py paper --report-only --docs  # and write its section of docs/results.md
+    python -m jtk.testbed.epinet_hypermodel quick                  # 16 problems per agent (a check)
+    python -m jtk.testbed.epinet_hypermodel paper                  # the paper grid: 420 problems, 10 seeds
+    python -m jtk.testbed.epinet_hypermodel paper --agents epinet  # one agent (rows of the others are reused)
+    python -m jtk.testbed.epinet_hypermodel paper --seeds 1        # seed 0 only: time it and extrapolate
+    python -m jtk.testbed.epinet_hypermodel paper --out DIR        # e.g. on a GPU machine
+    python -m jtk.testbed.epinet_hypermodel paper --report-only    # summarize the rows already in --out
+    python -m jtk.testbed.epinet_hypermodel paper --report-only --docs  # and write its section of docs/results.md
 
 Writes ``<out>/<agent>_<grid>[_seeds<N>].csv`` (one row per problem, the columns of
 ``jtk.testbed.evaluate``; default out: benchmarks/results/epinet_hypermodel/) and, for the report,
@@ -33,10 +33,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jtk import _checks
 import jtk
 from jtk import testbed
+from jtk._paths import DOCS as DOCS_DIR, RESULTS
 
-RESULTS = Path(__file__).resolve().parent / "results"
+__all__ = ["main"]  # see the package docstring
+
 DEFAULT_OUT = RESULTS / "epinet_hypermodel"
 AGENTS = ("hypermodel", "epinet")
 KEY = ["temperature", "num_train", "tau", "seed", "input_dim"]
@@ -64,7 +67,7 @@ def run_agent(name: str, problems, path: Path, force: bool) -> pd.DataFrame:
         from jtk import results as results_lib
         import jax
         results_lib.save_results(rows, path, agent=name, problems=problems, force=True,
-                                 config={"script": "benchmarks/epinet_hypermodel.py"},
+                                 config={"script": "jtk.testbed.epinet_hypermodel"},
                                  extra={"wall_seconds": wall, "device": jax.devices()[0].device_kind})
     except ImportError:
         rows.to_csv(path, index=False)
@@ -128,7 +131,7 @@ def markdown(table: pd.DataFrame, grid: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
+DOCS = DOCS_DIR / "results.md"
 DOCS_INTRO = """\
 `hypermodel` is now built as the reference testbed builds it (docs/reference.md, "Hypermodel"): its prior
 function's layers read separate slices of the index and its hyper layer starts from the reference's
@@ -180,15 +183,17 @@ def breakdown(frames: dict[str, pd.DataFrame], tau: int = 10) -> str:
 
 def write_docs(section: str, key: str, path: Path = DOCS) -> None:
     """Replaces this script's section ``epinet_hypermodel:KEY`` of docs/results.md (or appends it)."""
-    from _docs import write_section
+    from jtk._docs import write_section
 
     write_section(f"epinet_hypermodel:{key}", section, path)
 
 
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("grid", choices=("quick", "paper"))
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the CSVs (created)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder for the CSVs (created; default: benchmarks/results/epinet_hypermodel)")
     parser.add_argument("--agents", nargs="+", default=list(AGENTS), help=f"agents to run (default {AGENTS})")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the grid's)")
     parser.add_argument("--force", action="store_true", help="rerun agents whose CSV exists")
@@ -196,7 +201,14 @@ def main(argv=None) -> int:
     parser.add_argument("--docs", action="store_true", help="write the report into docs/results.md (own section)")
     parser.add_argument("--docs-label", default=None,
                         help="where the rows were computed, for the docs (default: this run's JAX device)")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="read the older rows from here, write the rows (DIR/epinet_hypermodel) and results.md here")
     args = parser.parse_args(argv)
+    global RESULTS, DOCS
+    if args.out_dir is not None:
+        RESULTS, DOCS = args.out_dir, args.out_dir / "results.md"
+    if args.out is None:
+        args.out = RESULTS / "epinet_hypermodel"
     unknown = sorted(set(args.agents) - set(jtk.agents.names()))
     if unknown:
         parser.error(f"--agents must be registered agents ({jtk.agents.names()}), got {unknown}")
@@ -255,10 +267,10 @@ def main(argv=None) -> int:
             where = args.out
         command = shlex.join(sys.argv[1:] if argv is None else argv)
         section = (f"## Reference-form hypermodel and epinet: grid `{suffix}`\n\n"
-                   f"Generated by `python benchmarks/epinet_hypermodel.py {command}`"
+                   f"Generated by `python -m jtk.testbed.epinet_hypermodel {command}`"
                    f" from the rows in `{where}/` ({label}).\n\n{DOCS_INTRO}\n\n{text}\n{findings(table)}\n\n"
                    f"d_KL^10 by setting (mean over seeds; columns: num_train):\n\n{breakdown(frames)}")
-        write_docs(section, suffix)
+        write_docs(section, suffix, DOCS)
     return 0
 
 

