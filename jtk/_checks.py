@@ -302,3 +302,14 @@ def path(name: str, value: Any):
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or pathlib.Path), got {_describe(value)}")
     return pathlib.Path(value)
+
+
+def keyed(name: str, value: Any, keys: Iterable[str]) -> Mapping:
+    """Checks ``value`` is a mapping holding ``keys`` (a figure's view dict, a result row); returns it."""
+    keys = list(keys)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict with keys {keys}, got {_describe(value)}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} must have keys {keys}, missing {missing} (got keys {sorted(map(str, value))})")
+    return value
