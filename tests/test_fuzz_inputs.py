@@ -1291,6 +1291,59 @@ for fn in (PTESTBED.kl_tau_alt, PTESTBED.KLTauFigure, PTESTBED.plot_kl_vs_tau):
 case(PTESTBED.probability_map_alt, "probs-1d", call(PTESTBED.probability_map_alt, np.ones(4)), VE, "probs")
 for fn in (PTESTBED.ProbabilityMap, PTESTBED.plot_probability_map):
     case(fn, "axis-scalar", lambda f=fn: f(None, 3.0, np.ones((4, 4))), VE, "axis")
+import jtk.course.sandbox as SB  # noqa: E402
+import jtk.envs.classification as ENVCL  # noqa: E402
+import jtk.envs.coin as ENVCOIN  # noqa: E402
+import jtk.executors as EXEC  # noqa: E402
+case(SB.resolve, "mode-unknown", call(SB.resolve, "docker"), VE, "sandbox")
+case(SB.tmp_bytes, "memory-str", call(SB.tmp_bytes, "4G"), TE, "memory")
+case(SB.address_space, "mode-auto", call(SB.address_space, 2 ** 32, "auto"), VE, "mode")
+case(SB.address_space, "memory-float", call(SB.address_space, 4e9, "none"), TE, "memory")
+case(SB.worker_env, "extra-list", call(SB.worker_env, "/tmp", ["A=1"]), TE, "extra")
+case(SB.worker_env, "home-none", call(SB.worker_env, None), TE, "home")
+case(SB.bwrap_args, "memory-0", lambda: SB.bwrap_args(memory=0), VE, "memory")
+case(SB.bwrap_args, "binds-str", lambda: SB.bwrap_args(binds=["/a"]), TE, "binds[0]")
+case(SB.stubbed_package, "dest-int", call(SB.stubbed_package, 3), TE, "dest")
+case(SB.stubbed_package, "stubbed-str", call(SB.stubbed_package, "/nonexistent/stubs", "jtk.envs.coin:Coin"), TE,
+     "stubbed")
+case(SB.Worker, "cmd-str", lambda: SB.Worker("python", mode="none", memory=2 ** 31, workdir="/tmp"), TE, "cmd")
+case(SB.Worker, "mode-auto", lambda: SB.Worker(["python"], mode="auto", memory=2 ** 31, workdir="/tmp"), VE, "mode")
+case(SB.kill_user_processes, "uid-root", call(SB.kill_user_processes, 0), VE, "uid")
+case(SB.remove_tree, "path-int", call(SB.remove_tree, 3), TE, "path")
+case(TRAIN.train, "data-tuple", lambda: TRAIN.train(lambda *a: 0.0, (), (np.zeros((4, 2)), np.zeros(4), 4), None,
+                                                    KEY(), optimizer=__import__("optax").adam(1e-3), num_steps=1,
+                                                    batch_size=2), TE, "data")
+case(TRAIN.train, "loss_fn-none", lambda: TRAIN.train(None, (), None, None, KEY(), optimizer=None, num_steps=1,
+                                                      batch_size=2), TE, "loss_fn")
+case(TRAIN.train, "optimizer-str", lambda: TRAIN.train(lambda *a: 0.0, (), TRAIN.pad_dataset(np.zeros((4, 2)),
+                                                                                             np.zeros(4, int)),
+                                                       None, KEY(), optimizer="adam", num_steps=1, batch_size=2), TE,
+     "optimizer")
+for fn in (TRAIN.sample_batch, TRAIN.batch_indices):
+    case(fn, "key-int", lambda f=fn: f(3, TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 2, 1), TE, "key")
+    case(fn, "batch_size-0", lambda f=fn: f(KEY(), TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 0, 1), VE,
+         "batch_size")
+case(TRAIN.batch_indices, "num_steps-0",
+     lambda: TRAIN.batch_indices(KEY(), TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 2, 0), VE, "num_steps")
+case(RES.write_json_atomic, "path-int", call(RES.write_json_atomic, 3, {}), TE, "path")
+case(RES.Lock, "target-none", call(RES.Lock, None), TE, "target")
+case(RES.DeferredInterrupt, "what-int", call(RES.DeferredInterrupt, 3), TE, "what")
+case(RES.ChunkStore, "identity-list", call(RES.ChunkStore, "/nonexistent/store", [1]), TE, "identity")
+case(RES.ChunkStore, "directory-int", call(RES.ChunkStore, 3, None), TE, "directory")
+case(RES.identity_hash, "list", call(RES.identity_hash, [1]), TE, "identity")
+case(RES.distinct_values, "int", call(RES.distinct_values, 3), TE, "items")
+case(RES.run_chunks, "job-none", lambda: RES.run_chunks([1], None, print, stop=RuntimeError), TE, "job")
+case(RES.run_chunks, "threads-0", lambda: RES.run_chunks([1], print, print, threads=0, stop=RuntimeError), VE,
+     "threads")
+case(ENVCL.problem_key, "seed-neg", call(ENVCL.problem_key, -1, 0.1, 10), VE, "seed")
+case(ENVCL.problem_key, "temperature-0", call(ENVCL.problem_key, 0, 0.0, 10), VE, "temperature")
+case(ENVCL.problem_key, "num_train-float", call(ENVCL.problem_key, 0, 0.1, 2.5), TE, "num_train")
+case(ENVCL.bandit_keys, "seed-2**32", call(ENVCL.bandit_keys, 2 ** 32), VE, "seed")
+case(ENVCL.environment_logits, "temperature-0",
+     lambda: ENVCL.environment_logits(env().params, np.zeros((3, 2)), 0.0), VE, "temperature")
+case(ENVCOIN.check_coins, "list", call(ENVCOIN.check_coins, [1]), TE, "coins")
+case(ENVCOIN.check_coins, "not-a-coin", call(ENVCOIN.check_coins, {"a": 0.5}), TE, "coins['a']")
+case(EXEC.check_scheduler, "unknown", call(EXEC.check_scheduler, "slurm"), VE, "scheduler")
 EXEMPT_A: dict[str, str] = {}
 
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
