@@ -1344,6 +1344,24 @@ case(ENVCL.environment_logits, "temperature-0",
 case(ENVCOIN.check_coins, "list", call(ENVCOIN.check_coins, [1]), TE, "coins")
 case(ENVCOIN.check_coins, "not-a-coin", call(ENVCOIN.check_coins, {"a": 0.5}), TE, "coins['a']")
 case(EXEC.check_scheduler, "unknown", call(EXEC.check_scheduler, "slurm"), VE, "scheduler")
+import jtk.course.gradescope as GS  # noqa: E402
+import jtk.course.nbgrader as NBG  # noqa: E402
+case(GS.results_json, "rows-dict", call(GS.results_json, {"student": "a"}), TE, "rows")
+case(GS.results_json, "row-missing-keys", call(GS.results_json, [{"student": "a"}]), VE, "rows[0] status")
+case(GS.write_results, "path-int", call(GS.write_results, [], 3), TE, "path")
+case(GS.build_autograder, "out-int", lambda: GS.build_autograder(3, salt="s"), TE, "out")
+case(GS.build_autograder, "salt-int", lambda: GS.build_autograder("/nonexistent/ag.zip", salt=3), TE, "salt")
+case(GS.run_autograder, "root-int", call(GS.run_autograder, 3), TE, "root")
+case(NBG.roles, "path-int", call(NBG.roles, 3), TE, "path")
+case(NBG.config_text, "course_id-empty", call(NBG.config_text, ""), VE, "course_id")
+case(NBG.write_course, "course-int", call(NBG.write_course, 3), TE, "course")
+case(NBG.write_course, "course_id-none", lambda: NBG.write_course("/nonexistent/course", "/nonexistent/sol",
+                                                                   course_id=None), VE, "course_id")
+case(EXPORT.app_controls, "app-str", call(EXPORT.app_controls, "app"), TE, "app")
+case(EXPORT.app_html, "spec-empty", call(EXPORT.app_html, {}, "jtk-app-1"), VE, "spec title")
+case(EXPORT.plan_grid, "values-list", call(EXPORT.plan_grid, [1], {}, 10), TE, "values")
+case(EXPORT.plan_grid, "size-int", lambda: EXPORT.plan_grid({"a": [1]}, {"a": 1}, 10, size=3), TE, "size")
+case(EXPORT.lab_notebooks, "folder-int", call(EXPORT.lab_notebooks, 3), TE, "folder")
 EXEMPT_A: dict[str, str] = {}
 
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
