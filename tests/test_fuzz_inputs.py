@@ -1362,6 +1362,45 @@ case(EXPORT.app_html, "spec-empty", call(EXPORT.app_html, {}, "jtk-app-1"), VE, 
 case(EXPORT.plan_grid, "values-list", call(EXPORT.plan_grid, [1], {}, 10), TE, "values")
 case(EXPORT.plan_grid, "size-int", lambda: EXPORT.plan_grid({"a": [1]}, {"a": 1}, 10, size=3), TE, "size")
 case(EXPORT.lab_notebooks, "folder-int", call(EXPORT.lab_notebooks, 3), TE, "folder")
+for fn in (PREG.fit_curves, PREG.fit_alt):
+    case(fn, "result-dict", call(fn, {"mean": 1}), TE, "result")
+case(PREG.plot_fit, "result-none", call(PREG.plot_fit, None, None), TE, "result")
+for fn in (PREG.plot_fits, PREG.coverage_profile_alt, PREG.plot_coverage_profile):
+    case(fn, "results-empty", call(fn, {}), VE, "results")
+    case(fn, "results-value-wrong", call(fn, {"BLR": 1}), TE, "results['BLR']")
+COIN_JOINTS = {"a": np.full((2, 2), 0.25)}
+for fn in (PCOINS.joint_grids_alt, PCOINS.plot_joint_grids):
+    case(fn, "joints-shape-differs", call(fn, {**COIN_JOINTS, "b": np.full(2, 0.5)}), VE, "joints['b']")
+    case(fn, "marginals-missing-coin", call(fn, COIN_JOINTS, {"b": 0.5}), VE, "marginals")
+    case(fn, "joints-list", call(fn, [np.ones(2)]), TE, "joints")
+for fn in (PCOINS.coin_posterior_alt, PCOINS.plot_coin_posterior):
+    case(fn, "view-empty", call(fn, {}, ["a"]), VE, "view counts")
+    case(fn, "names-str", lambda f=fn: f(dict.fromkeys(PCOINS.COIN_VIEW_KEYS, [(0, 0)]), "a"), TE, "names")
+case(PCOINS.DecisionFigure, "table-list", call(PCOINS.DecisionFigure, [1], 3), TE, "table")
+case(PCOINS.DecisionFigure, "horizon-0",
+     lambda: PCOINS.DecisionFigure(pd.DataFrame({"policy": ["a"], "t": [1], "expected_heads": [0.5]}), 0), VE,
+     "horizon")
+for fn in (PBANDIT.regret_stats, PBANDIT.plot_regret_curves):
+    case(fn, "curves-empty", call(fn, []), VE, "curves")
+    case(fn, "curves-ints", call(fn, [1, 2]), TE, "curves")
+    case(fn, "curves-frame-no-agent", call(fn, pd.DataFrame({"t": [1]})), VE, "curves agent")
+case(PBANDIT.regret_curves_alt, "stats-list", call(PBANDIT.regret_curves_alt, [1]), TE, "stats")
+case(PBANDIT.regret_curves_alt, "stats-value-list", call(PBANDIT.regret_curves_alt, {"a": [1]}), TE, "stats['a']")
+case(PBANDIT.action_map_alt, "actions-3d", call(PBANDIT.action_map_alt, np.zeros((4, 3)), np.zeros(4)), VE,
+     "actions")
+case(PBANDIT.action_map_alt, "pulls-length", call(PBANDIT.action_map_alt, np.zeros((4, 2)), np.zeros(4), [1]), VE,
+     "pulls")
+case(PBANDIT.pulls_alt, "pulls-empty", call(PBANDIT.pulls_alt, "mlp", {}), VE, "pulls actions")
+case(PBANDIT.pulls_alt, "agent-int", call(PBANDIT.pulls_alt, 3, {}), TE, "agent")
+case(PBANDIT.BanditFigure, "curves-list", call(PBANDIT.BanditFigure, [1], {}, "mlp", 2, 0.1, 3), TE, "curves")
+case(PBANDIT.BanditFigure, "pulls-empty",
+     call(PBANDIT.BanditFigure, pd.DataFrame({"agent": ["a"]}), {}, "mlp", 2, 0.1, 3), VE, "pulls")
+case(WBANDIT.run_status, "temperature-0", call(WBANDIT.run_status, "mlp", 2, 0.0), VE, "temperature")
+case(WBANDIT.run_status, "elapsed-neg", call(WBANDIT.run_status, "mlp", 2, 0.1, elapsed=-1.0), VE, "elapsed")
+case(WBANDIT.run_status, "agent-int", call(WBANDIT.run_status, 3, 2, 0.1), TE, "agent")
+case(WBANDIT.draw, "fig-str", call(WBANDIT.draw, "fig", None, "mlp", 2, 10, 0.1), TE, "fig")
+case(WCOV.draw, "fig-str", call(WCOV.draw, "fig", {}, 0.5, "BLR", 2, 0.0), TE, "fig")
+case(WCOV.explorer_alt, "fit-empty", call(WCOV.explorer_alt, {}, pd.DataFrame(), 0.5, "BLR"), VE, "fit x_train")
 EXEMPT_A: dict[str, str] = {}
 
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
