@@ -1401,7 +1401,32 @@ case(WBANDIT.run_status, "agent-int", call(WBANDIT.run_status, 3, 2, 0.1), TE, "
 case(WBANDIT.draw, "fig-str", call(WBANDIT.draw, "fig", None, "mlp", 2, 10, 0.1), TE, "fig")
 case(WCOV.draw, "fig-str", call(WCOV.draw, "fig", {}, 0.5, "BLR", 2, 0.0), TE, "fig")
 case(WCOV.explorer_alt, "fit-empty", call(WCOV.explorer_alt, {}, pd.DataFrame(), 0.5, "BLR"), VE, "fit x_train")
-EXEMPT_A: dict[str, str] = {}
+case(E.Submission, "path-none", call(E.Submission, "ann", "01_coin_joint.ipynb", None), TE, "path")
+case(E.Submission, "student-int", call(E.Submission, 3, "01_coin_joint.ipynb", "a.ipynb"), TE, "student")
+case(E.score_check, "check-none", call(E.score_check, None, [], None, "ok", False), TE, "check")
+case(E.score_check, "fate-unknown",
+     lambda: E.score_check(E.SourceCheck("c1", 1.0, "", "", (), None), [], None, "crashed", False), VE, "fate")
+EXEMPT_A: dict[str, str] = {
+    "jtk.results.timestamp": "no arguments: the current time as ISO text",
+    # records jtk builds and returns; the functions that build them validate the inputs they come from
+    **{k: "a record jtk returns (from the call named); never built from user input" for k in (
+        "jtk.course.challenge.Board",  # score / practice
+        "jtk.course.challenge.Entry",  # score / practice: a line of the board
+        "jtk.course.exercises.Source",  # load_source
+        "jtk.course.exercises.SourceCheck",  # load_source: a check cell of a Source
+        "jtk.course.exercises.Call",  # check_plan
+        "jtk.course.exercises.Prepared",  # prepare
+        "jtk.course.exercises.Execution",  # execute
+        "jtk.course.export.PageResult",  # export_notebook
+        "jtk.envs.classification.LabData",  # sample_lab_data
+        "jtk.envs.classification.ProblemKeys",  # problem_keys (the testbed's key schedule)
+        "jtk.envs.classification.TestData",  # sample_test
+        "jtk.envs.gp.GPSplit",  # toy_split_1d (and the PPC benchmark's own splits)
+        "jtk.likelihood.KLSummary",  # summarize_kl
+        "jtk.train.Batch",  # sample_batch (and the agents' own minibatches)
+        "jtk.train.Dataset",  # pad_dataset (it has the cases; train / sample_batch check they get a Dataset)
+    )},
+}
 
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
 # regression, testbed and ppc
