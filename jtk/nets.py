@@ -77,7 +77,7 @@ def init_mlp(key: jax.Array, sizes: Sequence[int], first_bias_std: float = 0.0) 
 def _check_params(name: str, params) -> None:
     """A static check (shapes only, so it also passes traced arrays): a non-empty sequence of (w, b) pairs."""
     if isinstance(params, (str, bytes)) or not hasattr(params, "__len__") or not len(params):
-        raise ValueError(f"{name} must be a non-empty tuple of (w, b) pairs, got {_checks._describe(params)}")
+        raise ValueError(f"{name} must be a non-empty tuple of (w, b) pairs, got {type(params).__name__} {params!r:.80}")
     for i, layer in enumerate(params):
         if not (isinstance(layer, (tuple, list)) and len(layer) == 2 and all(hasattr(a, "shape") for a in layer)):
             raise TypeError(f"{name}[{i}] must be a (w, b) pair of arrays, got {type(layer).__name__}")
@@ -157,7 +157,8 @@ def members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
     if not hasattr(x, "shape") or len(x.shape) != 2 or len(params_t[0][0].shape) != 3 \
             or x.shape[1] != params_t[0][0].shape[2]:
         raise ValueError(f"x must be an array [B, d] with d = {params_t[0][0].shape[-1]} (the first weights' fan_in "
-                         f"in the training layout [K, fan_out, fan_in]), got {_checks._describe(x)}")
+                         f"in the training layout [K, fan_out, fan_in]), got {type(x).__name__} of shape "
+                         f"{getattr(x, 'shape', None)}")
     return _members_logits_t(params_t, x)
 
 

@@ -648,7 +648,7 @@ def app_html(spec: Mapping, uid: str) -> str:
     Raises:
       ValueError: ``uid`` has other characters.
     """
-    _checks.keyed("spec", spec, ("title", "controls", "alts"))
+    _checks.keyed("spec", spec, ("title", "controls"))
     if not re.fullmatch(r"[A-Za-z][\w-]*", str(uid)):
         raise ValueError(f"uid must be letters, digits, '-' or '_' starting with a letter, got {uid!r}")
     data = json.dumps({"alts": {}, **{k: spec[k] for k in ("title", "controls", "views", "contents", "frames",
