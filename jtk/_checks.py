@@ -318,3 +318,14 @@ def argv(value: Any, example: str = "['--help']", name: str = "argv", allow_none
         raise TypeError(f"{name} must be a list of str (e.g. {example}){' or None' if allow_none else ''}, "
                         f"got {_describe(value)}")
     return list(value)
+
+
+def keyed(name: str, value: Any, keys: Iterable[str]) -> Mapping:
+    """Checks ``value`` is a mapping holding ``keys`` (a figure's view dict, a result row); returns it."""
+    keys = list(keys)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict with keys {keys}, got {_describe(value)}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} must have keys {keys}, missing {missing} (got keys {sorted(map(str, value))})")
+    return value

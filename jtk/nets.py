@@ -13,6 +13,11 @@ import jax.numpy as jnp
 
 from jtk import _checks
 
+# The public surface: the networks a user (or an exercise) builds and applies, and the ensembles' member layout
+# (docs/platforms.md). The L2 penalty sum_of_squares is the agents' internal helper, not in __all__.
+__all__ = ["ACTIVATIONS", "activation_fn", "mlp_sizes", "init_mlp", "mlp_apply", "mlp_features", "SMALL_OUTPUT",
+           "TRANSPOSE_ROWS", "members_to_training", "members_from_training", "members_logits_t"]
+
 Params = tuple[tuple[jax.Array, jax.Array], ...]
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -69,9 +74,19 @@ def init_mlp(key: jax.Array, sizes: Sequence[int], first_bias_std: float = 0.0) 
     return tuple(params)
 
 
+def _check_params(name: str, params) -> None:
+    """A static check (shapes only, so it also passes traced arrays): a non-empty sequence of (w, b) pairs."""
+    if isinstance(params, (str, bytes)) or not hasattr(params, "__len__") or not len(params):
+        raise ValueError(f"{name} must be a non-empty tuple of (w, b) pairs, got {type(params).__name__} {params!r:.80}")
+    for i, layer in enumerate(params):
+        if not (isinstance(layer, (tuple, list)) and len(layer) == 2 and all(hasattr(a, "shape") for a in layer)):
+            raise TypeError(f"{name}[{i}] must be a (w, b) pair of arrays, got {type(layer).__name__}")
+
+
 def mlp_apply(params: Params, x: jax.Array, activation: str = "relu") -> jax.Array:
     """Applies the MLP: x [n, d] → outputs [n, out]; no activation on the last layer."""
-    act = ACTIVATIONS[activation]
+    _check_params("params", params)
+    act = activation_fn(activation)
     for w, b in params[:-1]:
         x = act(x @ w + b)
     w, b = params[-1]
@@ -80,7 +95,8 @@ def mlp_apply(params: Params, x: jax.Array, activation: str = "relu") -> jax.Arr
 
 def mlp_features(params: Params, x: jax.Array, activation: str = "relu") -> jax.Array:
     """Penultimate-layer features: x [n, d] → [n, hidden[-1]]."""
-    act = ACTIVATIONS[activation]
+    _check_params("params", params)
+    act = activation_fn(activation)
     for w, b in params[:-1]:
         x = act(x @ w + b)
     return x
@@ -107,11 +123,13 @@ TRANSPOSE_ROWS = 32  # from this many minibatch rows on W^T is materialised, bel
 def members_to_training(params: Params) -> Params:
     """K member MLPs (weights [K, fan_in, fan_out], biases [K, fan_out]) in the training layout of
     :func:`members_logits_t`: weights [K, fan_out, fan_in]. :func:`members_from_training` undoes it."""
+    _check_params("params", params)
     return tuple((jnp.swapaxes(w, -1, -2), b) for w, b in params)
 
 
 def members_from_training(params_t: Params) -> Params:
     """The inverse of :func:`members_to_training`: weights back to [K, fan_in, fan_out]."""
+    _check_params("params_t", params_t)
     return tuple((jnp.swapaxes(w, -1, -2), b) for w, b in params_t)
 
 
@@ -135,6 +153,12 @@ def members_logits_t(params_t: Params, x: jax.Array) -> jax.Array:
     floating-point rounding; its gradient with respect to ``params_t`` is written out (module comment above). No
     gradient flows to ``x``.
     """
+    _check_params("params_t", params_t)
+    if not hasattr(x, "shape") or len(x.shape) != 2 or len(params_t[0][0].shape) != 3 \
+            or x.shape[1] != params_t[0][0].shape[2]:
+        raise ValueError(f"x must be an array [B, d] with d = {params_t[0][0].shape[-1]} (the first weights' fan_in "
+                         f"in the training layout [K, fan_out, fan_in]), got {type(x).__name__} of shape "
+                         f"{getattr(x, 'shape', None)}")
     return _members_logits_t(params_t, x)
 
 

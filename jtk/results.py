@@ -178,6 +178,7 @@ def write_atomic(path, data: bytes) -> pathlib.Path:
 
 def write_json_atomic(path, obj: Any) -> pathlib.Path:
     """:func:`write_atomic` of ``obj`` as indented JSON."""
+    _path_arg("path", path)
     return write_atomic(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
 
 
@@ -274,6 +275,9 @@ class Lock:
     """
 
     def __init__(self, target, lock_path=None):
+        _path_arg("target", target)
+        if lock_path is not None:
+            _path_arg("lock_path", lock_path)
         self.target = pathlib.Path(target)
         self.path = pathlib.Path(lock_path) if lock_path is not None else self.target.with_name(
             self.target.name + ".lock")
@@ -345,6 +349,8 @@ class DeferredInterrupt:
     """
 
     def __init__(self, what: str = "the current chunk"):
+        if not isinstance(what, str):
+            raise TypeError(f"what must be a str (what a Ctrl-C waits for), got {type(what).__name__} {what!r}")
         self.requested = False
         self.what = what
         self._old = None
@@ -404,6 +410,10 @@ class ChunkStore:
     """
 
     def __init__(self, directory, identity: Mapping[str, Any] | None, label: str = "results directory"):
+        _path_arg("directory", directory)
+        if identity is not None and not isinstance(identity, Mapping):
+            raise TypeError(f"identity must be a dict (what the chunks are results of) or None, got "
+                            f"{type(identity).__name__} {identity!r}")
         self.directory = pathlib.Path(directory)
         self.identity = None if identity is None else jsonable(dict(identity))
         self.label = label
@@ -634,11 +644,16 @@ def parts_dir(out) -> pathlib.Path:
 
 def identity_hash(identity: Mapping[str, Any]) -> str:
     """A SHA-256 of a run's identity (agent record, problems, estimator) in canonical JSON."""
+    if not isinstance(identity, Mapping):
+        raise TypeError(f"identity must be a dict (agent record, problems, estimator), got "
+                        f"{type(identity).__name__} {identity!r}")
     return sha256_bytes(_canonical(identity).encode())
 
 
 def distinct_values(items: Iterable[Any]) -> list:
     """``items`` without repeats (compared as canonical JSON), in first-seen order."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise TypeError(f"items must be an iterable of JSON-able values, got {type(items).__name__} {items!r}")
     seen, out = set(), []
     for item in items:
         key = _canonical(item)
@@ -672,6 +687,16 @@ def run_chunks(tasks: Sequence[Any], job, save, *, executor=None, threads: int =
       interrupt: the run's :class:`DeferredInterrupt`, or None.
       stop: ``stop() -> Exception`` describing what was kept; raised on interruption.
     """
+    if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__iter__"):
+        raise TypeError(f"tasks must be a sequence of work items, got {type(tasks).__name__} {tasks!r}")
+    for name, fn in (("job", job), ("save", save), ("stop", stop)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be a callable, got {type(fn).__name__} {fn!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    if executor is not None and not hasattr(executor, "submit"):
+        raise TypeError(f"executor must have submit(fn, *args, **kwargs) (a Dask client) or be None, got "
+                        f"{type(executor).__name__}")
     requested = lambda: interrupt is not None and interrupt.requested  # noqa: E731
     pool = None
     try:

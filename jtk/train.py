@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jtk import _checks
+
 
 MIN_CAPACITY = 1024
 
@@ -93,6 +95,13 @@ def pad_dataset(x: np.ndarray, y: np.ndarray, capacity: int | None = None) -> Da
     return Dataset(jnp.asarray(xp), jnp.asarray(yp), jnp.asarray(n, jnp.int32))
 
 
+def _check_entry(key, data, batch_size: int) -> None:
+    """The static checks of the public entry points (types and static sizes only: traced keys and data pass)."""
+    _checks.prng_key("key", key)
+    _checks.instance("data", data, Dataset, "a jtk.train.Dataset (padded x, y and n; see pad_dataset)")
+    _positive_int("batch_size", batch_size)
+
+
 def sample_batch(key: jax.Array, data: Dataset, batch_size: int, whole_set: bool = False) -> Batch:
     """Draws ``batch_size`` distinct valid rows uniformly; all of them if n ≤ batch_size.
 
@@ -106,6 +115,7 @@ def sample_batch(key: jax.Array, data: Dataset, batch_size: int, whole_set: bool
       whole_set: the caller guarantees n ≤ batch_size: rows 0..batch_size-1 are taken (the valid ones are all the
         data), without drawing random numbers. The same rows, in another order, as the draw.
     """
+    _check_entry(key, data, batch_size)
     return _batch(data, _indices(key, data, batch_size, whole_set))
 
 
@@ -136,6 +146,8 @@ def batch_indices(key: jax.Array, data: Dataset, batch_size: int, num_steps: int
     Handed back to :func:`train` as ``indices``, they let several calls on the same minibatches (the blocks of an
     ensemble's members) draw them once.
     """
+    _check_entry(key, data, batch_size)
+    _positive_int("num_steps", num_steps)
     # 100 steps at a time (vmapped inside lax.map): 5 % faster per step than one draw at a time (ensemble+ K = 100),
     # and all steps at once would hold num_steps × capacity uniform numbers.
     keys = _step_keys(key, num_steps)[0]
@@ -176,6 +188,12 @@ def train(loss_fn: LossFn, params: Any, data: Dataset, hyper: Any, key: jax.Arra
     Returns:
       (trained params, losses [num_steps]).
     """
+    _checks.function("loss_fn", loss_fn, "a function loss_fn(params, batch, hyper, key) -> scalar")
+    _check_entry(key, data, batch_size)
+    _positive_int("num_steps", num_steps, minimum=0)
+    if not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise TypeError(f"optimizer must be an optax.GradientTransformation (e.g. optax.adam(1e-3)), got "
+                        f"{type(optimizer).__name__}")
     grad_fn = jax.value_and_grad(loss_fn)
     batch_keys, loss_keys = _step_keys(key, num_steps)
 

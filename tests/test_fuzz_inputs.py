@@ -1402,7 +1402,174 @@ EXEMPT_STUDIES: dict[str, str] = {
 
 # ------------------------------------------------------------------ backlog part A (issue #48 item 5): plots, widgets,
 # course, envs and the platform modules (results, likelihood, nets, train, executors)
-EXEMPT_A: dict[str, str] = {}
+# The rule: a callable a user (a notebook, a lab, an exercise, the docs) calls validates its arguments and has a case
+# here; a module's internal helpers leave its public surface (an ``__all__`` listing the rest); a record only jtk builds
+# is exempt below with its reason.
+import jtk.nets as NETS  # noqa: E402
+for fn in (NETS.mlp_apply, NETS.mlp_features):
+    case(fn, "params-empty", call(fn, (), np.zeros((3, 2))), VE, "params")
+    case(fn, "activation-unknown", lambda f=fn: f(NETS.init_mlp(KEY(), (2, 4, 2)), np.zeros((3, 2)), "relu6"), VE,
+         "activation")
+case(NETS.members_logits_t, "x-wrong-d",
+     lambda: NETS.members_logits_t(((np.zeros((2, 4, 3)), np.zeros((2, 4))), (np.zeros((2, 2, 4)), np.zeros((2, 2)))),
+                                   np.zeros((5, 2))), VE, "x")
+case(NETS.members_to_training, "params-empty", call(NETS.members_to_training, ()), VE, "params")
+case(NETS.members_from_training, "params_t-dict", call(NETS.members_from_training, {"w": 1}), TE, "params_t")
+case(NETS.members_logits_t, "params_t-layer-int", call(NETS.members_logits_t, (3,), np.zeros((5, 2))), TE, "params_t")
+case(PACTIVE.toy_view_alt, "view-empty", call(PACTIVE.toy_view_alt, {}), VE, "view x_grid")
+case(PACTIVE.plot_toy_view, "view-list", call(PACTIVE.plot_toy_view, [1]), TE, "view")
+case(PACTIVE.plot_toy_views, "views-list", call(PACTIVE.plot_toy_views, [1]), TE, "views")
+case(PACTIVE.plot_toy_views, "view-empty", call(PACTIVE.plot_toy_views, {"a": {}}), VE, "views['a']")
+case(PLAYOUT.set_alt_text, "target-str", call(PLAYOUT.set_alt_text, "fig", "text"), TE, "target")
+TB_AXIS = np.linspace(-1, 1, 4)
+for fn in (PTESTBED.environment_alt, PTESTBED.EnvironmentFigure, PTESTBED.plot_environment):
+    case(fn, "view-missing-keys", call(fn, {"axis": TB_AXIS}), VE, "view probs")
+for fn in (PTESTBED.agent_alt, PTESTBED.AgentFigure, PTESTBED.plot_agent_predictions):
+    case(fn, "view-str", call(fn, "view"), TE, "view")
+for fn in (PTESTBED.comparison_alt, PTESTBED.ComparisonFigure, PTESTBED.plot_ensemble_comparison):
+    case(fn, "view-missing-rows", call(fn, {"axis": TB_AXIS}), VE, "view rows")
+for fn in (PTESTBED.kl_tau_alt, PTESTBED.KLTauFigure, PTESTBED.plot_kl_vs_tau):
+    case(fn, "tau-past-T", call(fn, {"a": np.ones(3)}, 4), VE, "tau")
+    case(fn, "curves-list", call(fn, [np.ones(3)], 1), TE, "curves")
+case(PTESTBED.probability_map_alt, "probs-1d", call(PTESTBED.probability_map_alt, np.ones(4)), VE, "probs")
+for fn in (PTESTBED.ProbabilityMap, PTESTBED.plot_probability_map):
+    case(fn, "axis-scalar", lambda f=fn: f(None, 3.0, np.ones((4, 4))), VE, "axis")
+import jtk.course.sandbox as SB  # noqa: E402
+import jtk.envs.classification as ENVCL  # noqa: E402
+import jtk.envs.coin as ENVCOIN  # noqa: E402
+import jtk.executors as EXEC  # noqa: E402
+case(SB.resolve, "mode-unknown", call(SB.resolve, "docker"), VE, "sandbox")
+case(SB.tmp_bytes, "memory-str", call(SB.tmp_bytes, "4G"), TE, "memory")
+case(SB.address_space, "mode-auto", call(SB.address_space, 2 ** 32, "auto"), VE, "mode")
+case(SB.address_space, "memory-float", call(SB.address_space, 4e9, "none"), TE, "memory")
+case(SB.worker_env, "extra-list", call(SB.worker_env, "/tmp", ["A=1"]), TE, "extra")
+case(SB.worker_env, "home-none", call(SB.worker_env, None), TE, "home")
+case(SB.bwrap_args, "memory-0", lambda: SB.bwrap_args(memory=0), VE, "memory")
+case(SB.bwrap_args, "binds-str", lambda: SB.bwrap_args(binds=["/a"]), TE, "binds[0]")
+case(SB.stubbed_package, "dest-int", call(SB.stubbed_package, 3), TE, "dest")
+case(SB.stubbed_package, "stubbed-str", call(SB.stubbed_package, "/nonexistent/stubs", "jtk.envs.coin:Coin"), TE,
+     "stubbed")
+case(SB.Worker, "cmd-str", lambda: SB.Worker("python", mode="none", memory=2 ** 31, workdir="/tmp"), TE, "cmd")
+case(SB.Worker, "mode-auto", lambda: SB.Worker(["python"], mode="auto", memory=2 ** 31, workdir="/tmp"), VE, "mode")
+case(SB.kill_user_processes, "uid-root", call(SB.kill_user_processes, 0), VE, "uid")
+case(SB.remove_tree, "path-int", call(SB.remove_tree, 3), TE, "path")
+case(TRAIN.train, "data-tuple", lambda: TRAIN.train(lambda *a: 0.0, (), (np.zeros((4, 2)), np.zeros(4), 4), None,
+                                                    KEY(), optimizer=__import__("optax").adam(1e-3), num_steps=1,
+                                                    batch_size=2), TE, "data")
+case(TRAIN.train, "loss_fn-none", lambda: TRAIN.train(None, (), None, None, KEY(), optimizer=None, num_steps=1,
+                                                      batch_size=2), TE, "loss_fn")
+case(TRAIN.train, "optimizer-str", lambda: TRAIN.train(lambda *a: 0.0, (), TRAIN.pad_dataset(np.zeros((4, 2)),
+                                                                                             np.zeros(4, int)),
+                                                       None, KEY(), optimizer="adam", num_steps=1, batch_size=2), TE,
+     "optimizer")
+for fn in (TRAIN.sample_batch, TRAIN.batch_indices):
+    case(fn, "key-int", lambda f=fn: f(3, TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 2, 1), TE, "key")
+    case(fn, "batch_size-0", lambda f=fn: f(KEY(), TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 0, 1), VE,
+         "batch_size")
+case(TRAIN.batch_indices, "num_steps-0",
+     lambda: TRAIN.batch_indices(KEY(), TRAIN.pad_dataset(np.zeros((4, 2)), np.zeros(4, int)), 2, 0), VE, "num_steps")
+case(RES.write_json_atomic, "path-int", call(RES.write_json_atomic, 3, {}), TE, "path")
+case(RES.Lock, "target-none", call(RES.Lock, None), TE, "target")
+case(RES.DeferredInterrupt, "what-int", call(RES.DeferredInterrupt, 3), TE, "what")
+case(RES.ChunkStore, "identity-list", call(RES.ChunkStore, "/nonexistent/store", [1]), TE, "identity")
+case(RES.ChunkStore, "directory-int", call(RES.ChunkStore, 3, None), TE, "directory")
+case(RES.identity_hash, "list", call(RES.identity_hash, [1]), TE, "identity")
+case(RES.distinct_values, "int", call(RES.distinct_values, 3), TE, "items")
+case(RES.run_chunks, "job-none", lambda: RES.run_chunks([1], None, print, stop=RuntimeError), TE, "job")
+case(RES.run_chunks, "threads-0", lambda: RES.run_chunks([1], print, print, threads=0, stop=RuntimeError), VE,
+     "threads")
+case(ENVCL.problem_key, "seed-neg", call(ENVCL.problem_key, -1, 0.1, 10), VE, "seed")
+case(ENVCL.problem_key, "temperature-0", call(ENVCL.problem_key, 0, 0.0, 10), VE, "temperature")
+case(ENVCL.problem_key, "num_train-float", call(ENVCL.problem_key, 0, 0.1, 2.5), TE, "num_train")
+case(ENVCL.bandit_keys, "seed-2**32", call(ENVCL.bandit_keys, 2 ** 32), VE, "seed")
+case(ENVCL.environment_logits, "temperature-0",
+     lambda: ENVCL.environment_logits(env().params, np.zeros((3, 2)), 0.0), VE, "temperature")
+case(ENVCOIN.check_coins, "list", call(ENVCOIN.check_coins, [1]), TE, "coins")
+case(ENVCOIN.check_coins, "not-a-coin", call(ENVCOIN.check_coins, {"a": 0.5}), TE, "coins['a']")
+case(EXEC.check_scheduler, "unknown", call(EXEC.check_scheduler, "slurm"), VE, "scheduler")
+import jtk.course.gradescope as GS  # noqa: E402
+import jtk.course.nbgrader as NBG  # noqa: E402
+case(GS.results_json, "rows-dict", call(GS.results_json, {"student": "a"}), TE, "rows")
+case(GS.results_json, "row-missing-keys", call(GS.results_json, [{"student": "a"}]), VE, "rows[0] status")
+case(GS.write_results, "path-int", call(GS.write_results, [], 3), TE, "path")
+case(GS.build_autograder, "out-int", lambda: GS.build_autograder(3, salt="s"), TE, "out")
+case(GS.build_autograder, "salt-int", lambda: GS.build_autograder("/nonexistent/ag.zip", salt=3), TE, "salt")
+case(GS.run_autograder, "root-int", call(GS.run_autograder, 3), TE, "root")
+case(NBG.roles, "path-int", call(NBG.roles, 3), TE, "path")
+case(NBG.config_text, "course_id-empty", call(NBG.config_text, ""), VE, "course_id")
+case(NBG.write_course, "course-int", call(NBG.write_course, 3), TE, "course")
+case(NBG.write_course, "course_id-none", lambda: NBG.write_course("/nonexistent/course", "/nonexistent/sol",
+                                                                   course_id=None), VE, "course_id")
+case(EXPORT.app_controls, "app-str", call(EXPORT.app_controls, "app"), TE, "app")
+case(EXPORT.app_html, "spec-empty", call(EXPORT.app_html, {}, "jtk-app-1"), VE, "spec title")
+case(EXPORT.plan_grid, "values-list", call(EXPORT.plan_grid, [1], {}, 10), TE, "values")
+case(EXPORT.plan_grid, "size-int", lambda: EXPORT.plan_grid({"a": [1]}, {"a": 1}, 10, size=3), TE, "size")
+case(EXPORT.lab_notebooks, "folder-int", call(EXPORT.lab_notebooks, 3), TE, "folder")
+for fn in (PREG.fit_curves, PREG.fit_alt):
+    case(fn, "result-dict", call(fn, {"mean": 1}), TE, "result")
+case(PREG.plot_fit, "result-none", call(PREG.plot_fit, None, None), TE, "result")
+for fn in (PREG.plot_fits, PREG.coverage_profile_alt, PREG.plot_coverage_profile):
+    case(fn, "results-empty", call(fn, {}), VE, "results")
+    case(fn, "results-value-wrong", call(fn, {"BLR": 1}), TE, "results['BLR']")
+COIN_JOINTS = {"a": np.full((2, 2), 0.25)}
+for fn in (PCOINS.joint_grids_alt, PCOINS.plot_joint_grids):
+    case(fn, "joints-shape-differs", call(fn, {**COIN_JOINTS, "b": np.full(2, 0.5)}), VE, "joints['b']")
+    case(fn, "marginals-missing-coin", call(fn, COIN_JOINTS, {"b": 0.5}), VE, "marginals")
+    case(fn, "joints-list", call(fn, [np.ones(2)]), TE, "joints")
+for fn in (PCOINS.coin_posterior_alt, PCOINS.plot_coin_posterior):
+    case(fn, "view-empty", call(fn, {}, ["a"]), VE, "view counts")
+    case(fn, "names-str", lambda f=fn: f(dict.fromkeys(PCOINS.COIN_VIEW_KEYS, [(0, 0)]), "a"), TE, "names")
+case(PCOINS.DecisionFigure, "table-list", call(PCOINS.DecisionFigure, [1], 3), TE, "table")
+case(PCOINS.DecisionFigure, "horizon-0",
+     lambda: PCOINS.DecisionFigure(pd.DataFrame({"policy": ["a"], "t": [1], "expected_heads": [0.5]}), 0), VE,
+     "horizon")
+for fn in (PBANDIT.regret_stats, PBANDIT.plot_regret_curves):
+    case(fn, "curves-empty", call(fn, []), VE, "curves")
+    case(fn, "curves-ints", call(fn, [1, 2]), TE, "curves")
+    case(fn, "curves-frame-no-agent", call(fn, pd.DataFrame({"t": [1]})), VE, "curves agent")
+case(PBANDIT.regret_curves_alt, "stats-list", call(PBANDIT.regret_curves_alt, [1]), TE, "stats")
+case(PBANDIT.regret_curves_alt, "stats-value-list", call(PBANDIT.regret_curves_alt, {"a": [1]}), TE, "stats['a']")
+case(PBANDIT.action_map_alt, "actions-3d", call(PBANDIT.action_map_alt, np.zeros((4, 3)), np.zeros(4)), VE,
+     "actions")
+case(PBANDIT.action_map_alt, "pulls-length", call(PBANDIT.action_map_alt, np.zeros((4, 2)), np.zeros(4), [1]), VE,
+     "pulls")
+case(PBANDIT.pulls_alt, "pulls-empty", call(PBANDIT.pulls_alt, "mlp", {}), VE, "pulls actions")
+case(PBANDIT.pulls_alt, "agent-int", call(PBANDIT.pulls_alt, 3, {}), TE, "agent")
+case(PBANDIT.BanditFigure, "curves-list", call(PBANDIT.BanditFigure, [1], {}, "mlp", 2, 0.1, 3), TE, "curves")
+case(PBANDIT.BanditFigure, "pulls-empty",
+     call(PBANDIT.BanditFigure, pd.DataFrame({"agent": ["a"]}), {}, "mlp", 2, 0.1, 3), VE, "pulls")
+case(WBANDIT.run_status, "temperature-0", call(WBANDIT.run_status, "mlp", 2, 0.0), VE, "temperature")
+case(WBANDIT.run_status, "elapsed-neg", call(WBANDIT.run_status, "mlp", 2, 0.1, elapsed=-1.0), VE, "elapsed")
+case(WBANDIT.run_status, "agent-int", call(WBANDIT.run_status, 3, 2, 0.1), TE, "agent")
+case(WBANDIT.draw, "fig-str", call(WBANDIT.draw, "fig", None, "mlp", 2, 10, 0.1), TE, "fig")
+case(WCOV.draw, "fig-str", call(WCOV.draw, "fig", {}, 0.5, "BLR", 2, 0.0), TE, "fig")
+case(WCOV.explorer_alt, "fit-empty", call(WCOV.explorer_alt, {}, pd.DataFrame(), 0.5, "BLR"), VE, "fit x_train")
+case(E.Submission, "path-none", call(E.Submission, "ann", "01_coin_joint.ipynb", None), TE, "path")
+case(E.Submission, "student-int", call(E.Submission, 3, "01_coin_joint.ipynb", "a.ipynb"), TE, "student")
+case(E.score_check, "check-none", call(E.score_check, None, [], None, "ok", False), TE, "check")
+case(E.score_check, "fate-unknown",
+     lambda: E.score_check(E.SourceCheck("c1", 1.0, "", "", (), None), [], None, "crashed", False), VE, "fate")
+EXEMPT_A: dict[str, str] = {
+    "jtk.results.timestamp": "no arguments: the current time as ISO text",
+    # records jtk builds and returns; the functions that build them validate the inputs they come from
+    **{k: "a record jtk returns (from the call named); never built from user input" for k in (
+        "jtk.course.challenge.Board",  # score / practice
+        "jtk.course.challenge.Entry",  # score / practice: a line of the board
+        "jtk.course.exercises.Source",  # load_source
+        "jtk.course.exercises.SourceCheck",  # load_source: a check cell of a Source
+        "jtk.course.exercises.Call",  # check_plan
+        "jtk.course.exercises.Prepared",  # prepare
+        "jtk.course.exercises.Execution",  # execute
+        "jtk.course.export.PageResult",  # export_notebook
+        "jtk.envs.classification.LabData",  # sample_lab_data
+        "jtk.envs.classification.ProblemKeys",  # problem_keys (the testbed's key schedule)
+        "jtk.envs.classification.TestData",  # sample_test
+        "jtk.envs.gp.GPSplit",  # toy_split_1d (and the PPC benchmark's own splits)
+        "jtk.likelihood.KLSummary",  # summarize_kl
+        "jtk.train.Batch",  # sample_batch (and the agents' own minibatches)
+        "jtk.train.Dataset",  # pad_dataset (it has the cases; train / sample_batch check they get a Dataset)
+    )},
+}
 
 # ------------------------------------------------------------------ backlog part B (issue #48 item 5): agents,
 # regression, testbed and ppc

@@ -637,7 +637,14 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
         unanswered.
       fate: the cell's fate (:func:`execute`); error: what the cell raised, if anything.
     """
+    from jtk import _checks
     from jtk.course import _judge
+
+    _checks.instance("check", check, SourceCheck, "a SourceCheck (a check cell of load_source's Source)")
+    plan = _checks.nonempty("plan", plan, "Call") if plan else []
+    for i, c in enumerate(plan):
+        _checks.instance(f"plan[{i}]", c, Call, "a Call (check_plan's)")
+    _checks.one_of("fate", fate, ("ok", "error", "timeout", "died", "not_run"))
 
     answers = list(answers or [])
     results = []
@@ -796,6 +803,16 @@ class Submission:
     path: pathlib.Path
     rejected: str | None = None
     skipped: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for name in ("student", "notebook"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}")
+        if not isinstance(self.path, (str, os.PathLike)):
+            raise TypeError(f"path must be a path (str or pathlib.Path), got {type(self.path).__name__} {self.path!r}")
+        if self.rejected is not None and not isinstance(self.rejected, str):
+            raise TypeError(f"rejected must be a reason (str) or None, got {type(self.rejected).__name__}")
 
 
 def _empty_row(sub: Submission, source: Source | None, status: str, message: str) -> dict:

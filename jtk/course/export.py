@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from jtk import _checks
 from jtk.course import _math
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -100,6 +101,10 @@ def app_controls(app) -> dict[str, Any]:
 
     Buttons of a button app (``app.buttons``) are not included; :func:`capture_app` exports them as counters.
     """
+    import ipywidgets as widgets
+
+    if not isinstance(app, widgets.Box):
+        raise TypeError(f"app must be an ipywidgets Box from a jtk.widgets builder, got {type(app).__name__}")
     controls = getattr(app, "controls", None)
     if isinstance(controls, Mapping):
         found = dict(controls)
@@ -197,6 +202,12 @@ def plan_grid(values: Mapping[str, list], defaults: Mapping[str, Any], max_frame
     Raises:
       ValueError: ``max_frames`` < 1.
     """
+    _checks.instance("values", values, Mapping, "a dict of control name → its values")
+    _checks.instance("defaults", defaults, Mapping, "a dict of control name → its current value")
+    if subgrid is not None:
+        _checks.instance("subgrid", subgrid, Mapping, "a dict of control name → values to keep, or None")
+    if size is not None:
+        _checks.function("size", size, "a function of the grid (its size in bytes) or None")
     if not isinstance(max_frames, int) or max_frames < 1:
         raise ValueError(f"max_frames must be an integer ≥ 1, got {max_frames!r}")
     grid = {name: list(v) for name, v in values.items()}
@@ -637,6 +648,7 @@ def app_html(spec: Mapping, uid: str) -> str:
     Raises:
       ValueError: ``uid`` has other characters.
     """
+    _checks.keyed("spec", spec, ("title", "controls"))
     if not re.fullmatch(r"[A-Za-z][\w-]*", str(uid)):
         raise ValueError(f"uid must be letters, digits, '-' or '_' starting with a letter, got {uid!r}")
     data = json.dumps({"alts": {}, **{k: spec[k] for k in ("title", "controls", "views", "contents", "frames",
@@ -873,7 +885,7 @@ def export_notebook(notebook, out_dir, max_frames: int = MAX_FRAMES, max_clicks:
 
 def lab_notebooks(folder="notebooks") -> list[pathlib.Path]:
     """The lab notebooks in sequence order (their file names start with the lab number)."""
-    folder = pathlib.Path(folder)
+    folder = _checks.path("folder", folder)
     if not folder.is_dir():
         raise ValueError(f"folder must be a directory of notebooks, got {str(folder)!r}")
     return sorted(folder.glob("[0-9][0-9]_*.ipynb"))

@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-from typing import Sequence
+from typing import Mapping, Sequence
+
+from jtk import _checks
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
@@ -71,6 +73,11 @@ def results_json(rows: Sequence[dict], *, hidden_visibility: str = "after_publis
     Raises:
       ValueError: an unknown ``hidden_visibility``, or rows of more than one student.
     """
+    if isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of jtk grade rows (dicts), got {type(rows).__name__} {rows!r}")
+    rows = list(rows)
+    for i, row in enumerate(rows):
+        _checks.keyed(f"rows[{i}]", row, ("student", "notebook", "status", "checks"))
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {list(VISIBILITIES)}, got {hidden_visibility!r}")
     students = sorted({row["student"] for row in rows})
@@ -99,7 +106,7 @@ def write_results(rows: Sequence[dict], path, **kwargs) -> pathlib.Path:
     """Writes :func:`results_json` of ``rows`` to ``path`` atomically; returns the path."""
     from jtk.results import write_atomic
 
-    path = pathlib.Path(path)
+    path = _checks.path("path", path)
     write_atomic(path, (json.dumps(results_json(rows, **kwargs), indent=1, ensure_ascii=False) + "\n").encode())
     return path
 
@@ -155,7 +162,10 @@ def build_autograder(out, source="solutions", *, salt: str, force: bool = False)
 
     from jtk.course import exercises
 
-    out = pathlib.Path(out)
+    out = _checks.path("out", out)
+    _checks.path("source", source)
+    if not isinstance(salt, str):
+        raise TypeError(f"salt must be a str (the secret of the hidden cases), got {type(salt).__name__}")
     if out.exists() and not force:
         raise ValueError(f"out: {str(out)!r} exists; pass force=True (--force) to overwrite it")
     if not out.parent.is_dir():
@@ -228,7 +238,8 @@ def run_autograder(root="/autograder") -> dict:
     Gradescope's layout: the bundle unpacked in ``ROOT/source``, the student's files in ``ROOT/submission``, their
     identity in ``ROOT/submission_metadata.json``, the result in ``ROOT/results/results.json``. The notebooks are
     graded as one student's with ``jtk grade``'s engine (one worker, the strongest sandbox available, the bundle's
-    salt); files that are not notebooks are listed in the output. Returns the result written.
+    salt); files that are not notebooks are listed in the output. Returns the result written. (A ``root`` that is
+    not a path is the caller's error and raises TypeError.)
     """
     import tempfile
     import time
@@ -236,7 +247,7 @@ def run_autograder(root="/autograder") -> dict:
 
     from jtk.course import exercises
 
-    root = pathlib.Path(root)
+    root = _checks.path("root", root)
     started = time.perf_counter()
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)

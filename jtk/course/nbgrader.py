@@ -30,6 +30,7 @@ import pathlib
 
 import nbformat
 
+from jtk import _checks
 from jtk.course import exercises
 
 CONFIG_NAME = "nbgrader_config.py"
@@ -59,7 +60,7 @@ def roles(path) -> dict[str, str]:
         the points ``jtk grade`` reads, an answer cell without its BEGIN/END SOLUTION markers, or markers or hidden
         tests in a cell of another role.
     """
-    path = pathlib.Path(path)
+    path = _checks.path("path", path)
     source = exercises.load_source(path)  # jtk's own reading: the checks and their points
     points = {c.grade_id: c.points for c in source.checks}
     found: dict[str, str] = {}
@@ -102,6 +103,9 @@ def config_text(course_id: str = "jtk") -> str:
     """The ``nbgrader_config.py`` :func:`write_course` writes (see the module's docstring)."""
     import jtk
 
+    if not isinstance(course_id, str) or not course_id.strip():
+        raise ValueError(f"course_id must be a non-empty str (nbgrader's CourseDirectory.course_id), got {course_id!r}")
+
     wall = exercises.DEFAULT_TIMEOUT * exercises.WALL_FACTOR
     return f'''# nbgrader's configuration for jtk's exercises, written by `jtk exercises nbgrader` (jtk {jtk.__version__}).
 # The notebooks in source/ are jtk's solution notebooks, copied unchanged; see jtk's docs/nbgrader.md.
@@ -136,6 +140,10 @@ def write_course(course, solutions_dir="solutions", *, assignment: str | None = 
       ValueError: ``solutions_dir`` holds no source notebooks, a notebook's metadata does not map onto nbgrader
         (:func:`roles`), an invalid assignment name, or a file that differs exists and ``force`` is False.
     """
+    _checks.path("course", course), _checks.path("solutions_dir", solutions_dir)
+    config_text(course_id)  # checks course_id before anything is read or written
+    if assignment is not None and not isinstance(assignment, str):
+        raise TypeError(f"assignment must be a folder name (str) or None, got {type(assignment).__name__}")
     sources = sorted(exercises.load_sources(solutions_dir))  # validates: a directory of readable sources
     if assignment is not None and (not assignment or assignment.strip(".") == "" or "/" in assignment):
         raise ValueError(f"assignment must be a folder name (no '/'), got {assignment!r}")

@@ -46,6 +46,8 @@ import threading
 import time
 from typing import Sequence
 
+from jtk import _checks
+
 MODES = ("auto", "none", "user", "bwrap")
 
 UID_BASE = 61000  # workers of slot k run as uid UID_BASE + k in user mode
@@ -66,6 +68,7 @@ SHM_BYTES = 64 * 2 ** 20
 
 def tmp_bytes(memory: int) -> int:
     """Size of a bwrap worker's ``/tmp`` (its home) for a memory limit: an eighth of it, at most 512 MiB."""
+    _checks.integer("memory", memory, minimum=1)
     return int(min(512 * 2 ** 20, memory // 8))
 
 
@@ -75,6 +78,8 @@ def address_space(memory: int, mode: str) -> int:
     Raises:
       ValueError: a memory limit too small to leave the worker 256 MiB.
     """
+    _checks.integer("memory", memory, minimum=1)
+    _checks.one_of("mode", mode, [m for m in MODES if m != "auto"])
     left = memory - (tmp_bytes(memory) + SHM_BYTES if mode == "bwrap" else 0)
     if left < 256 * 2 ** 20:
         raise ValueError(f"memory must leave the worker at least 256 MiB besides its temporary space, got "
@@ -175,6 +180,8 @@ def runtime_paths() -> list[str]:
 def worker_env(home: str, extra: dict | None = None) -> dict[str, str]:
     """A worker's whole environment: nothing of the grader's (no secrets, no ``JPY_*``), its home and caches in its
     own writable directory."""
+    _checks.path("home", home)
+    extra = _checks.mapping("extra", extra)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "MPLBACKEND": "agg",
            "MPLCONFIGDIR": os.path.join(home, ".matplotlib"), "XDG_CACHE_HOME": os.path.join(home, ".cache"),
@@ -197,6 +204,13 @@ def bwrap_args(*, package: str | None = None, memory: int = 4 * 2 ** 30, home: s
       home: the worker's working directory: its ``/tmp``, or one of ``binds``.
       binds: more (outside path, inside path) pairs to mount read-only, e.g. a challenge submission's folder.
     """
+    _checks.integer("memory", memory, minimum=1)
+    _checks.path("home", home)
+    if package is not None:
+        _checks.path("package", package)
+    for i, pair in enumerate(binds):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise TypeError(f"binds[{i}] must be an (outside path, inside path) pair of str, got {pair!r}")
     args = [shutil.which("bwrap") or "bwrap", *_PROBE_OPTIONS, "--hostname", "jtk-sandbox",
             "--tmpfs", "/", "--size", str(tmp_bytes(memory)), "--tmpfs", "/tmp", "--dev", "/dev",
             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc", "--ro-bind", "/usr", "/usr"]
@@ -262,6 +276,9 @@ def stubbed_package(dest, stubbed: Sequence[str] | None = None) -> pathlib.Path:
     Raises:
       ValueError: a function of ``stubbed`` that is not in jtk's source.
     """
+    _checks.path("dest", dest)
+    if stubbed is not None and (isinstance(stubbed, (str, bytes)) or not all(isinstance(f, str) for f in stubbed)):
+        raise TypeError(f"stubbed must be a list of 'module:qualname' strings or None, got {stubbed!r}")
     if stubbed is None:
         from jtk.course import _judge
 
@@ -315,6 +332,13 @@ class Worker:
 
     def __init__(self, cmd: Sequence[str], *, mode: str, memory: int, workdir: str | None = None,
                  package: str | None = None, uid: int | None = None, env: dict | None = None):
+        if isinstance(cmd, (str, bytes)) or not all(isinstance(c, str) for c in _checks.nonempty("cmd", cmd, "str")):
+            raise TypeError(f"cmd must be a non-empty list of str (a command line), got {cmd!r}")
+        _checks.one_of("mode", mode, [m for m in MODES if m != "auto"])
+        if mode != "bwrap":
+            _checks.path("workdir", workdir)
+        if uid is not None:
+            _checks.integer("uid", uid, minimum=UID_BASE)
         home = "/tmp" if mode == "bwrap" else workdir
         full = [sys.executable, "-I", launcher(), "--memory", str(address_space(memory, mode)),
                 "--workdir", home, "--uid", str(uid if uid is not None else -1), "--", *cmd]
@@ -437,6 +461,7 @@ class Worker:
 
 def kill_user_processes(uid: int) -> None:
     """Kills every process of ``uid`` (user mode: what a worker left behind). Needs root."""
+    _checks.integer("uid", uid, minimum=UID_BASE)  # a worker's uid: never root's or a person's
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
@@ -451,6 +476,7 @@ def kill_user_processes(uid: int) -> None:
 
 def remove_tree(path) -> None:
     """Removes a directory that untrusted code wrote into, even one it made read-only or unreadable."""
+    path = _checks.path("path", path)
     def retry(func, failed, _exc):
         try:
             parent = os.path.dirname(failed)

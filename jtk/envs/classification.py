@@ -60,8 +60,15 @@ def sample_inputs(key: jax.Array, n: int, input_dim: int) -> jax.Array:
     return jax.random.normal(key, (n, input_dim))
 
 
+def _concrete(value) -> bool:
+    """A Python / numpy scalar (checked at the entry); arrays, traced ones included, go through unchecked."""
+    return not hasattr(value, "shape") or isinstance(value, np.generic)
+
+
 def environment_logits(params: nets.Params, x: jax.Array, temperature, activation: str = "relu") -> jax.Array:
     """The environment's class logits f(x) / ρ: x [n, d] → [n, K]."""
+    if _concrete(temperature):
+        _checks.temperature("temperature", temperature)
     return nets.mlp_apply(params, x, activation) / temperature
 
 
@@ -136,6 +143,12 @@ def problem_key(seed, temperature, num_train) -> jax.Array:
       temperature: ρ (float32).
       num_train: n.
     """
+    if not _is_key(seed) and _concrete(seed):
+        _checks.seed_int("seed", seed)
+    if _concrete(temperature):
+        _checks.temperature("temperature", temperature)
+    if _concrete(num_train):
+        _checks.integer("num_train", num_train, minimum=0)
     key = seed if _is_key(seed) else jax.random.key(seed)
     return jax.random.fold_in(jax.random.fold_in(key, num_train), jnp.round(temperature * 1e6).astype(jnp.uint32))
 
@@ -205,6 +218,8 @@ def bandit_keys(seed) -> tuple[jax.Array, jax.Array]:
     ``split(fold_in(key(seed), 0xBA4D17))``; the actions are N inputs x ~ N(0, I) drawn with the first key
     (:func:`sample_inputs`), the environment with the second (:func:`sample_prior_params`).
     """
+    if _concrete(seed):
+        _checks.seed_int("seed", seed)
     k_actions, k_env = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0xBA4D17))
     return k_actions, k_env
 

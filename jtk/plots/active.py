@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
+from jtk import _checks
 from jtk.plots.layout import _frame, fixed_digits, legend_outside, set_alt_text
 
 CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
@@ -28,12 +29,17 @@ def _ax(ax):
     return ax
 
 
+TOY_VIEW_KEYS = ("x_grid", "f_grid", "x_train", "y_train", "x_test", "x_query", "y_query", "mean", "std", "criterion",
+                 "test_log_likelihood")  # what jtk.ppc.active.toy_view returns and the toy panels draw
+
+
 def _xs(values) -> str:
     return ", ".join(f"{v:.1f}" for v in np.sort(np.asarray(values, np.float64).reshape(-1)))
 
 
 def toy_view_alt(view: Mapping) -> str:
     """Text alternative of :func:`plot_toy_view`: where the criterion queried and how well it then predicts."""
+    _checks.keyed("view", view, TOY_VIEW_KEYS)
     label = CRITERION_LABELS.get(view["criterion"], view["criterion"])
     x = np.asarray(view["x_grid"])
     return (f"{label}: ground truth f and the prediction after the query (±2 standard deviations shaded) over x from "
@@ -54,6 +60,7 @@ def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
     Returns:
       the axes.
     """
+    _checks.keyed("view", view, TOY_VIEW_KEYS)
     ax = _ax(ax)
     ax.plot(view["x_grid"], view["f_grid"], color="tab:blue", lw=1.5, label="ground truth f")
     ax.plot(view["x_grid"], view["mean"], "--", color="tab:red", lw=1.5, label="prediction after query")
@@ -82,8 +89,11 @@ def plot_toy_views(views: Mapping[str, Mapping], figsize: tuple[float, float] = 
     Returns:
       the figure.
     """
+    _checks.instance("views", views, Mapping, "a dict of title → toy view")
     if not views:
         raise ValueError("views must hold at least one toy view")
+    for title, view in views.items():
+        _checks.keyed(f"views[{title!r}]", view, TOY_VIEW_KEYS)
     fig, axes = plt.subplots(1, len(views), figsize=figsize, sharey=True, squeeze=False)
     for ax, view in zip(axes[0], views.values()):
         plot_toy_view(view, ax)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import patheffects, ticker
 
+from jtk import _checks
 from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text
 from jtk.plots.testbed import KL_LABEL, agent_style
 
@@ -29,7 +30,13 @@ def _new_axes(size):
 def _curves_frame(curves) -> pd.DataFrame:
     """Accepts a DataFrame of BanditResult.frame rows or a sequence of BanditResults."""
     if isinstance(curves, pd.DataFrame):
+        _checks.frame("curves", curves, ("agent", "t"))
         return curves
+    what = "a DataFrame of BanditResult.frame rows or a list of jtk.testbed.bandit.BanditResult"
+    curves = _checks.nonempty("curves", curves, "BanditResult")
+    for i, r in enumerate(curves):
+        if not (hasattr(r, "frame") and hasattr(r, "regret")):
+            raise TypeError(f"curves must be {what}; curves[{i}] is {type(r).__name__}")
     return pd.concat([r.frame(every=max(1, r.regret.shape[1] // 200)) for r in curves], ignore_index=True)
 
 
@@ -52,6 +59,9 @@ def regret_curves_alt(stats: Mapping[str, pd.DataFrame], average: bool = False) 
       stats: :func:`regret_stats` (agent → mean and standard error indexed by t).
       average: whether the curves are average regret per step.
     """
+    _checks.instance("stats", stats, Mapping, "a dict of agent → DataFrame (regret_stats)")
+    for agent, st in stats.items():
+        _checks.frame(f"stats[{agent!r}]", st, ("mean",))
     what = "average regret per step" if average else "cumulative regret"
     if not stats:
         return f"{what} against time step t: no agent has run yet."
@@ -76,9 +86,9 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
     Returns:
       the axes.
     """
+    all_stats = regret_stats(curves, average)
     if ax is None:
         ax = _new_axes((6, 4))
-    all_stats = regret_stats(curves, average)
     for i, (agent, stats) in enumerate(all_stats.items()):
         color, ls, _ = agent_style(agent, i)
         ax.plot(stats.index, stats["mean"], color=color, ls=ls, label=agent)
@@ -157,7 +167,12 @@ def _best_action_legend(ax):
 
 def action_map_alt(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | None = None) -> str:
     """Text alternative of an action map: where the rewarding actions are and which ones were pulled."""
-    actions, probs = np.asarray(actions), np.asarray(probs, np.float64)
+    actions = _checks.as_float_array("actions", actions, ndim=2)
+    probs = _checks.as_float_array("probs", probs, ndim=1, dtype=np.float64)
+    if actions.shape[1] != 2 or len(actions) != len(probs) or not len(probs):
+        raise ValueError(f"actions must have shape [N, 2] and probs [N] (N ≥ 1), got {actions.shape} and {probs.shape}")
+    if pulls is not None and np.shape(pulls) != probs.shape:
+        raise ValueError(f"pulls must have shape {probs.shape} (one count per action) or be None, got {np.shape(pulls)}")
     best = int(np.argmax(probs))
     text = (f"{len(probs)} actions in the plane (x₁, x₂) coloured by mean reward, blue near 0 and red near 1: "
             f"{int(np.sum(probs > 0.5))} have a mean reward above 0.5; the best action, a star, is at "
@@ -205,6 +220,8 @@ def plot_action_map(actions: np.ndarray, probs: np.ndarray, pulls: np.ndarray | 
 
 def pulls_alt(agent: str, pulls: Mapping[str, np.ndarray]) -> str:
     """Text alternative of the bandit explorer's right panel: how often ``agent`` pulled the best actions."""
+    _checks.instance("agent", agent, str, "an agent name (str)")
+    _checks.keyed("pulls", pulls, ("actions", "probs", "pulls"))
     counts, probs = np.asarray(pulls["pulls"]), np.asarray(pulls["probs"], np.float64)
     if np.asarray(pulls["actions"]).shape[1] == 2:
         return f"{agent}'s pulls on problem 0: " + action_map_alt(pulls["actions"], probs, counts)
@@ -237,6 +254,9 @@ class BanditFigure(LiveFigure):
                  temperature: float, num_problems: int, fig=None, figsize: tuple[float, float] = (9.6, 3.9)):
         from matplotlib.figure import Figure
 
+        _checks.frame("curves", curves, ("agent",))
+        _checks.keyed("pulls", pulls, ("actions", "probs", "pulls"))
+        _checks.integer("input_dim", input_dim, minimum=1), _checks.integer("num_problems", num_problems, minimum=1)
         self.fig = Figure(figsize=figsize) if fig is None else fig
         self.fig.clear()
         self.fig.set_layout_engine("constrained")

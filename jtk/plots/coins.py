@@ -21,7 +21,43 @@ import seaborn as sns
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from jtk import _checks
 from jtk.plots.layout import LiveFigure, set_alt_text
+
+# The public surface: each figure's plot_* function (or class) and its *_alt text alternative. sequence_labels,
+# joint_as_grid and probabilities_text are the coin figures' (and apps') layout and wording helpers, not in __all__.
+__all__ = ["PALETTE", "SEQUENTIAL_CMAP", "HEADS_COLOR", "TAILS_COLOR", "POLICY_COLORS", "POLICY_STYLES",
+           "figure_to_png", "joint_grids_alt", "plot_joint_grids", "coin_posterior_alt", "plot_coin_posterior",
+           "decision_alt", "DecisionFigure", "plot_decision"]
+
+COIN_VIEW_KEYS = ("counts", "biases", "posteriors", "next_two", "predictive", "history_text", "total_heads")
+
+
+def _joints(joints, marginals) -> list[str]:
+    """Checks coin name → joint of shape (2,)*n (the same n ≥ 1 for every coin) and marginals (None or per coin)."""
+    _checks.instance("joints", joints, Mapping, "a dict of coin name → joint array of shape (2,)*flips")
+    if not joints:
+        raise ValueError("joints must hold at least one coin")
+    shapes = {name: np.shape(j) for name, j in joints.items()}
+    n = len(next(iter(shapes.values())))
+    for name, shape in shapes.items():
+        if len(shape) < 1 or shape != (2,) * n:
+            raise ValueError(f"joints[{name!r}] must have shape {(2,) * max(n, 1)} (the same (2,)*flips for every "
+                             f"coin), got {shape}")
+    if marginals is not None:
+        _checks.instance("marginals", marginals, Mapping, "a dict of coin name → P(heads), or None")
+        missing = [name for name in joints if name not in marginals]
+        if marginals and missing:
+            raise ValueError(f"marginals must give P(heads) of every coin of joints, missing {missing}")
+    return list(joints)
+
+
+def _coin_view(view, names) -> list[str]:
+    _checks.keyed("view", view, COIN_VIEW_KEYS)
+    names = _checks.nonempty("names", names, "coin name")
+    if len(names) > len(view["counts"]):
+        raise ValueError(f"names must name at most the {len(view['counts'])} coins of view, got {len(names)}")
+    return names
 
 PALETTE = tuple(sns.color_palette("colorblind"))  # colour-blind-safe qualitative palette
 SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe
@@ -90,6 +126,7 @@ def probabilities_text(values: Mapping[str, float], digits: int = 3) -> str:
 
 def joint_grids_alt(joints: Mapping[str, np.ndarray], marginals: Mapping[str, float] | None = None) -> str:
     """Text alternative of :func:`plot_joint_grids`: each coin's one-flip P(heads) and its joint over n flips."""
+    _joints(joints, marginals)
     parts = []
     for name, joint in joints.items():
         joint = np.asarray(joint, np.float64)
@@ -118,9 +155,7 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
       The figure: top row marginal bars (if given), bottom row joint heatmaps
       with every probability written in its cell (up to 8×8 cells).
     """
-    names = list(joints)
-    if not names:
-        raise ValueError("joints must hold at least one coin")
+    names = _joints(joints, marginals)
     n = np.asarray(joints[names[0]]).ndim
     vmax = max(max(float(np.max(joints[m])) for m in names), 1e-12)
     rows = 2 if marginals else 1
@@ -166,6 +201,7 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
 
 def coin_posterior_alt(view: Mapping, names: Sequence[str]) -> str:
     """Text alternative of :func:`plot_coin_posterior`: each coin's belief, its next flip and the next two."""
+    names = _coin_view(view, names)
     parts = []
     for i, name in enumerate(names):
         h, t = view["counts"][i]
@@ -189,6 +225,7 @@ def plot_coin_posterior(view: Mapping, names: Sequence[str]) -> Figure:
       Figure with one column per coin: posterior over the bias (bars) above
       the predictive joint of the next two flips (2×2 heatmap).
     """
+    names = _coin_view(view, names)
     k = len(names)
     fig = Figure(figsize=(3.6 * k, 5.6), layout="constrained")
     gs = fig.add_gridspec(2, k, height_ratios=[1, 1.25])
@@ -247,6 +284,13 @@ class DecisionFigure(LiveFigure):
     """
 
     def __init__(self, table, horizon: int, layout_horizon: int | None = None):
+        if not isinstance(table, (pd.DataFrame, dict)):
+            raise TypeError(f"table must be decision_table's DataFrame (or a dict of its columns), got "
+                            f"{type(table).__name__}")
+        missing = [c for c in ("policy", "t", "expected_heads") if c not in table]
+        if missing:
+            raise ValueError(f"table must have columns ['policy', 't', 'expected_heads'], missing {missing}")
+        _checks.integer("horizon", horizon, minimum=1)
         self.policies = list(dict.fromkeys(table["policy"]))
         self.fig = Figure(figsize=(10, 4), layout="constrained")
         ax, bx = self.fig.subplots(1, 2, width_ratios=[2, 1])

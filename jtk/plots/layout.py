@@ -17,6 +17,10 @@ import re
 
 from matplotlib.figure import Figure
 
+# The public surface: a figure's text alternative (set and read) and the base of the redrawn figures. legend_outside,
+# plain_label and fixed_digits are the plotting modules' shared formatting helpers, not in __all__.
+__all__ = ["set_alt_text", "alt_text", "LiveFigure"]
+
 
 def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kwargs):
     """A legend beside the plotting area (right of an axes, or right of a whole figure), never over the data."""

@@ -20,6 +20,12 @@ from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
 from jtk.plots.layout import _frame, legend_outside, set_alt_text
 
+# The public surface: each figure's plot_* function, its *_alt text alternative and the data it draws. method_style and
+# band_text are the figures' (and the coverage app's) shared helpers, not in __all__.
+__all__ = ["METHOD_STYLES", "METHOD_COLORS", "COVERAGE_CMAP", "fit_curves", "fit_alt", "plot_fit", "plot_fits",
+           "sweep_curves", "sweep_alt", "plot_sweep", "heatmap_grids", "heatmaps_alt", "plot_heatmaps",
+           "coverage_profile_alt", "plot_coverage_profile"]
+
 METHOD_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
     "BLR": ("#d55e00", "-", "o"), "BD": ("#0072b2", "--", "s"), "CD": ("#332288", ":", "v"),
     "VD": ("#7a0ae8", "-.", "^"), "Ens": ("#af837b", "--", "D"), "EnsAdvA": ("#882255", ":", "P"),
@@ -31,6 +37,20 @@ COVERAGE_CMAP = "cividis"  # coverage maps: perceptually uniform and colour-blin
 def method_style(method: str) -> tuple[str, str, str]:
     """(colour, line style, marker) of a regression method; others get black, solid, diamonds."""
     return METHOD_STYLES.get(method, ("#000000", "-", "d"))
+def _result(name: str, value) -> CoverageResult:
+    return _checks.instance(name, value, CoverageResult, "a jtk.regression.coverage.CoverageResult")
+
+
+def _methods(results, methods) -> list[str]:
+    """Checks ``results`` (method → CoverageResult, at least one) and ``methods`` (names among them; None: all)."""
+    _checks.instance("results", results, Mapping, "a dict of method name → CoverageResult")
+    if not results:
+        raise ValueError("results must hold at least one method's CoverageResult, got none")
+    for m, r in results.items():
+        _result(f"results[{m!r}]", r)
+    return list(results) if methods is None else _checks.names("methods", methods, [str(m) for m in results])
+
+
 def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
     """The data of one Fig. 1/2 panel: coordinate, prediction, ±1.96·uncertainty band, truth, training data.
 
@@ -41,6 +61,7 @@ def fit_curves(result: CoverageResult, rep: int = 0) -> dict[str, np.ndarray]:
     Returns:
       dict with arrays coordinate, mean, lower, upper, truth [n*] and x_train, y_train [n].
     """
+    _result("result", result)
     rep = _checks.integer("rep", rep, minimum=0, maximum=result.k - 1)
     order = np.argsort(result.coordinate)
     m, s = result.mean[rep, order], result.std[rep, order]
@@ -99,10 +120,9 @@ def _in_range(result: CoverageResult):
 def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None, rep: int = 0,
               suptitle: str | None = None):
     """Fig. 1/2 analogue: one panel per method (grey band = training range)."""
-    methods = list(results) if methods is None else list(methods)
+    methods = _methods(results, methods)
     for m in methods:
-        if m not in results:
-            raise ValueError(f"methods must be among {list(results)}, got {m!r}")
+        _checks.integer("rep", rep, minimum=0, maximum=results[m].k - 1)
     cols = min(4, len(methods))
     rows = int(np.ceil(len(methods) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), sharex=True, sharey=True,
@@ -268,7 +288,7 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
 
 def coverage_profile_alt(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None) -> str:
     """Text alternative of :func:`plot_coverage_profile`: each method's coverage range, in and out of distribution."""
-    methods = list(results) if methods is None else list(methods)
+    methods = _methods(results, methods)
     parts = []
     for m in methods:
         r = results[m]
@@ -283,7 +303,7 @@ def coverage_profile_alt(results: Mapping[str, CoverageResult], methods: Sequenc
 
 def plot_coverage_profile(results: Mapping[str, CoverageResult], methods: Sequence[str] | None = None):
     """Coverage (band: 95 % Wilson interval) at every test input, one line per method (the anchor sits at 0.95)."""
-    methods = list(results) if methods is None else list(methods)
+    methods = _methods(results, methods)
     fig, ax = plt.subplots(figsize=(8, 3))
     for m in methods:
         r = results[m]

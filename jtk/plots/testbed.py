@@ -27,7 +27,32 @@ import pandas as pd
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from jtk import _checks
 from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text  # noqa: F401 - LiveFigure is re-exported here
+
+# The public surface (docs/accessibility.md): each figure, its plot_* function and its *_alt text alternative. The
+# small text and style helpers the figures share (agent_style, share_text, points_text, values_text, disagreement)
+# are internal: they are not in __all__.
+__all__ = ["PROB_CMAP", "AGENT_STYLES", "CLASS_MARKERS", "KL_LABEL", "probability_map_alt", "ProbabilityMap",
+           "plot_probability_map", "environment_alt", "EnvironmentFigure", "plot_environment", "agent_alt",
+           "AgentFigure", "plot_agent_predictions", "kl_tau_alt", "KLTauFigure", "plot_kl_vs_tau", "comparison_alt",
+           "ComparisonFigure", "plot_ensemble_comparison", "kl_vs_num_train_alt", "plot_kl_vs_num_train"]
+
+ENVIRONMENT_KEYS = ("axis", "probs", "x_train", "y_train", "temperature", "seed")  # jtk.widgets.joint.environment_update
+AGENT_KEYS = ("axis", "agent", "mean", "samples", "x_train", "y_train", "num_train")  # jtk.widgets.joint.agent_update
+COMPARISON_KEYS = ("axis", "true_probs", "rows", "x_train", "y_train", "temperature", "num_members")
+
+
+def _curves(curves, tau) -> list[str]:
+    """Checks the d_KL^τ curves (agent → [T] values, at least one agent) and τ in [1, T]; returns the agent names."""
+    _checks.instance("curves", curves, Mapping, "a dict of agent name → [T] d_KL^τ values")
+    if not curves:
+        raise ValueError("curves must hold at least one agent")
+    names = list(curves)
+    t_max = len(_checks.as_float_array(f"curves[{names[0]!r}]", curves[names[0]], ndim=1, finite=False))
+    _checks.integer("tau", tau, minimum=1, maximum=t_max)
+    return names
+
 
 PROB_CMAP = "RdBu_r"  # p(class 1): blue = class 0, red = class 1 (blue/red is safe for common colour-blindness)
 AGENT_STYLES = {  # colour, line style, marker: every colour ≥ 3:1 against white, and the nine apart (ΔE ≥ 15) under
@@ -77,7 +102,7 @@ def probability_map_alt(probs, y=None) -> str:
       probs: [R, R] p(y = 1 | x) on the grid.
       y: labels of the training points drawn on it ([n], or None).
     """
-    p = np.asarray(probs, np.float64)
+    p = _checks.as_float_array("probs", probs, ndim=2, finite=False, dtype=np.float64)
     sure = (p < 0.1) | (p > 0.9)
     return (f"class 1 is more likely on {share_text(p > 0.5)} of the square, and P(y = 1 | x) is below 0.1 or "
             f"above 0.9 on {share_text(sure)} of it; {points_text(y)}")
@@ -94,7 +119,9 @@ class ProbabilityMap:
 
     def __init__(self, ax, axis: np.ndarray, probs: np.ndarray, x=None, y=None, title: str | None = None,
                  labels: bool = True):
-        axis = np.asarray(axis)
+        axis = _checks.as_float_array("axis", axis, ndim=1)
+        if axis.size < 2:
+            raise ValueError(f"axis must hold at least two grid values, got {axis.size}")
         lo, hi = float(axis[0]), float(axis[-1])
         self.ax, self.size = ax, axis.size
         self.image = ax.imshow(self._check(probs), origin="lower", extent=(lo, hi, lo, hi), cmap=PROB_CMAP,
@@ -152,6 +179,7 @@ def plot_probability_map(ax, axis: np.ndarray, probs: np.ndarray, x=None, y=None
 # ------------------------------------------------------------------ environment
 def environment_alt(view: Mapping) -> str:
     """Text alternative of :class:`EnvironmentFigure`: the map and the training points of one problem."""
+    _checks.keyed("view", view, ENVIRONMENT_KEYS)
     return (f"Environment of temperature {view['temperature']:.3g}, seed {view['seed']}: a map of P(y = 1 | x) over "
             f"the inputs x₁, x₂, blue where class 0 is likely and red where class 1 is; "
             + probability_map_alt(view["probs"], view["y_train"]) + ".")
@@ -173,6 +201,7 @@ class EnvironmentFigure(LiveFigure):
     """
 
     def __init__(self, view: Mapping, figsize: tuple[float, float] | None = None):
+        _checks.keyed("view", view, ENVIRONMENT_KEYS)
         self.fig = Figure(figsize=figsize or (4.6, 4.0), layout="constrained")
         ax = self.fig.add_subplot()
         self.map = ProbabilityMap(ax, view["axis"], view["probs"], view["x_train"], view["y_train"],
@@ -194,6 +223,7 @@ def plot_environment(view: Mapping) -> Figure:
 # ------------------------------------------------------------------ agent samples
 def agent_alt(view: Mapping) -> str:
     """Text alternative of :class:`AgentFigure`: the agent's mean prediction and how much its samples disagree."""
+    _checks.keyed("view", view, AGENT_KEYS)
     samples = np.asarray(view["samples"])
     n, m = view["num_train"], samples.shape[0]
     same = m > 1 and np.allclose(samples, samples[:1])
@@ -215,7 +245,8 @@ class AgentFigure(LiveFigure):
     """
 
     def __init__(self, view: Mapping, figsize: tuple[float, float] | None = None):
-        m = np.asarray(view["samples"]).shape[0]
+        _checks.keyed("view", view, AGENT_KEYS)
+        m = len(_checks.as_float_array("view['samples']", view["samples"], ndim=3, finite=False))
         self.fig = Figure(figsize=figsize or (2.5 * (m + 1) + 0.9, 3.0), layout="constrained")
         axes = self.fig.subplots(1, m + 1)
         self.maps = [ProbabilityMap(ax, view["axis"], view["mean"], labels=False) for ax in axes]
@@ -251,7 +282,7 @@ def kl_tau_alt(curves: Mapping[str, np.ndarray], tau: int) -> str:
       curves: agent name → [T] d_KL^τ for τ = 1 … T.
       tau: the chosen τ.
     """
-    names = list(curves)
+    names = _curves(curves, tau)
     t_max = len(np.asarray(curves[names[0]]))
 
     def at(t):
@@ -277,9 +308,7 @@ class KLTauFigure(LiveFigure):
 
     def __init__(self, curves: Mapping[str, np.ndarray], tau: int, title: str | None = None,
                  figsize: tuple[float, float] | None = None):
-        self.names = list(curves)
-        if not self.names:
-            raise ValueError("curves must hold at least one agent")
+        self.names = _curves(curves, tau)
         self.fig = Figure(figsize=figsize or (10, 3.8), layout="constrained")
         ax, bx = self.fig.subplots(1, 2, width_ratios=[2, 1])
         self.ax, self.bx = ax, bx
@@ -348,6 +377,7 @@ def plot_kl_vs_tau(curves: Mapping[str, np.ndarray], tau: int, title: str | None
 # ------------------------------------------------------------------ Fig. 12
 def comparison_alt(view: Mapping) -> str:
     """Text alternative of :class:`ComparisonFigure`: the true model and how much each agent's members disagree."""
+    _checks.keyed("view", view, COMPARISON_KEYS)
     k, n = view["num_members"], len(view["y_train"])
     rows = []
     for name, row in view["rows"].items():
@@ -370,6 +400,8 @@ class ComparisonFigure(LiveFigure):
     """
 
     def __init__(self, view: Mapping, max_samples: int = 4):
+        _checks.keyed("view", view, COMPARISON_KEYS)
+        _checks.integer("max_samples", max_samples, minimum=1)
         rows = view["rows"]
         self.row_names, m = list(rows), max_samples
         nr = len(rows)

@@ -175,6 +175,13 @@ def run_status(agent: str, input_dim: int, temperature: float, *, elapsed: float
     >>> run_status("mlp", 2, 0.1, seconds=21.4)
     'ran mlp at d = 2, ρ = 0.1 in 21 s'
     """
+    _checks.instance("agent", agent, str, "an agent name (str)")
+    _checks.integer("input_dim", input_dim, minimum=1), _checks.positive("temperature", temperature)
+    for name, value in (("elapsed", elapsed), ("seconds", seconds), ("expected", expected)):
+        if value is not None:
+            _checks.positive(name, value, allow_zero=True)
+    if error is not None:
+        _checks.instance("error", error, str, "a message (str) or None")
     what = f"{agent} at d = {int(input_dim)}, ρ = {float(temperature):g}"
     if error is not None:
         import html
@@ -221,8 +228,10 @@ def draw(fig, explorer: BanditExplorer, agent: str, input_dim: int, horizon: int
     Returns:
       the ``BanditFigure`` now on ``fig`` (pass it back as ``live`` next time).
     """
+    from matplotlib.figure import Figure
     from jtk.plots.bandit import BanditFigure
 
+    _checks.instance("fig", fig, Figure, "a matplotlib Figure")
     data = figure_data(explorer, agent, input_dim, horizon, temperature)
     if live is not None and live.fig is fig and live.matches(data["curves"], input_dim):
         live.update(data["curves"], data["pulls"], agent, temperature)

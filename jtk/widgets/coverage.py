@@ -117,6 +117,8 @@ def explorer_alt(fit: Mapping[str, Any], sweep: pd.DataFrame, f_main, method: st
     :func:`sweep_panel_data`: the fit, the coverage at x, and the coverage against f_main per method."""
     from jtk.plots.regression import band_text
 
+    _checks.keyed("fit", fit, ("x_train", "lower", "upper", "truth", "x_at", "in_distribution_at", "coverage_text"))
+    _checks.frame("sweep", sweep, ("method", "coverage", "f_main"))
     n = 0 if fit["x_train"] is None else len(fit["x_train"])
     lines = "; ".join(f"{m} " + ", ".join(f"{c:.2f}" for c in g["coverage"]) for m, g in sweep.groupby(
         "method", sort=False))
@@ -132,8 +134,11 @@ def explorer_alt(fit: Mapping[str, Any], sweep: pd.DataFrame, f_main, method: st
 def draw(fig, results, f_main, method: str, k: int, x: float):
     """Redraws the two panels of the explorer on ``fig`` (cleared first); stores its text alternative."""
     from jtk.plots.layout import legend_outside, set_alt_text
+    from matplotlib.figure import Figure
     from jtk.plots.regression import method_style
 
+    _checks.instance("fig", fig, Figure, "a matplotlib Figure")
+    _check_results(results)
     fig.clear()
     ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
     d = fit_panel_data(results, f_main, method, k, x)
