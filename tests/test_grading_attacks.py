@@ -49,6 +49,8 @@ HONEST_1B = '''def try_then_commit_value(biases, prior, horizon):
 
 BLANK_1A = 'def coin_joint(biases, prior, flips):\n    raise NotImplementedError("Exercise")'
 
+CONSTANT_1A = 'def coin_joint(biases, prior, flips):\n    return np.full((2, 2), 0.25)'
+
 CORRECT_1A = ("def coin_joint(biases, prior, flips):\n"
               "    out = np.zeros((2,) * flips)\n"
               "    for idx in np.ndindex(*out.shape):\n"
@@ -287,6 +289,8 @@ def attacks(tmp: pathlib.Path) -> dict:
                      f"    return ns['coin_joint'](biases, prior, flips)")
     return {
         "honest_blank": _attack(),
+        # the forged frames' answer (a 2 × 2 array of 0.25), handed in honestly as the function's return value
+        "constant_quarter": _attack(CONSTANT_1A),
         "edit_check_cell": _attack(edit=_edit_check),
         "delete_check_cell": _attack(edit=_delete_check),
         "metadata_points": _attack(edit=_points),
@@ -480,10 +484,15 @@ def test_an_attack_scores_what_a_blank_answer_scores(graded, attack):
 
 @pytest.mark.parametrize("attack", PIPES)
 def test_attacks_on_the_workers_pipes_gain_nothing(graded, attack):
+    """A frame forged into the worker's pipes is, at most, an answer: the worker runs the student's code, so whatever
+    it sends is the student's answer to the request it got, which a function could have returned. The attack must
+    gain no more than its forged answer handed in as the function's own return value (under load a forged frame can
+    be read as the answer to a case that the constant happens to answer right; a helper saw 0.0625 points once)."""
     row = graded[1][(attack, NB1)]
     assert row["status"] == "graded" and row["max_score"] == 2.0, row
-    assert _checks(graded, attack)["ex1a-check"]["points"] == 0.0, row
-    assert row["score"] <= 1.0, row
+    honest = _checks(graded, "constant_quarter")["ex1a-check"]["points"]
+    assert _checks(graded, attack)["ex1a-check"]["points"] <= honest, (row, honest)
+    assert row["score"] <= 1.0 + honest, row
 
 
 @pytest.mark.parametrize("attack, status, code, tampered", [
