@@ -44,6 +44,10 @@ from jtk.regression import bnn
 LogProb = Callable[[Any, Any], jax.Array]  # log_prob(params, hyper) -> scalar
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["NOISE_VAR", "HMCResult", "hmc_chain", "HMCPosterior", "HMCRegression"]
+
+
 class HMCResult(NamedTuple):
     """One chain's output."""
 
@@ -185,7 +189,7 @@ def _em_update(learn_prior: bool, learn_noise: bool):
 def _hmc_fit_fn(input_dim: int, hidden: int, num_leapfrog: int, burn_in: int, thin: int, samples_per_chain: int,
                 num_chains: int, learn_prior_var: bool, learn_noise_var: bool, target_accept: float | None):
     """fit(key, batch, hyper) → (samples leaves [C·S, ...], accept [C], burn-in accept [C], prior_var [C],
-    noise_var [C], step size [C]) for one data set; :func:`bnn.map_datasets` maps it over data sets."""
+    noise_var [C], step size [C]) for one data set; ``bnn.map_datasets`` maps it over data sets."""
     learn = learn_prior_var or learn_noise_var
 
     def chain(key, batch, hyper):

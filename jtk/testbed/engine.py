@@ -55,11 +55,10 @@ from jtk.results import Interrupted, run_chunks
 from jtk.testbed.grids import GRIDS, Problem, check_problems, problem_text as _problem_text
 from jtk.testbed.stats import InfiniteKLWarning, _warn_infinite_kl
 
-__all__ = ["LIKELIHOODS", "RESULT_COLUMNS", "agent_seed", "load_problem", "data_config", "score_numpy",
-           "result_rows", "agent_name", "padded_count", "PAD_STEP", "compile_ahead", "compiles_ahead", "prepare_local_run",
-           "run_grid", "SPLIT_BRANCHES_AHEAD", "MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK",
-           "COMPONENT_ROWS_PER_BLOCK", "MEMBERS_PER_CHUNK", "Chunk", "make_chunks", "evaluate_chunk", "evaluate",
-           "sort_rows", "OracleAgent", "InfiniteKLWarning"]
+__all__ = ["LIKELIHOODS", "RESULT_COLUMNS", "agent_seed", "load_problem", "padded_count", "PAD_STEP",
+           "compile_ahead", "compiles_ahead", "prepare_local_run", "run_grid", "SPLIT_BRANCHES_AHEAD",
+           "MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK", "COMPONENT_ROWS_PER_BLOCK", "MEMBERS_PER_CHUNK", "Chunk",
+           "make_chunks", "evaluate_chunk", "evaluate", "sort_rows", "OracleAgent", "InfiniteKLWarning"]
 
 LIKELIHOODS = ("auto", "exact", "mc")
 RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
