@@ -1345,6 +1345,72 @@ EXEMPT_B: dict[str, str] = {
     "jtk.agents.base.Posterior": "a Protocol (sample_logits); the agents' posteriors have cases",
     "jtk.agents.base.MixturePosterior": "a Protocol (components, log_weights); as_mixture checks an object against it",
     "jtk.regression.base.RegressionPosterior": "an abstract base class; every model's posterior methods have cases",
+    # records jtk builds and returns (often inside jit, where nothing may be checked); their builders have cases
+    "jtk.agents.base.JaxPosterior":
+        "built by JaxAgent.fit from the trained state, never by users; its sample_logits has cases",
+    "jtk.agents.base.JaxMixturePosterior":
+        "built by JaxAgent.fit from the trained state, never by users; its methods have cases",
+    "jtk.agents.nonparametric.ClassifierPosterior":
+        "built by knn / random_forest fit from the fitted scikit-learn model; probs / components have cases",
+    "jtk.agents.bayes_optimal.BayesOptimalState":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.bbb.BBBState": "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.deep_kernel.DeepKernelState":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.ensemble.EnsembleFixed":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.ensemble.EnsembleState":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.epinet.EpinetFixed":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.epinet.EpinetState":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.agents.hypermodel.HypermodelState":
+        "training state built inside the agent's jitted training step; never from user input",
+    "jtk.regression.deep.Member":
+        "a trained network's parameters, built inside the jitted training; never from user input",
+    "jtk.regression.deep.NoiseLayer":
+        "a trained network's noise rate, built inside the jitted training; never from user input",
+    "jtk.regression.fbnn.FBNNParams":
+        "variational parameters built inside the jitted training (init_params has cases)",
+    "jtk.regression.hmc.HMCResult":
+        "the record hmc_chain returns, built inside the traced chain (hmc_chain has cases)",
+    "jtk.regression.nng.KFACPosterior":
+        "the record noisy_kfac returns, built inside the traced fit (noisy_kfac has cases)",
+    "jtk.regression.blr.BLRPosterior":
+        "built by BayesianLinearRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.bnn.GaussianWeightPosterior":
+        "built by BBBRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.bnn.ParticlePosterior":
+        "built by SGLDRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.deep.DeepRegressionPosterior":
+        "built by DeepRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.fbnn.FBNNPosterior":
+        "built by FBNNRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.gp.GaussianProcessPosterior":
+        "built by GPRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.gp.SampledGPPosterior":
+        "built by MonteCarloGP.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.hmc.HMCPosterior":
+        "built by HMCRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.nng.KFACWeightPosterior":
+        "built by NNGRegression.fit 's fitted state, never by users; its methods have cases",
+    "jtk.regression.coverage.CoverageResult": "the record coverage_study returns (coverage_study has cases)",
+    "jtk.ppc.active.DataSplit":
+        "the NamedTuple split_data returns; run_tal checks a split's fields (split_data, run_tal have cases)",
+    "jtk.ppc.active.TALResult": "the record run_tal returns (run_tal has cases)",
+    "jtk.ppc.active.ToyState":
+        "the record make_toy_state builds for the query widget (make_toy_state, toy_view have cases)",
+    "jtk.ppc.ppc.Metacorrelation": "the record metacorrelation returns (metacorrelation has cases)",
+    "jtk.ppc.ppc.SplitMeanCorrelation": "the record split_mean_correlation returns (it has cases)",
+    "jtk.testbed.bandit.BanditProblems": "the record make_problems returns (make_problems has cases)",
+    "jtk.testbed.bandit.BanditResult": "the record the bandit's run returns (run has cases)",
+    "jtk.testbed.bandit.ThompsonState": "the Thompson policy's state, built inside the bandit's jitted scan",
+    "jtk.testbed.ensemble_study.AgentFits": "the record fit_joint_agents returns (fit_joint_agents has cases)",
+    "jtk.testbed.ensemble_study.EnsembleComparison": "the record make_ensemble_comparison returns (it has cases)",
+    "jtk.testbed.probes.AgentReport": "the record check_agent returns (check_agent has cases)",
+    "jtk.testbed.probes.Probe": "one probe's verdict in the AgentReport check_agent builds",
+    "jtk.testbed.engine.Chunk": "built by make_chunks (it has cases); evaluate_chunk checks the groups a chunk holds",
 }
 
 

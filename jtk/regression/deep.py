@@ -93,7 +93,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 # The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
-__all__ = ["METHODS", "DROPOUT_METHODS", "PRESETS", "glorot_mlp", "DeepRegression", "NOISE_KINDS",
+__all__ = ["NoiseLayer", "Member", "METHODS", "DROPOUT_METHODS", "PRESETS", "glorot_mlp", "DeepRegression", "NOISE_KINDS",
            "DeepRegressionPosterior", "make_regression", "BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS"]
 
 
@@ -104,6 +104,8 @@ class NoiseLayer(NamedTuple):
 
 
 class Member(NamedTuple):
+    """One trained network (leaves [K, ...] for an ensemble): its MLP parameters and its noise layer."""
+
     net: nets.Params  # MLP parameters
     noise: NoiseLayer
 
