@@ -388,28 +388,28 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
 def _check_executor(executor) -> None:
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(f"executor must be None or an object with submit(fn, *args) (a Dask client), "
-                        f"got {_checks._describe(executor)}")
+                        f"got {_checks.describe(executor)}")
 
 
 def _check_tasks(name: str, tasks) -> list:
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Sequence):
-        raise TypeError(f"{name} must be a list of (agent, chunk, name, likelihood) tuples, got {_checks._describe(tasks)}")
+        raise TypeError(f"{name} must be a list of (agent, chunk, name, likelihood) tuples, got {_checks.describe(tasks)}")
     for i, task in enumerate(tasks):
         if not isinstance(task, tuple) or len(task) != 4:
             raise TypeError(f"{name}[{i}] must be an (agent, chunk, name, likelihood) tuple, "
-                            f"got {_checks._describe(task)}")
+                            f"got {_checks.describe(task)}")
     return list(tasks)
 
 
 def _check_groups(name: str, groups) -> None:
     if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
-        raise TypeError(f"{name} must be a non-empty list of lists of jtk.testbed.Problem, got {_checks._describe(groups)}")
+        raise TypeError(f"{name} must be a non-empty list of lists of jtk.testbed.Problem, got {_checks.describe(groups)}")
     for i, group in enumerate(groups):
         if isinstance(group, (str, bytes)) or not isinstance(group, Sequence) or not group:
-            raise TypeError(f"{name}[{i}] must be a non-empty list of jtk.testbed.Problem, got {_checks._describe(group)}")
+            raise TypeError(f"{name}[{i}] must be a non-empty list of jtk.testbed.Problem, got {_checks.describe(group)}")
         for j, p in enumerate(group):
             if not isinstance(p, Problem):
-                raise TypeError(f"{name}[{i}][{j}] must be a jtk.testbed.Problem, got {_checks._describe(p)}")
+                raise TypeError(f"{name}[{i}][{j}] must be a jtk.testbed.Problem, got {_checks.describe(p)}")
 
 
 def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
@@ -489,7 +489,7 @@ def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt
       bar: the run's tqdm progress bar, which says when it waits for compilation.
     """
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Sequence):
-        raise TypeError(f"tasks must be a list of work items, got {_checks._describe(tasks)}")
+        raise TypeError(f"tasks must be a list of work items, got {_checks.describe(tasks)}")
     _checks.function("chunk_args", chunk_args)
     _checks.function("save", save)
     _checks.function("stop", stop)
@@ -649,10 +649,10 @@ def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
     if isinstance(problems_, (str, bytes)) or not isinstance(problems_, Sequence):
-        raise TypeError(f"problems_ must be a list of jtk.testbed.Problem, got {_checks._describe(problems_)}")
+        raise TypeError(f"problems_ must be a list of jtk.testbed.Problem, got {_checks.describe(problems_)}")
     for i, p in enumerate(problems_):
         if not isinstance(p, Problem):
-            raise TypeError(f"problems_[{i}] must be a jtk.testbed.Problem, got {_checks._describe(p)}")
+            raise TypeError(f"problems_[{i}] must be a jtk.testbed.Problem, got {_checks.describe(p)}")
     groups: dict[Problem, list[Problem]] = {}
     for p in problems_:
         groups.setdefault(p.training_problem, []).append(p)
