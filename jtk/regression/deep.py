@@ -104,8 +104,6 @@ class NoiseLayer(NamedTuple):
 
 
 class Member(NamedTuple):
-    """One trained network (leaves [K, ...] for an ensemble): its MLP parameters and its noise layer."""
-
     net: nets.Params  # MLP parameters
     noise: NoiseLayer
 

@@ -136,8 +136,6 @@ def noisy_kfac(key: jax.Array, batch, init: Sequence[jax.Array], scales: Scales,
     """
     _checks.prng_key("key", key)  # the static arguments only: a traced key passes, num_steps is a Python int
     _checks.integer("num_steps", num_steps, minimum=1)
-    if isinstance(init, (str, bytes)) or not isinstance(init, Sequence) or len(init) != 2:
-        raise TypeError(f"init must be the two layers' weights [W0 (d+1, H), W1 (H+1, 1)], got {_checks.describe(init)}")
     n, noise_var = hyper["n"], hyper["noise_var"]
     gamma_in = hyper["kl_weight"] / (n * hyper["prior_var"])
     gamma = gamma_in + hyper["damping"]

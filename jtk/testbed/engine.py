@@ -385,12 +385,6 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
 
 # The grid-run entry points (compile_ahead, prepare_local_run, run_grid, evaluate_chunk, make_chunks) check their
 # arguments on the host before any tracing or compiling: a wrong object is named with the argument that took it.
-def _check_executor(executor) -> None:
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError(f"executor must be None or an object with submit(fn, *args) (a Dask client), "
-                        f"got {_checks.describe(executor)}")
-
-
 def _check_tasks(name: str, tasks) -> list:
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Sequence):
         raise TypeError(f"{name} must be a list of (agent, chunk, name, likelihood) tuples, got {_checks.describe(tasks)}")
@@ -445,7 +439,6 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
 def compiles_ahead(executor=None) -> bool:
     """Whether a grid run in this process compiles its programs first, side by side (:func:`compile_ahead`): with no
     executor, when JAX's default backend is not the CPU."""
-    _check_executor(executor)
     return executor is None and jax.default_backend() != "cpu"
 
 
@@ -453,7 +446,6 @@ def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
     """Before a grid's :func:`evaluate_chunk` calls ``tasks`` run: :func:`compile_ahead` where
     :func:`compiles_ahead` says so, saying on the progress bar what it waits for."""
     tasks = _check_tasks("tasks", tasks)
-    _check_executor(executor)
     if not tasks or not compiles_ahead(executor):
         return
     shown = bar is not None and not bar.disable
@@ -493,7 +485,6 @@ def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt
     _checks.function("chunk_args", chunk_args)
     _checks.function("save", save)
     _checks.function("stop", stop)
-    _check_executor(executor)
     tasks = list(tasks)
     calls = [tuple(chunk_args(task)) for task in tasks]
     if SPLIT_BRANCHES_AHEAD and compiles_ahead(executor):  # one training program per minibatch size (same scores)
