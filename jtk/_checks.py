@@ -23,6 +23,11 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def describe(value: Any) -> str:
+    """How a message names a given value: an array by its shape and dtype, anything else by its type and repr."""
+    return _describe(value)
+
+
 SEED_LIMIT = 2 ** 32  # int seeds live in [0, 2**32): JAX keys hold 32-bit words and would wrap larger ones
 TEMPERATURE_MIN = 1e-6  # smaller temperatures push logits f(x) / ρ towards float32 overflow (NaN probabilities)
 

@@ -26,7 +26,7 @@ arguments). The fields every agent shares are declared and checked once:
 fields in ``__check_init__`` (equinox's idea: each class's hook runs after its
 bases'), and may redeclare a shared field to change its default. A renamed
 keyword keeps working for a deprecation period through
-:func:`renamed_keywords` (in the constructor and in :func:`make`).
+``renamed_keywords`` (in the constructor and in :func:`make`).
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ import numpy as np
 import optax
 
 from jtk import _checks, _compile, _memory, train as train_lib
+
+
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["ProblemInfo", "Posterior", "Agent", "MixturePosterior", "as_mixture", "register", "names", "make",
+           "check_training_data", "check_query", "check_fit_memory", "check_sample_memory", "JaxAgent",
+           "NeuralAgent", "fit_many", "JaxPosterior", "JaxMixturePosterior"]
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,10 @@ from jtk.agents.ensemble import masked_cross_entropy
 from jtk.agents.zoo_common import chunked_map, flat_mlp, mlp_sizes, mlp_unravel, sample_keys
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["BBBState", "BBBAgent", "bbb"]
+
+
 class BBBState(NamedTuple):
     mu: jax.Array  # [P] posterior means
     rho: jax.Array  # [P] softplus⁻¹ of the posterior standard deviations

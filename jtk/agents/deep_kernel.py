@@ -39,6 +39,10 @@ from jtk.agents.base import NeuralAgent, ProblemInfo, register, renamed_keywords
 from jtk.agents.ensemble import EnsembleAgent
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["DeepKernelState", "DeepKernelAgent", "deep_kernel"]
+
+
 class DeepKernelState(NamedTuple):
     params: nets.Params  # trained MLP
     chol: jax.Array  # [m, m] lower Cholesky factor of σ² I + ΦᵀΦ

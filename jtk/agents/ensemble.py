@@ -42,6 +42,10 @@ from jtk.envs.classification import sample_prior_params
 BOOTSTRAPS = ("none", "exponential", "bernoulli")
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["BOOTSTRAPS", "EnsembleFixed", "EnsembleState", "EnsembleAgent", "mlp", "ensemble", "ensemble_plus"]
+
+
 class EnsembleFixed(NamedTuple):
     prior_params: nets.Params | None  # leaves [K, ...]: fixed prior networks (ensemble+)
     prior_scale: jax.Array  # [] scale of the prior networks (0 without prior)

@@ -55,6 +55,10 @@ from jtk.agents.zoo_common import chunked_map, mlp_sizes, mlp_unravel, reference
 TRUNCATED_NORMAL_STD = 0.87962566103423978
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["TRUNCATED_NORMAL_STD", "HypermodelState", "HypermodelAgent", "hypermodel"]
+
+
 class HypermodelState(NamedTuple):
     theta0: jax.Array  # [P] base parameters at z = 0
     a: jax.Array  # [P, D] linear hypermodel

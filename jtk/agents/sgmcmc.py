@@ -61,6 +61,10 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["PRESETS", "SGMCMCAgent", "sgmcmc", "sgld"]
+
+
 def langevin_chain(grad_u: Callable[[jax.Array, jax.Array], jax.Array], theta0: jax.Array, key: jax.Array, *,
                    step_size, momentum: float, num_steps: int, burn_in: int, thin: int,
                    temperature=1.0) -> jax.Array:

@@ -23,6 +23,10 @@ from jtk.agents.base import ProblemInfo
 SAMPLE_CHUNK = 50
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["SAMPLE_CHUNK", "flat_mlp"]
+
+
 def reference_l2(prior: ProblemInfo, scale: float, num_members: int = 1) -> float:
     """The reference weight decay ``scale · sqrt(ρ) · d / (num_members · n)`` (docs/reference.md, "Agent defaults")."""
     return scale * float(np.sqrt(prior.temperature)) * prior.input_dim / (num_members * max(prior.num_train, 1))

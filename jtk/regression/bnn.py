@@ -22,8 +22,8 @@ data, as in the paper).
 Both return posteriors with coherent function samples; ``covariance`` is the
 sample covariance of eq. (2.2) (``SampledRegressionPosterior``).
 
-The network, the potential (:func:`neg_log_joint`), the full-batch padding (:func:`full_batch`,
-:func:`stack_full_batches`, :func:`map_datasets`) and the weight-sampling posteriors are shared with the HMC, NNG and
+The network, the potential (``neg_log_joint``), the full-batch padding (:func:`full_batch`,
+:func:`stack_full_batches`, ``map_datasets``) and the weight-sampling posteriors are shared with the HMC, NNG and
 FBNN families (:mod:`jtk.regression.hmc`, :mod:`jtk.regression.nng`, :mod:`jtk.regression.fbnn`).
 
 Example:
@@ -51,6 +51,12 @@ from jtk._numerics import numpy_rng
 from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["BIAS0_VAR", "BIAS1_VAR", "NOISE_VAR", "WEIGHT0_VAR", "WEIGHT1_VAR", "layer_scales", "init_raw",
+           "apply_raw_numpy", "full_batch", "stack_full_batches", "WeightSamplingPosterior", "ParticlePosterior",
+           "GaussianWeightPosterior", "BBBRegression", "SGLDRegression"]
+
+
 def layer_scales(input_dim: int, hidden: int) -> tuple[tuple[float, float], tuple[float, float]]:
     """((weight, bias) multiplier of layer 0, (weight, bias) multiplier of layer 1) of the oracle-matched prior.
 
@@ -76,7 +82,7 @@ def homogeneous(a: jax.Array, weight_scale: float, bias_scale: float) -> jax.Arr
 def hidden_features(layer0: tuple[jax.Array, jax.Array], x: jax.Array) -> jax.Array:
     """The output layer's homogeneous input for raw first-layer parameters (w [d, H], c [H]) at x [n, d] → [n, H + 1].
 
-    f(x) = hidden_features(raw[0], x) @ concat(v, b) equals :func:`apply_raw` (up to float rounding): the last layer is
+    f(x) = hidden_features(raw[0], x) @ concat(v, b) equals ``apply_raw`` (up to float rounding): the last layer is
     linear in these features (used by NNG's Kronecker factors and by the FBNN's Bayesian last layer).
     """
     w, c = layer0
@@ -106,7 +112,7 @@ def apply_raw(raw: nets.Params, x: jax.Array) -> jax.Array:
 def apply_raw_numpy(raw_samples, x: np.ndarray, chunk: int = 64) -> np.ndarray:
     """f for S raw-parameter samples (leaves [S, ...]) at x [n, d] → [S, n], float64 numpy.
 
-    The same network as :func:`apply_raw`, evaluated on the host in chunks of
+    The same network as ``apply_raw``, evaluated on the host in chunks of
     samples: no compilation for each new (S, n), which matters in notebooks.
     """
     _checks.integer("chunk", chunk, minimum=1)
@@ -168,7 +174,7 @@ def full_batch(x, y) -> train_lib.Batch:
 
 
 def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
-    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for :func:`map_datasets`.
+    """A stack of data sets xs [B, n, d], ys [B, n] → (Batch with leaves [B, ...], n, d) for ``map_datasets``.
 
     Every data set has the same n (as the PPC study's splits); each is padded as :func:`full_batch` pads it.
     """
@@ -187,7 +193,7 @@ def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any, *, ve
     compiled program); data set i gets split(key)[i]. Leaves of the result are [B, ...].
 
     ``vectorize=True`` vmaps over the data sets instead (faster on the CPU for HMC, twice on 50 data sets), for an
-    ``fn`` without linear-algebra decompositions only: :func:`lapack_calls` of its program must be empty (HMC's test
+    ``fn`` without linear-algebra decompositions only: ``lapack_calls`` of its program must be empty (HMC's test
     checks it).
 
     This is how the PPC study trains one setting on all its splits: ``fit_many`` of HMC, NNG and FBNN use it.
@@ -209,7 +215,7 @@ def map_datasets(fn, key: jax.Array, batches: train_lib.Batch, hyper: Any, *, ve
 def lapack_calls(fn, *args) -> list[tuple[str, tuple[int, ...]]]:
     """(custom-call target, first operand's shape) of every CPU LAPACK call in the program of ``fn(*args)``.
 
-    A shape of rank above 2 is a batched decomposition, which can deadlock XLA's thread pool (:func:`map_datasets`).
+    A shape of rank above 2 is a batched decomposition, which can deadlock XLA's thread pool (``map_datasets``).
     """
     import re
 

@@ -92,6 +92,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["NoiseLayer", "Member", "METHODS", "DROPOUT_METHODS", "PRESETS", "glorot_mlp", "DeepRegression", "NOISE_KINDS",
+           "DeepRegressionPosterior", "make_regression", "BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS"]
+
+
 class NoiseLayer(NamedTuple):
     """The (learned) rate parameter of the noise on the next-to-last layer."""
 

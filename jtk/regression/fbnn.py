@@ -4,7 +4,7 @@ The model follows the paper's FBNN (§2.1): a network whose first layer is train
 layer is Bayesian linear regression on the first layer's features, so that q(f) is Gaussian with explicit mean and
 covariance (the paper's covariance is "explicit", §2.2):
 
-    f(x) = φ(x)ᵀ u,   u ~ q(u) = N(m, L Lᵀ),   φ(x) = :func:`jtk.regression.bnn.hidden_features` (H ReLU units),
+    f(x) = φ(x)ᵀ u,   u ~ q(u) = N(m, L Lᵀ),   φ(x) = ``jtk.regression.bnn.hidden_features`` (H ReLU units),
 
 trained by maximising the functional ELBO with the KL estimated on measurement points (Sun et al. 2019, §3.2–3.3):
 
@@ -14,7 +14,7 @@ where X is the (full) training batch, X_M are M measurement points drawn afresh 
 random training inputs with variance ``measurement_var`` (§2.1: s² / 2 for a prior lengthscale s), λ = size(D) / size(D_s)
 (= 1: full batch), and p is the oracle GP prior (the ReLU-network kernel of :mod:`jtk.envs.gp`). Both terms are
 closed form here: the expected log-likelihood of a Gaussian q, and the KL between two Gaussians
-(:func:`functional_kl`), so no spectral Stein gradient estimator is needed. Departures, documented:
+(``functional_kl``), so no spectral Stein gradient estimator is needed. Departures, documented:
 
 * Features: the paper uses RBF random features with an RBF-kernel GP prior; here the prior is the oracle's kernel and
   the features are the ReLU units of the same one-hidden-layer network as the other BNN families (first layer
@@ -46,6 +46,11 @@ from jtk import _checks, _compile, train as train_lib
 from jtk._numerics import numpy_rng, serial_blas
 from jtk.envs.gp import BIAS0_VAR, BIAS1_VAR, NOISE_VAR, WEIGHT0_VAR, WEIGHT1_VAR
 from jtk.regression import bnn
+
+
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["BIAS0_VAR", "BIAS1_VAR", "NOISE_VAR", "WEIGHT0_VAR", "WEIGHT1_VAR", "FBNNParams", "init_params",
+           "FBNNPosterior", "FBNNRegression"]
 
 
 def relu_kernel_jax(x1: jax.Array, x2: jax.Array) -> jax.Array:
@@ -176,7 +181,7 @@ class FBNNPosterior:
     input_dim: int
 
     def features(self, x) -> np.ndarray:
-        """φ(x) [n, H + 1] in float64 (the same features as :func:`jtk.regression.bnn.hidden_features`)."""
+        """φ(x) [n, H + 1] in float64 (the same features as ``jtk.regression.bnn.hidden_features``)."""
         x = _checks.as_float_array("x", x, ndim=2)
         if x.shape[1] != self.input_dim:
             raise ValueError(f"x must have {self.input_dim} columns, got an array of shape {x.shape}")
@@ -267,7 +272,7 @@ class FBNNRegression:
     def fit_many(self, xs, ys, seed: Any = 0) -> list[FBNNPosterior]:
         """Trains on every data set of a stack at once: xs [B, n, d], ys [B, n] → B posteriors.
 
-        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (one data set at a time, :func:`bnn.map_datasets`).
+        Data set i is fitted with key ``jax.random.split(key, B)[i]`` (one data set at a time, ``bnn.map_datasets``).
         """
         batches, n, d = bnn.stack_full_batches(xs, ys)
         params, _ = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n))

@@ -44,6 +44,10 @@ from jtk.regression import bnn
 LogProb = Callable[[Any, Any], jax.Array]  # log_prob(params, hyper) -> scalar
 
 
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["NOISE_VAR", "HMCResult", "hmc_chain", "HMCPosterior", "HMCRegression"]
+
+
 class HMCResult(NamedTuple):
     """One chain's output."""
 
@@ -87,6 +91,19 @@ def hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, step_
     Returns:
       :class:`HMCResult` with samples of leaves [S, ...].
     """
+    # the static arguments only (Python values even under jit): the traced ones are checked where they come from
+    _checks.function("log_prob", log_prob, "a callable log_prob(params, hyper)")
+    _checks.prng_key("key", key)
+    _checks.integer("num_leapfrog", num_leapfrog, minimum=1)
+    _checks.integer("burn_in", burn_in, minimum=0)
+    _checks.integer("thin", thin, minimum=1)
+    _checks.integer("num_samples", num_samples, minimum=1)
+    if em_update is not None:
+        _checks.function("em_update", em_update, "None or a callable em_update(params, hyper)")
+    if isinstance(target_accept, (int, float)):  # a Python number (None: no tuning)
+        _checks.positive("target_accept", target_accept)
+        if not target_accept < 1:
+            raise ValueError(f"target_accept must be in (0, 1), got {target_accept}")
     grad_fn = jax.value_and_grad(log_prob)
     step_size = jnp.asarray(step_size, jnp.float32)
 
@@ -185,7 +202,7 @@ def _em_update(learn_prior: bool, learn_noise: bool):
 def _hmc_fit_fn(input_dim: int, hidden: int, num_leapfrog: int, burn_in: int, thin: int, samples_per_chain: int,
                 num_chains: int, learn_prior_var: bool, learn_noise_var: bool, target_accept: float | None):
     """fit(key, batch, hyper) → (samples leaves [C·S, ...], accept [C], burn-in accept [C], prior_var [C],
-    noise_var [C], step size [C]) for one data set; :func:`bnn.map_datasets` maps it over data sets."""
+    noise_var [C], step size [C]) for one data set; ``bnn.map_datasets`` maps it over data sets."""
     learn = learn_prior_var or learn_noise_var
 
     def chain(key, batch, hyper):

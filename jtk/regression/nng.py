@@ -2,7 +2,7 @@
 
 The variational posterior is a matrix-variate Gaussian per layer over the raw weights in homogeneous form
 W_l = [w_l; b_l] ([in + 1, out]; the layer computes s_l = ã_{l−1} W_l with ã = [a · weight scale, bias scale],
-:func:`jtk.regression.bnn.homogeneous`):
+``jtk.regression.bnn.homogeneous``):
 
     q(W_l) = MN(μ_l, (λ / N) [A_l^γin]⁻¹, [S_l^γin]⁻¹),
 
@@ -51,6 +51,10 @@ from jtk.envs.gp import NOISE_VAR
 from jtk.regression import bnn
 
 Scales = Sequence[tuple[float, float]]  # per layer (weight scale, bias scale) of its homogeneous input
+
+
+# The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
+__all__ = ["NOISE_VAR", "KFACPosterior", "noisy_kfac", "KFACWeightPosterior", "NNGRegression"]
 
 
 class KFACPosterior(NamedTuple):
@@ -130,6 +134,8 @@ def noisy_kfac(key: jax.Array, batch, init: Sequence[jax.Array], scales: Scales,
     Returns:
       :class:`KFACPosterior` with the posterior covariances built with the intrinsic damping γin only.
     """
+    _checks.prng_key("key", key)  # the static arguments only: a traced key passes, num_steps is a Python int
+    _checks.integer("num_steps", num_steps, minimum=1)
     n, noise_var = hyper["n"], hyper["noise_var"]
     gamma_in = hyper["kl_weight"] / (n * hyper["prior_var"])
     gamma = gamma_in + hyper["damping"]

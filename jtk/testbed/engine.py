@@ -55,11 +55,10 @@ from jtk.results import Interrupted, run_chunks
 from jtk.testbed.grids import GRIDS, Problem, check_problems, problem_text as _problem_text
 from jtk.testbed.stats import InfiniteKLWarning, _warn_infinite_kl
 
-__all__ = ["LIKELIHOODS", "RESULT_COLUMNS", "agent_seed", "load_problem", "data_config", "score_numpy",
-           "result_rows", "agent_name", "padded_count", "PAD_STEP", "compile_ahead", "compiles_ahead", "prepare_local_run",
-           "run_grid", "SPLIT_BRANCHES_AHEAD", "MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK",
-           "COMPONENT_ROWS_PER_BLOCK", "MEMBERS_PER_CHUNK", "Chunk", "make_chunks", "evaluate_chunk", "evaluate",
-           "sort_rows", "OracleAgent", "InfiniteKLWarning"]
+__all__ = ["LIKELIHOODS", "RESULT_COLUMNS", "agent_seed", "load_problem", "padded_count", "PAD_STEP",
+           "compile_ahead", "compiles_ahead", "prepare_local_run", "run_grid", "SPLIT_BRANCHES_AHEAD",
+           "MAX_GROUPS_PER_CHUNK", "MEMBER_ROWS_PER_CHUNK", "COMPONENT_ROWS_PER_BLOCK", "MEMBERS_PER_CHUNK", "Chunk",
+           "make_chunks", "evaluate_chunk", "evaluate", "sort_rows", "OracleAgent", "InfiniteKLWarning"]
 
 LIKELIHOODS = ("auto", "exact", "mc")
 RESULT_COLUMNS = ["agent", "temperature", "num_train", "tau", "seed", "input_dim", "test_inputs", "kl", "kl_std",
@@ -384,6 +383,29 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
     return found
 
 
+# The grid-run entry points (compile_ahead, prepare_local_run, run_grid, evaluate_chunk, make_chunks) check their
+# arguments on the host before any tracing or compiling: a wrong object is named with the argument that took it.
+def _check_tasks(name: str, tasks) -> list:
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Sequence):
+        raise TypeError(f"{name} must be a list of (agent, chunk, name, likelihood) tuples, got {_checks.describe(tasks)}")
+    for i, task in enumerate(tasks):
+        if not isinstance(task, tuple) or len(task) != 4:
+            raise TypeError(f"{name}[{i}] must be an (agent, chunk, name, likelihood) tuple, "
+                            f"got {_checks.describe(task)}")
+    return list(tasks)
+
+
+def _check_groups(name: str, groups) -> None:
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
+        raise TypeError(f"{name} must be a non-empty list of lists of jtk.testbed.Problem, got {_checks.describe(groups)}")
+    for i, group in enumerate(groups):
+        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence) or not group:
+            raise TypeError(f"{name}[{i}] must be a non-empty list of jtk.testbed.Problem, got {_checks.describe(group)}")
+        for j, p in enumerate(group):
+            if not isinstance(p, Problem):
+                raise TypeError(f"{name}[{i}][{j}] must be a jtk.testbed.Problem, got {_checks.describe(p)}")
+
+
 def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
     """Compiles every program that the :func:`evaluate_chunk` calls ``tasks`` will run, side by side in ``threads``
     threads; returns how many programs it compiled.
@@ -400,6 +422,9 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
         is not one of jtk's (:class:`jtk.agents.JaxAgent`) compile nothing here.
       threads: compile threads (default: one per host core, at most one per program).
     """
+    tasks = _check_tasks("tasks", tasks)
+    if threads is not None:
+        threads = _checks.integer("threads", threads, minimum=1)
     seen: dict = {}
     lowered = [low for agent, chunk, name, likelihood_ in tasks if isinstance(agent, agents_base.JaxAgent)
                for low in _lower_chunk(agent, chunk, name, likelihood_, seen)]
@@ -420,6 +445,7 @@ def compiles_ahead(executor=None) -> bool:
 def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
     """Before a grid's :func:`evaluate_chunk` calls ``tasks`` run: :func:`compile_ahead` where
     :func:`compiles_ahead` says so, saying on the progress bar what it waits for."""
+    tasks = _check_tasks("tasks", tasks)
     if not tasks or not compiles_ahead(executor):
         return
     shown = bar is not None and not bar.disable
@@ -454,6 +480,11 @@ def run_grid(tasks: Sequence[Any], chunk_args, save, *, executor=None, interrupt
       executor: optional ``submit`` object (Dask); None runs in this process.
       bar: the run's tqdm progress bar, which says when it waits for compilation.
     """
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Sequence):
+        raise TypeError(f"tasks must be a list of work items, got {_checks.describe(tasks)}")
+    _checks.function("chunk_args", chunk_args)
+    _checks.function("save", save)
+    _checks.function("stop", stop)
     tasks = list(tasks)
     calls = [tuple(chunk_args(task)) for task in tasks]
     if SPLIT_BRANCHES_AHEAD and compiles_ahead(executor):  # one training program per minibatch size (same scores)
@@ -608,6 +639,11 @@ def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
     and chunks of one problem setting, capacity and size share their training program (:attr:`Chunk.programs`).
     Chunks are returned costliest first, so that chunks running in parallel threads finish together.
     """
+    if isinstance(problems_, (str, bytes)) or not isinstance(problems_, Sequence):
+        raise TypeError(f"problems_ must be a list of jtk.testbed.Problem, got {_checks.describe(problems_)}")
+    for i, p in enumerate(problems_):
+        if not isinstance(p, Problem):
+            raise TypeError(f"problems_[{i}] must be a jtk.testbed.Problem, got {_checks.describe(p)}")
     groups: dict[Problem, list[Problem]] = {}
     for p in problems_:
         groups.setdefault(p.training_problem, []).append(p)
@@ -638,6 +674,9 @@ def make_chunks(problems_: Sequence[Problem], agent) -> list[Chunk]:
 
 def evaluate_chunk(agent, groups: list[list[Problem]], name: str, likelihood: str = "auto") -> pd.DataFrame:
     """Scores one chunk (a picklable unit of work for an executor)."""
+    _check_groups("groups", groups)
+    _checks.instance("name", name, str, "a string (the agent's name in the results)")
+    _checks.one_of("likelihood", likelihood, LIKELIHOODS)
     if isinstance(agent, agents_base.JaxAgent):
         rows = _evaluate_jax_chunk(agent, groups, name, likelihood)
     else:

@@ -18,7 +18,7 @@ from jtk.agents import base as agents_base
 
 __all__ = ["PAPER_TEMPERATURES", "PAPER_NUM_TRAIN", "PAPER_TAUS", "GROUP_COLUMNS", "PROBLEM_COLUMNS", "Problem",
            "grid", "paper_problems", "quick_problems", "classification_problems", "GRIDS", "problems",
-           "check_problems", "problem_text"]
+           "check_problems"]
 
 PAPER_TEMPERATURES = (0.01, 0.1, 0.5)
 PAPER_NUM_TRAIN = (1, 3, 10, 30, 100, 300, 1000)

@@ -18,8 +18,7 @@ from jtk.agents import base as agents_base
 from jtk.testbed.engine import agent_name, agent_seed, evaluate, load_problem, make_chunks, _num_components
 from jtk.testbed.grids import PAPER_TAUS, Problem, paper_problems
 
-__all__ = ["Probe", "AgentReport", "check_agent", "ProbeSubject", "PROBES", "probe_shapes", "probe_finite",
-           "probe_coherence", "probe_seed", "probe_mixture_weights", "probe_joint_dependence"]
+__all__ = ["Probe", "AgentReport", "check_agent", "PROBES"]
 
 
 @dataclass(frozen=True)
@@ -265,7 +264,7 @@ def probe_joint_dependence(s: ProbeSubject) -> tuple[bool, str]:
 
 PROBES = (("shapes", probe_shapes), ("finite", probe_finite), ("coherence", probe_coherence), ("seed", probe_seed),
           ("mixture weights", probe_mixture_weights), ("joint dependence", probe_joint_dependence))
-"""The probes :func:`check_agent` runs after ``fit``, in order: (name, function of a :class:`ProbeSubject`)."""
+"""The probes :func:`check_agent` runs after ``fit``, in order: (name, function of a ``ProbeSubject``)."""
 
 
 def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: int = 0, num_samples: int = 100,
