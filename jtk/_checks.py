@@ -334,3 +334,39 @@ def keyed(name: str, value: Any, keys: Iterable[str]) -> Mapping:
     if missing:
         raise ValueError(f"{name} must have keys {keys}, missing {missing} (got keys {sorted(map(str, value))})")
     return value
+
+
+def indices(name: str, value: Any, n: int | None, into: str = "cov", allow_empty: bool = False) -> np.ndarray:
+    """``value`` as distinct int64 indices into ``into`` (n rows; None: any non-negative index)."""
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of indices into {into}, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer indices into {into}, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size == 0:
+        if allow_empty:
+            return arr
+        raise ValueError(f"{name} must hold at least one index, got an empty array")
+    if arr.min() < 0 or n is not None and arr.max() >= n:
+        limit = "non-negative indices" if n is None else f"indices in [0, {n}) ({into} has {n} rows)"
+        raise ValueError(f"{name} must hold {limit}, got values in [{arr.min()}, {arr.max()}]")
+    if len(np.unique(arr)) != len(arr):
+        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
+    return arr
+
+
+def key_value_arg(text: str) -> tuple[str, object]:
+    """An argparse ``type`` for ``--set KEY=VALUE`` (``jtk testbed``, ``jtk sweep``, ``jtk bandit``, the zoo study):
+    (KEY, VALUE read as a Python literal, else the text itself). A missing ``=`` is argparse's usage error."""
+    import argparse
+    import ast
+
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = value
+    return key.strip(), parsed

@@ -35,7 +35,6 @@ or a kill loses at most the running chunk and ``--resume`` continues;
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import pathlib
 import sys
@@ -44,15 +43,6 @@ import time
 import pandas as pd
 
 
-def _hyperparameter(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    try:
-        parsed = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        parsed = value
-    return key.strip(), parsed
 
 
 def _int_at_least(minimum: int):
@@ -87,7 +77,7 @@ def _bytes(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jtk import agents, testbed
+    from jtk import _checks, agents, testbed
 
     parser = argparse.ArgumentParser(prog="jtk", description="jtk: joint predictive uncertainty toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -101,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("--force", action="store_true", help="overwrite an existing --out file (and discard its parts)")
     tb.add_argument("--resume", action="store_true",
                     help="continue an interrupted run of the same configuration from FILE.parts/")
-    tb.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+    tb.add_argument("--set", dest="hyperparameters", type=_checks.key_value_arg, action="append", default=[],
                     metavar="KEY=VALUE", help="agent hyperparameter, e.g. --set num_members=10")
     tb.add_argument("--scheduler", default="local",
                     help="local (in-process, default), dask (embedded 2-worker LocalCluster on loopback) "
@@ -189,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="directory for per-chunk results (resumes if it holds the same problems; refuses others)")
     sw.add_argument("--new", action="store_true",
                     help="insist on a fresh run: refuse a --results directory that is not empty")
-    sw.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+    sw.add_argument("--set", dest="hyperparameters", type=_checks.key_value_arg, action="append", default=[],
                     metavar="KEY=VALUE", help="fixed hyperparameter for every configuration, e.g. num_steps=200")
     sw.add_argument("--scheduler", default="local", help="local, dask or tcp://HOST:PORT")
     sw.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -220,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--horizon", type=_positive_int, default=1000, help="time steps T (default 1000)")
     bd.add_argument("--seeds", type=_positive_int, default=5, help="number of problems J (default 5)")
     bd.add_argument("--temperature", type=float, default=0.1, help="environment temperature (default 0.1)")
-    bd.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+    bd.add_argument("--set", dest="hyperparameters", type=_checks.key_value_arg, action="append", default=[],
                     metavar="KEY=VALUE", help="agent hyperparameter, e.g. --set num_members=10")
     bd.add_argument("--out", default=None, help="CSV file for the cumulative regret curves (with a manifest)")
     bd.add_argument("--force", action="store_true", help="overwrite an existing --out file")

@@ -54,24 +54,7 @@ _PSD_RTOL = 1e-6  # eigenvalues down to −1e-6 · max diag count as PSD (round-
 
 
 # ------------------------------------------------------------------ validation
-def _as_index(name: str, value: Any, n: int | None, into: str = "cov", allow_empty: bool = False) -> np.ndarray:
-    """``value`` as distinct int64 indices into ``into`` (n rows; None: any non-negative index)."""
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of indices into {into}, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer indices into {into}, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    if arr.size == 0:
-        if allow_empty:
-            return arr
-        raise ValueError(f"{name} must hold at least one index, got an empty array")
-    if arr.min() < 0 or n is not None and arr.max() >= n:
-        limit = "non-negative indices" if n is None else f"indices in [0, {n}) ({into} has {n} rows)"
-        raise ValueError(f"{name} must hold {limit}, got values in [{arr.min()}, {arr.max()}]")
-    if len(np.unique(arr)) != len(arr):
-        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
-    return arr
+_as_index = _checks.indices  # distinct int64 indices into a matrix (the one owner is jtk._checks)
 
 
 @serial_blas

@@ -201,23 +201,6 @@ def condition(kernel: Kernel, x, y, noise_var: float, hyperparameters: dict | No
     return GaussianProcessPosterior(kernel, x, noise_var, chol, alpha, dict(hyperparameters or {}))
 
 
-def _gram_indices(name: str, value: Any, n: int, allow_empty: bool) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of row indices into gram, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer row indices into gram, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    if not arr.size and not allow_empty:
-        raise ValueError(f"{name} must hold at least one index, got an empty array")
-    if arr.size and (arr.min() < 0 or arr.max() >= n):
-        raise ValueError(f"{name} must hold indices in [0, {n}) (gram has {n} rows), got values in "
-                         f"[{arr.min()}, {arr.max()}]")
-    if len(np.unique(arr)) != len(arr):
-        raise ValueError(f"{name} must not repeat indices, got {len(arr) - len(np.unique(arr))} repeats")
-    return arr
-
-
 @serial_blas
 def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance: bool = False
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -257,8 +240,8 @@ def gram_posterior(gram, observed, y, targets, noise_var: float, full_covariance
         raise TypeError(f"gram must be a real-valued matrix, got dtype {gram.dtype}")
     gram = gram.astype(np.float64, copy=False)
     n = gram.shape[0]
-    observed = _gram_indices("observed", observed, n, allow_empty=True)
-    targets = _gram_indices("targets", targets, n, allow_empty=False)
+    observed = _checks.indices("observed", observed, n, into="gram", allow_empty=True)
+    targets = _checks.indices("targets", targets, n, into="gram")
     y = _checks.as_float_array("y", y, ndim=1, dtype=np.float64)
     if len(y) != len(observed):
         raise ValueError(f"y must have one value per index of observed ({len(observed)}), got {len(y)}")

@@ -22,7 +22,6 @@ Run one of these at a time: each uses every core it is given.
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 import sys
 import time
@@ -113,16 +112,6 @@ def robustness(name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _hyperparameter(text: str) -> tuple[str, object]:
-    """``--set KEY=VALUE`` as ``jtk testbed --set`` reads it (the testbed package may not import jtk.cli)."""
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--set takes KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    try:
-        parsed = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        parsed = value
-    return key.strip(), parsed
 
 
 def main(argv=None) -> int:
@@ -133,7 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per grid cell (default: the grid's)")
     parser.add_argument("--robustness", action="store_true", help="run the §6 study instead of a grid")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
-    parser.add_argument("--set", dest="hyperparameters", type=_hyperparameter, action="append", default=[],
+    parser.add_argument("--set", dest="hyperparameters", type=_checks.key_value_arg, action="append", default=[],
                         metavar="KEY=VALUE", help="hyperparameter for the agent, e.g. learning_rate=1e-3")
     parser.add_argument("--label", help="name of the configured agent in the results (one agent only), "
                                         "e.g. sgmcmc_tuned")
