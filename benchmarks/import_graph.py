@@ -30,7 +30,7 @@ PACKAGE_DIR = ROOT / "jtk"
 # The layer of each top-level name (a package of the new layout, or a module of the old flat one), lowest first.
 LAYERS = (
     ("platform", {"jtk", "_checks", "_compile", "_deprecation", "_info", "_json", "_memory", "_numerics", "executors",
-                  "likelihood", "nets", "results", "train"}),
+                  "likelihood", "nets", "results", "train", "_docs", "_paths"}),
     ("envs", {"envs"}),
     ("agents", {"agents"}),
     ("regression", {"regression", "coverage"}),
@@ -40,6 +40,7 @@ LAYERS = (
     ("course", {"course", "checks", "grading", "exercises", "export", "gradebook", "gradescope", "nbgrader", "labs",
                 "challenge", "sandbox", "_challenge_worker", "_grading_worker", "_kernel_launcher", "_math",
                 "_judge", "_answers", "_wire"}),
+    ("reproduce", {"reproduce"}),
     ("cli", {"cli"}),
 )
 
