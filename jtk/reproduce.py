@@ -31,13 +31,14 @@ import glob
 import importlib
 import os
 import shlex
+import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 from jtk import _checks
 
 __all__ = ["get", "steps", "run", "command", "parse", "listing", "quick_time", "Step", "Study", "Timing", "STUDIES",
-           "PAPERS", "PRESETS"]
+           "PAPERS", "PRESETS", "TIMES_CSV"]
 
 PAPERS = {
     "testbed": "Osband et al. (2022), The Neural Testbed: Evaluating Joint Predictions (NeurIPS 2022)",
@@ -324,16 +325,60 @@ def _results() -> Path:
     return _paths.RESULTS
 
 
+TIMES_CSV = "reproduce_times.csv"
+"""The registry's own record of finished runs (one row per ``jtk reproduce NAME`` that completed: study, preset,
+wall seconds, when, CPU cores, load average before and after), kept in the results folder. It gives the quick
+time of a study that keeps no timing of its own."""
+
+
 def quick_time(study: Study, results: Path | None = None) -> Timing | None:
-    """The quick preset's wall time as the study recorded it in ``results`` (None: not recorded)."""
+    """The quick preset's wall time as the study recorded it in ``results``, else as ``jtk reproduce`` recorded its
+    last completed quick run (:data:`TIMES_CSV`); None: not recorded."""
     _checks.instance("study", study, Study, "a Study (jtk.reproduce.get(name))")
     results = _results_dir(results)
-    if study.timing is None:
-        return None
+    folder = results if results is not None else _results()
+    if study.timing is not None:
+        try:
+            found = study.timing(folder)
+        except (OSError, KeyError, ValueError):  # a record of another shape: not a time to show
+            found = None
+        if found is not None:
+            return found
+    return _recorded_run(study.name, "quick", folder)
+
+
+def _recorded_run(name: str, preset: str, folder: Path) -> Timing | None:
+    import pandas as pd
+
     try:
-        return study.timing(results if results is not None else _results())
-    except (OSError, KeyError, ValueError):  # a record of another shape: not a time to show
+        runs = pd.read_csv(folder / TIMES_CSV)
+        mine = runs[(runs["study"] == name) & (runs["preset"] == preset)]
+    except (OSError, KeyError, ValueError):
         return None
+    if mine.empty:
+        return None
+    last = mine.iloc[-1]
+    return Timing(float(last["seconds"]), f"{TIMES_CSV}: `jtk reproduce {name}` on {last['finished'][:10]}, "
+                                          f"{int(last['cpus'])} CPU cores, load {last['load_before']:.1f} before, "
+                                          f"{last['load_after']:.1f} after")
+
+
+def _record_run(name: str, preset: str, folder: Path, seconds: float, load_before: float) -> None:
+    """Appends one finished run to :data:`TIMES_CSV` in ``folder`` (written whole, atomically)."""
+    import pandas as pd
+
+    from jtk import results as results_lib
+
+    path = folder / TIMES_CSV
+    row = pd.DataFrame([{"study": name, "preset": preset, "seconds": round(seconds, 1),
+                         "finished": results_lib.timestamp(), "cpus": os.cpu_count(),
+                         "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}])
+    try:
+        old = pd.read_csv(path)
+    except (OSError, ValueError):
+        old = None
+    table = row if old is None else pd.concat([old, row], ignore_index=True)
+    results_lib.write_atomic(path, results_lib.csv_bytes(table))
 
 
 def _results_dir(results) -> Path | None:
@@ -420,6 +465,7 @@ def run(name: str, preset: str = "quick", out_dir: str | Path | None = None, ext
         out_dir = _paths.DEFAULT_OUT_DIR  # no checkout: the results and the pages go to ./jtk-results
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
+    start, load_before = time.perf_counter(), os.getloadavg()[0]
     for step in steps(name, preset, out_dir, extra):
         print(f"jtk reproduce {name}: {command(step)}", flush=True)
         if dry_run:
@@ -428,4 +474,8 @@ def run(name: str, preset: str = "quick", out_dir: str | Path | None = None, ext
         status = importlib.import_module(step.module).main(list(step.argv))
         if status:
             return int(status)
+    if not dry_run and not extra:  # a run with extra arguments is not the preset as listed: not its time
+        seconds = time.perf_counter() - start
+        _record_run(name, preset, Path(out_dir) if out_dir is not None else _results(), seconds, load_before)
+        print(f"jtk reproduce {name}: {preset} preset done in {seconds:,.0f} s (recorded in {TIMES_CSV})")
     return 0

@@ -106,3 +106,33 @@ def test_without_a_checkout_the_results_go_to_jtk_results(monkeypatch, tmp_path)
     monkeypatch.setattr(reproduce, "parse", lambda step: calls.append(step))
     assert reproduce.run("ppc-fig3", "report", dry_run=True) == 0
     assert calls[0].argv[-2:] == ("--out-dir", "jtk-results") and (tmp_path / "jtk-results").is_dir()
+
+
+def test_a_completed_run_records_its_time_and_the_list_shows_it(tmp_path, monkeypatch):
+    """A study that keeps no timing of its own gets the time `jtk reproduce` measured; dry runs and runs with extra
+    arguments (not the preset as listed) record nothing; a study's own record wins over the registry's."""
+    calls = []
+    module = importlib.import_module("jtk.testbed.known_limits")
+    monkeypatch.setattr(module, "main", lambda argv=None: calls.append(argv) or 0)
+    study = reproduce.get("testbed-known-limits")
+    assert reproduce.quick_time(study, tmp_path) is None
+    assert reproduce.run("testbed-known-limits", out_dir=tmp_path, dry_run=False) == 0
+    assert reproduce.run("testbed-known-limits", out_dir=tmp_path, extra=["--help-me"]) == 0
+    assert len(calls) == 2
+    rows = pd.read_csv(tmp_path / reproduce.TIMES_CSV)
+    assert list(rows["study"]) == ["testbed-known-limits"] and list(rows["preset"]) == ["quick"]
+    assert rows["seconds"].iloc[0] >= 0 and rows["cpus"].iloc[0] >= 1
+    t = reproduce.quick_time(study, tmp_path)
+    assert t is not None and t.seconds == pytest.approx(rows["seconds"].iloc[0])
+    assert reproduce.TIMES_CSV in t.source and "jtk reproduce testbed-known-limits" in t.source
+    assert reproduce.run("testbed-known-limits", out_dir=tmp_path) == 0  # a second run is appended
+    assert len(pd.read_csv(tmp_path / reproduce.TIMES_CSV)) == 2
+    assert f"{t.seconds:,.0f} s ({reproduce.TIMES_CSV}" in reproduce.listing(tmp_path)
+    # a study with its own record shows that one, whatever the registry recorded
+    ppc = reproduce.get("ppc-table1")
+    pd.DataFrame([{"wall": 12.0, "seeds": 5}]).to_csv(tmp_path / "ppc_real_quick_meta.csv", index=False)
+    pd.concat([pd.read_csv(tmp_path / reproduce.TIMES_CSV),
+               pd.DataFrame([{"study": "ppc-table1", "preset": "quick", "seconds": 99.0, "finished": "2026-11-28T00:00",
+                              "cpus": 2, "load_before": 1.0, "load_after": 1.0}])]).to_csv(
+        tmp_path / reproduce.TIMES_CSV, index=False)
+    assert reproduce.quick_time(ppc, tmp_path).seconds == 12.0
