@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jtk import _checks, train as train_lib
+from jtk import _checks, _compile, train as train_lib
 from jtk.regression import bnn, deep
 
 __all__ = ["bbb_many", "ensemble_snapshots", "networks_many", "sgld_many"]
@@ -60,7 +60,7 @@ def _vectorize(value: Any) -> bool:
     return bool(value)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0, long_running=True)
 def _map_sets(fn, *per_set):
     """``fn(*args)`` for one data set at a time (lax.map over the leading axis of every argument)."""
     return jax.lax.map(lambda a: fn(*a), per_set)
@@ -207,7 +207,7 @@ def ensemble_snapshots(hidden: int, num_members: int, epochs, keys, xs, ys, lear
                                jnp.asarray(ys, jnp.float32), jnp.asarray(lrs, jnp.float32), jnp.float32(noise_var))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3), long_running=True)
 def _ensemble_snapshots(hidden: int, num_members: int, epochs: tuple[int, ...], dropout_rate: float, keys: jax.Array,
                         x: jax.Array, y: jax.Array, lrs: jax.Array, noise_var: jax.Array) -> deep.Member:
     n, d = x.shape[1], x.shape[2]
