@@ -7,7 +7,7 @@ so each data set gets the same numbers as that program run alone (tests/test_ppc
 
 * By default the data sets run one at a time inside the program (``jax.lax.map``): a step's tensors for one data set
   stay in cache, several times faster per data set than vmapping them on the CPU (docs/ppc.md, "Speed of the
-  trainers"), and no linear-algebra call is ever batched (:func:`jtk.regression.bnn.map_datasets` explains the
+  trainers"), and no linear-algebra call is ever batched (``jtk.regression.bnn.map_datasets`` explains the
   deadlock that batched decompositions can cause). ``vectorize=True`` vmaps over the data sets instead: the way the
   study trained before its speed-up, kept for the speed comparison.
 * Data set i is trained with ``keys[i]``; the caller derives the keys (the study: ``jax.random.split(key, D)``).
