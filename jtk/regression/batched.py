@@ -99,12 +99,7 @@ def bbb_many(model: bnn.BBBRegression, keys, xs, ys, *, vectorize: bool = False)
     xs, ys = _stacks(xs, ys)
     keys, vectorize = _keys(keys, len(xs)), _vectorize(vectorize)
     n, d = xs.shape[1], xs.shape[2]
-    fn = bnn._bbb_fit_fn(d, model.hidden, model.num_steps, train_lib.batch_bucket(n, model.batch_size),
-                         model.num_mc, model.learning_rate)
-    hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-             "prior_scale": jnp.float32(model.prior_scale), "kl_weight": jnp.float32(model.kl_weight),
-             "init_sigma": jnp.float32(model.init_sigma)}
-    mu, sigma, _ = _run(fn, hyper, keys, _padded(xs, ys), vectorize)
+    mu, sigma, _ = _run(model._fn(d, n), model._hyper(n), keys, _padded(xs, ys), vectorize)
     return mu, sigma
 
 
@@ -124,11 +119,7 @@ def sgld_many(model: bnn.SGLDRegression, keys, xs, ys, *, vectorize: bool = Fals
     xs, ys = _stacks(xs, ys)
     keys, vectorize = _keys(keys, len(xs)), _vectorize(vectorize)
     n, d = xs.shape[1], xs.shape[2]
-    fn = bnn._sgld_fit_fn(d, model.hidden, model.burn_in, model.thin, model.samples_per_chain, model.num_chains,
-                          train_lib.batch_bucket(n, model.batch_size))
-    hyper = {"n": jnp.float32(n), "noise_var": jnp.float32(model.noise_var),
-             "prior_scale": jnp.float32(model.prior_scale), "step_size": jnp.float32(model.step_size)}
-    return _run(fn, hyper, keys, _padded(xs, ys), vectorize)
+    return _run(model._fn(d, n), model._hyper(n), keys, _padded(xs, ys), vectorize)
 
 
 # ------------------------------------------------------------------ the deep-regression networks

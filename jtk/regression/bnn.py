@@ -394,17 +394,22 @@ class BBBRegression:
         _checks.integer("batch_size", self.batch_size, minimum=1)
         _checks.integer("num_moment_samples", self.num_moment_samples, minimum=2)
 
+    def _fn(self, input_dim: int, n: int):
+        """The compiled training of n points in ``input_dim`` dimensions (shared with jtk.regression.batched)."""
+        return _bbb_fit_fn(input_dim, self.hidden, self.num_steps, train_lib.batch_bucket(n, self.batch_size),
+                           self.num_mc, self.learning_rate)
+
+    def _hyper(self, n: int) -> dict:
+        return {"n": jnp.float32(n), "noise_var": jnp.float32(self.noise_var),
+                "prior_scale": jnp.float32(self.prior_scale), "kl_weight": jnp.float32(self.kl_weight),
+                "init_sigma": jnp.float32(self.init_sigma)}
+
     def fit(self, x, y, seed: Any = 0, prior: Any = None) -> GaussianWeightPosterior:
         """Trains on x [n, d], y [n] → :class:`GaussianWeightPosterior`. ``prior`` is ignored."""
         x, y = _check_xy(x, y)
         key = _checks.as_key(seed)
         data = train_lib.pad_dataset(x, y)
-        batch = train_lib.batch_bucket(len(x), self.batch_size)
-        fn = _bbb_fit_fn(x.shape[1], self.hidden, self.num_steps, batch, self.num_mc, self.learning_rate)
-        hyper = {"n": jnp.float32(len(x)), "noise_var": jnp.float32(self.noise_var),
-                 "prior_scale": jnp.float32(self.prior_scale), "kl_weight": jnp.float32(self.kl_weight),
-                 "init_sigma": jnp.float32(self.init_sigma)}
-        mu, sigma, _ = fn(key, data, hyper)
+        mu, sigma, _ = self._fn(x.shape[1], len(x))(key, data, self._hyper(len(x)))
         return GaussianWeightPosterior(mu, sigma, x.shape[1], self.num_moment_samples)
 
 
@@ -484,14 +489,18 @@ class SGLDRegression:
             raise ValueError("num_chains * samples_per_chain must be >= 2 to estimate a covariance, got "
                              f"{self.num_chains} * {self.samples_per_chain}")
 
+    def _fn(self, input_dim: int, n: int):
+        """The compiled chains on n points in ``input_dim`` dimensions (shared with jtk.regression.batched)."""
+        return _sgld_fit_fn(input_dim, self.hidden, self.burn_in, self.thin, self.samples_per_chain,
+                            self.num_chains, train_lib.batch_bucket(n, self.batch_size))
+
+    def _hyper(self, n: int) -> dict:
+        return {"n": jnp.float32(n), "noise_var": jnp.float32(self.noise_var),
+                "prior_scale": jnp.float32(self.prior_scale), "step_size": jnp.float32(self.step_size)}
+
     def fit(self, x, y, seed: Any = 0, prior: Any = None) -> ParticlePosterior:
         """Runs the chains on x [n, d], y [n] → :class:`ParticlePosterior` with S samples."""
         x, y = _check_xy(x, y)
         key = _checks.as_key(seed)
         data = train_lib.pad_dataset(x, y)
-        batch = train_lib.batch_bucket(len(x), self.batch_size)
-        fn = _sgld_fit_fn(x.shape[1], self.hidden, self.burn_in, self.thin, self.samples_per_chain,
-                          self.num_chains, batch)
-        hyper = {"n": jnp.float32(len(x)), "noise_var": jnp.float32(self.noise_var),
-                 "prior_scale": jnp.float32(self.prior_scale), "step_size": jnp.float32(self.step_size)}
-        return ParticlePosterior(fn(key, data, hyper), x.shape[1])
+        return ParticlePosterior(self._fn(x.shape[1], len(x))(key, data, self._hyper(len(x))), x.shape[1])
