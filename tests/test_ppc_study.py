@@ -324,6 +324,70 @@ def test_benchmark_end_to_end_on_toy_sizes(study, tmp_path):
     assert {"oracle_batchmig_ll", "oracle_random_ll", "no_query_ll"} <= set(oracle_ll.columns)
 
 
+@pytest.mark.filterwarnings("ignore:An input array is constant")
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning")
+def test_a_stopped_run_continues_from_its_checkpoints(study, tmp_path, monkeypatch):
+    """Killed in the middle of Fig. 4, the study keeps its finished groups; the next call trains only the rest and
+    writes the same rows as a run that was never stopped; a checkpoint of another run is refused by name."""
+    argv = ["--preset", "smoke", "--families", "GP-RBF", "oracle, S samples", "--no-docs"]
+    whole = tmp_path / "whole"
+    assert study.main(argv + ["--out-dir", str(whole)]) == 0
+    assert not (whole / ".ppc_smoke_checkpoints").exists()  # gone once the CSVs are written
+
+    stopped = tmp_path / "stopped"
+    real, calls = study.train_group, []
+
+    def dies_on_the_third(group, *a, **k):
+        calls.append(group.settings[0].label)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(group, *a, **k)
+
+    monkeypatch.setattr(study, "train_group", dies_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        study.main(argv + ["--out-dir", str(stopped)])
+    folder = stopped / ".ppc_smoke_checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == ["fig3.npz", "group-000.npz", "group-001.npz"]
+    assert not (stopped / "ppc_smoke_runs.csv").exists()
+
+    calls.clear()
+    monkeypatch.setattr(study, "train_group", lambda group, *a, **k: calls.append(group) or real(group, *a, **k))
+    assert study.main(argv + ["--out-dir", str(stopped)]) == 0
+    groups = study.grid(study.preset_for("smoke"), ["GP-RBF", "oracle, S samples"])
+    ablation = study.grid(study.preset_for("smoke"), ["GP-RBF", "oracle, S samples"])
+    assert calls == groups[2:] + ablation  # Fig. 4 trained only the groups not saved; the ablation all of its own
+    assert not folder.exists()
+    for name in ("runs", "fig3", "xll", "baselines", "runs_shared"):
+        a, b = (pd.read_csv(d / f"ppc_smoke_{name}.csv") for d in (whole, stopped))
+        pd.testing.assert_frame_equal(a, b)
+    timings = pd.read_csv(stopped / "ppc_smoke_timings.csv")
+    assert timings["resumed"].tolist() == [True, True] + [False] * (len(groups) - 2)
+    assert pd.read_csv(stopped / "ppc_smoke_meta.csv")["resumed_groups"].item() == 2
+
+    # a torn piece is recomputed, not trusted
+    monkeypatch.setattr(study, "train_group", dies_on_the_third)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        study.main(argv + ["--out-dir", str(stopped)])
+    (folder / "group-000.npz").write_bytes(b"PK\x03\x04 torn")
+    monkeypatch.setattr(study, "train_group", lambda group, *a, **k: calls.append(group) or real(group, *a, **k))
+    calls.clear()
+    assert study.main(argv + ["--out-dir", str(stopped)]) == 0
+    assert calls[:1] == groups[:1] and groups[1] not in calls[:len(groups) - 1]
+    pd.testing.assert_frame_equal(*(pd.read_csv(d / "ppc_smoke_runs.csv") for d in (whole, stopped)))
+
+    # a checkpoint left by another run (here: another seed) is refused, naming the way out; --fresh starts over
+    monkeypatch.setattr(study, "train_group", dies_on_the_third)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        study.main(argv + ["--out-dir", str(stopped)])
+    monkeypatch.setattr(study, "train_group", real)
+    with pytest.raises(ValueError, match="belongs to another run.*--fresh"):
+        study.main(argv + ["--out-dir", str(stopped), "--seed", "1"])
+    assert study.main(argv + ["--out-dir", str(stopped), "--seed", "1", "--fresh"]) == 0
+    assert not folder.exists()
+
+
 def test_benchmark_refuses_bad_arguments(study, capsys):
     with pytest.raises(SystemExit):
         study.main(["--preset", "smoke", "--families", "Bogus"])

@@ -38,9 +38,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import io
+import json
 import os
+import shutil
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -451,9 +456,72 @@ def baselines(ctxs, oracle, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------ checkpoints: a stopped run continues
+class Checkpoints(NamedTuple):
+    """Where a run in progress keeps each finished piece (a group of settings, Fig. 3) and what the pieces must match.
+
+    A piece is one ``.npz`` file, written atomically when the piece is done: its rows, timing and (for Fig. 4) the
+    test moments that Figs. 5-6 need. A later run with the same ``fingerprint`` (preset, families, seed and the data
+    itself) reads the pieces instead of recomputing them; the code is assumed unchanged in between (``--fresh``
+    starts over). :func:`compute` deletes the folder once the run's CSVs are written.
+    """
+
+    folder: Path
+    fingerprint: str
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.npz"
+
+    def load(self, name: str) -> tuple[dict, dict] | None:
+        """(payload, arrays) of the piece ``name``, or None when it is not there yet."""
+        path = self.path(name)
+        if not path.exists():
+            return None
+        try:
+            with np.load(path) as f:
+                fingerprint = str(f["fingerprint"])
+                payload = json.loads(str(f["payload"]))
+                arrays = {k: np.asarray(f[k]) for k in f.files if k not in ("fingerprint", "payload")}
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:  # torn: recompute the piece
+            print(f"checkpoint {path.name} unreadable ({type(e).__name__}); recomputing that piece", flush=True)
+            return None
+        if fingerprint != self.fingerprint:
+            raise ValueError(f"the checkpoint {str(path)!r} belongs to another run (preset, families, seed or data "
+                             "differ): run with --fresh to start over, or give this run another --tag")
+        return payload, arrays
+
+    def save(self, name: str, payload: dict, arrays: dict | None = None) -> None:
+        from jtk.results import write_atomic
+
+        buf = io.BytesIO()
+        np.savez(buf, fingerprint=np.asarray(self.fingerprint), payload=np.asarray(json.dumps(payload)),
+                 **(arrays or {}))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path(name), buf.getvalue())
+
+
+def checkpoints_for(folder: Path, preset: dict, families, seed: int, data: str) -> Checkpoints:
+    """The checkpoints of one run: ``folder`` and the fingerprint of its preset, families, seed and data."""
+    h = hashlib.sha256(json.dumps([sorted((k, repr(v)) for k, v in preset.items()), list(families), seed, data])
+                       .encode())
+    for s in make_splits(preset["dim"], preset["splits"], data, seed=121, **sizes_of(preset)):
+        h.update(np.ascontiguousarray(s.x_train).tobytes())
+        h.update(np.ascontiguousarray(s.y_test).tobytes())
+    return Checkpoints(Path(folder), h.hexdigest())
+
+
+def _rows_json(rows: list[dict]) -> list[dict]:
+    return [{k: (bool(v) if isinstance(v, (bool, np.bool_)) else v.item() if isinstance(v, np.generic) else v)
+             for k, v in r.items()} for r in rows]
+
+
 # ------------------------------------------------------------------ the study
-def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: str) -> tuple[pd.DataFrame, dict, list]:
-    """All settings on all splits → (rows, {label: (test means [S, U], test covs [S, U, U])}, group timings)."""
+def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: str,
+              checkpoints: Checkpoints | None = None, prefix: str = "group") -> tuple[pd.DataFrame, dict, list]:
+    """All settings on all splits → (rows, {label: (test means [S, U], test covs [S, U, U])}, group timings).
+
+    With ``checkpoints`` every finished group is saved as ``<prefix>-<index>``, and groups saved by an earlier call
+    are read back instead of trained (their timings are the ones measured when they ran)."""
     d = splits[0].x_train.shape[1]
     oracle = GPRegression(kernel=ReLUKernelGP(d).kernel, noise_var=NOISE_VAR)
     ctxs = contexts(splits)
@@ -464,6 +532,17 @@ def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: 
     index = {g: gi for gi, g in enumerate(groups)}
     ensembles: dict = {}
     for gi, group in enumerate(tqdm(groups, desc=desc, unit="group")):
+        name = f"{prefix}-{gi:03d}"
+        saved = checkpoints.load(name) if checkpoints is not None else None
+        if saved is not None and (not keep_test or all(f"mean_{j}" in saved[1] for j in range(len(group.settings)))):
+            payload, arrays = saved
+            rows += payload["rows"]
+            timings.append(payload["timing"] | {"resumed": True})
+            if keep_test:
+                for j, st in enumerate(group.settings):
+                    kept[st.label] = (arrays[f"mean_{j}"], arrays[f"cov_{j}"])
+            continue
+        first_row = len(rows)
         t0 = time.perf_counter()
         state = None
         if group.family == "Ensemble":  # one batched run per width serves all its learning rates and epochs
@@ -488,7 +567,13 @@ def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: 
                 kept[st.label] = (np.stack(means), np.stack(covs))
         timings.append({"family": group.family, "units": group.units, "lr": group.lr, "epochs": group.epochs,
                         "settings": len(group.settings), "splits": len(splits), "train_seconds": t_train,
-                        "score_seconds": time.perf_counter() - t1})
+                        "score_seconds": time.perf_counter() - t1, "resumed": False})
+        if checkpoints is not None:
+            arrays = {}
+            if keep_test:
+                for j, st in enumerate(group.settings):
+                    arrays[f"mean_{j}"], arrays[f"cov_{j}"] = kept[st.label]
+            checkpoints.save(name, {"rows": _rows_json(rows[first_row:]), "timing": timings[-1]}, arrays)
     return pd.DataFrame(rows), kept, timings
 
 
@@ -950,19 +1035,36 @@ def estimate(timings: pd.DataFrame, this: dict, other: dict, families) -> dict:
 
 # ------------------------------------------------------------------ compute (the expensive part) → CSVs
 def compute(args, preset: dict, tag: str) -> None:
-    """Runs every stage and writes its CSVs; :func:`report` builds figures, tables and the page from them."""
+    """Runs every stage and writes its CSVs; :func:`report` builds figures, tables and the page from them.
+
+    Each finished piece (Fig. 3, every group of settings) is checkpointed under ``.ppc_<tag>_checkpoints/`` in the
+    results folder, so a stopped run continues where it stopped (``--fresh`` starts over); the stage times then add
+    the earlier calls' measured seconds, and the folder goes once the CSVs are written.
+    """
     t_start, load0 = time.perf_counter(), os.getloadavg()[0]
+    folder = RESULTS / f".ppc_{tag}_checkpoints"
+    if getattr(args, "fresh", False) and folder.exists():
+        shutil.rmtree(folder)
+    ckpt = checkpoints_for(folder, preset, args.families, args.seed, args.data)
     stages = []
     # Fig. 3
-    t0 = time.perf_counter()
-    fig3_curves(preset, args.data, seed=121).to_csv(RESULTS / f"ppc_{tag}_fig3.csv", index=False)
-    stages.append({"stage": "Fig. 3", "seconds": time.perf_counter() - t0})
+    saved = ckpt.load("fig3")
+    if saved is None:
+        t0 = time.perf_counter()
+        curves = fig3_curves(preset, args.data, seed=121)
+        f3_seconds = time.perf_counter() - t0
+        ckpt.save("fig3", {"csv": curves.to_csv(index=False), "seconds": f3_seconds})
+    else:
+        curves, f3_seconds = pd.read_csv(io.StringIO(saved[0]["csv"])), saved[0]["seconds"]
+    curves.to_csv(RESULTS / f"ppc_{tag}_fig3.csv", index=False)
+    stages.append({"stage": "Fig. 3", "seconds": f3_seconds})
     # Fig. 4
     splits = make_splits(preset["dim"], preset["splits"], args.data, seed=121, **sizes_of(preset))
     t0 = time.perf_counter()
     runs, kept, timings = run_study(preset, splits, args.families, args.seed, keep_test=True,
-                                    desc=f"Fig. 4 ({len(splits)} splits, {args.data} data)")
-    stages.append({"stage": "Fig. 4 (train + score)", "seconds": time.perf_counter() - t0})
+                                    desc=f"Fig. 4 ({len(splits)} splits, {args.data} data)", checkpoints=ckpt)
+    this_call = time.perf_counter() - t0
+    stages.append({"stage": "Fig. 4 (train + score)", "seconds": this_call + _earlier(timings)})
     oracle = GPRegression(kernel=ReLUKernelGP(preset["dim"]).kernel, noise_var=NOISE_VAR)
     runs.to_csv(RESULTS / f"ppc_{tag}_runs.csv", index=False)
     baselines(contexts(splits), oracle).to_csv(RESULTS / f"ppc_{tag}_baselines.csv", index=False)
@@ -981,20 +1083,32 @@ def compute(args, preset: dict, tag: str) -> None:
     if cheap:
         t0 = time.perf_counter()
         other_splits = make_splits(preset["dim"], preset["ablation_splits"], other, seed=121, **sizes_of(preset))
-        other_runs, _, _ = run_study(preset, other_splits, cheap, args.seed, keep_test=False,
-                                     desc=f"data protocol ablation ({other})")
-        stages.append({"stage": f"data ablation ({other})", "seconds": time.perf_counter() - t0})
+        other_runs, _, other_timings = run_study(preset, other_splits, cheap, args.seed, keep_test=False,
+                                                 desc=f"data protocol ablation ({other})", checkpoints=ckpt,
+                                                 prefix="ablation")
+        stages.append({"stage": f"data ablation ({other})",
+                       "seconds": time.perf_counter() - t0 + _earlier(other_timings)})
         other_runs.to_csv(path, index=False)
     elif path.exists():
         path.unlink()
-    stages.append({"stage": "total (this run)", "seconds": time.perf_counter() - t_start})
+    # the whole run: this call plus the pieces earlier calls computed
+    stages.append({"stage": "total (this run)", "seconds": time.perf_counter() - t_start
+                   + (f3_seconds if saved is not None else 0.0) + _earlier(timings)
+                   + (_earlier(other_timings) if cheap else 0.0)})
     meta = {"protocol": preset["protocol"], "num_pool": preset["num_pool"], "num_test": preset["num_test"],
             "epochs": "|".join(map(str, preset["epochs"])),
             "data": args.data, "other_data": other, "splits": preset["splits"], "dim": preset["dim"],
             "ablation_splits": preset["ablation_splits"], "families": "|".join(args.families),
-            "load_start": load0, "load_end": os.getloadavg()[0], "cpus": os.cpu_count()}
+            "load_start": load0, "load_end": os.getloadavg()[0], "cpus": os.cpu_count(),
+            "resumed_groups": sum(t["resumed"] for t in timings)}
     pd.DataFrame(stages).to_csv(RESULTS / f"ppc_{tag}_stages.csv", index=False)
     pd.DataFrame([meta]).to_csv(RESULTS / f"ppc_{tag}_meta.csv", index=False)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _earlier(timings: list[dict]) -> float:
+    """Seconds that earlier calls spent on the groups this call read from their checkpoints."""
+    return float(sum(t["train_seconds"] + t["score_seconds"] for t in timings if t["resumed"]))
 
 
 # ------------------------------------------------------------------ report: statistics, figures, page ← CSVs
@@ -1210,6 +1324,8 @@ def main(argv=None) -> int:
     p.add_argument("--families", nargs="+", default=list(PAPER_FAMILIES + EXTRA_FAMILIES),
                    help=f"subset of {list(PAPER_FAMILIES + EXTRA_FAMILIES)} (default: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fresh", action="store_true",
+                   help="start over: delete the checkpoints of a stopped run with this tag instead of continuing it")
     p.add_argument("--report-only", action="store_true",
                    help="rebuild figures, tables and the page from the CSVs of an earlier run (seconds)")
     p.add_argument("--no-docs", action="store_true", help="write the CSVs and figures, leave the page alone")
