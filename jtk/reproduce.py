@@ -166,7 +166,7 @@ _BANDIT = {"quick": (Step("jtk.testbed.bandit_study", ("--preset", "subset")),),
 _COVERAGE = "jtk.regression.coverage_study"
 _COVERAGE_REPORT = (Step(_COVERAGE, ("--docs",)),)
 # The quick preset with all seven families is stored under the tag quick_all (docs/ppc.md keeps the earlier
-# five-family run, tag quick, beside it; ppc-table1 still derives its settings from that run's ppc_quick_runs.csv).
+# five-family run, tag quick, beside it); ppc-table1 derives its settings from ppc_quick_all_runs.csv.
 PPC_QUICK_TAG = "quick_all"
 _PPC = {"quick": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG)),),
         "paper": (Step("jtk.ppc.synthetic_study", ("--preset", "paper")),),
@@ -250,7 +250,8 @@ STUDIES: tuple[Study, ...] = (
           _coverage_lab, "input_scale 8 (the reading of Fig. 1): -- --input-scale 8 --bootstrap-size 0.5 "
           "--f-mains 1 2 3 4 5"),
     Study("coverage-fig6", "coverage", "Fig. 6 (E.2, Styblinski–Tang): coverage against the input dimension d",
-          {"quick": (Step(_COVERAGE, ("--skip", "truth", "timing", "sweep", "e3", "paper", "--dims", "1", "2")),),
+          {"quick": (Step(_COVERAGE, ("--skip", "truth", "timing", "sweep", "e3", "paper", "--dims", "1", "2",
+                                      "--bootstrap-size", "0.5")),),  # EnsBS(0.5) beside EnsBS, as the page shows
            "paper": (Step(_COVERAGE, ("--skip", "truth", "timing", "sweep", "e3", "paper", "--e2-preset", "paper",
                                       "--dims", "1", "--k", "20", "--e2-methods", "BLR", "BD", "EnsBS")),),
            "report": _COVERAGE_REPORT},
@@ -279,11 +280,12 @@ STUDIES: tuple[Study, ...] = (
           "docs/ppc.md#ppc-quick_all (ppc_fig6_quick_all.png)", _ppc_stage("Figs. 5-6"),
           "the study regenerates Figs. 3–6 together"),
     Study("ppc-table1", "ppc", "Table 1 and §5.4: XLLR and TAL gain on real regression data",
-          {"quick": (Step("jtk.ppc.real_study", ("--preset", "quick", "--seeds", "5")),),
+          {"quick": (Step("jtk.ppc.real_study", ("--preset", "quick")),),
            "paper": (Step("jtk.ppc.real_study", ("--preset", "paper")),),
            "report": (Step("jtk.ppc.real_study", ("--preset", "quick", "--report-only")),)},
           ("ppc_real_<preset>_{tal,xll,data,meta,settings,table,checks}.csv",), "docs/ppc.md#ppc-real-quick",
-          _ppc_real, "needs the [data] extra; derives its settings from ppc_quick_runs.csv (the five-family quick run of ppc-fig4)"),
+          _ppc_real, "needs the [data] extra; derives its settings from ppc_quick_all_runs.csv (ppc-fig4's quick run, all seven "
+          "families)"),
     Study("tal-oracle", "ppc", "Figs. 3–5 with 12 hand-picked models (jtk's earlier study, d = 9, 25 splits)",
           {"quick": (Step("jtk.ppc.tal_oracle", ("--no-bnn", "--suffix", "_quick")),),
            "paper": (Step("jtk.ppc.tal_oracle"),)},

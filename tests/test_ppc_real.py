@@ -227,26 +227,26 @@ def _frames(gain: dict[str, list[float]], ranks: dict[str, list[float]], ds: str
 
 
 def test_checks_flag_each_disagreement_with_the_paper(real):
-    fams = real.FAMILIES  # Ensemble, Dropout, BBB, HMC (SGLD), GP-RBF
+    assert real.FAMILIES == ("Ensemble", "Dropout", "BBB", "NNG", "FBNN", "HMC", "GP-RBF")  # the paper's seven
     gain = {"Ensemble": [0.30, 0.32, 0.31, 0.29], "Dropout": [-0.11, -0.1, -0.09, -0.1],
-            "BBB": [0.01, 0.02, 0.0, 0.01], "HMC (SGLD)": [0.10, 0.12, 0.08, 0.1], "GP-RBF": [0.2, 0.2, 0.2, 0.2],
-            "Oracle": [0.4, 0.4, 0.4, 0.4]}
-    ranks = {"Ensemble": [0, 0, 0, 0], "Dropout": [1, 1, 1, 1], "BBB": [4, 4, 4, 4], "HMC (SGLD)": [3, 3, 3, 3],
-             "GP-RBF": [2, 2, 2, 2]}
+            "BBB": [0.01, 0.02, 0.0, 0.01], "NNG": [0.02, 0.02, 0.03, 0.01], "FBNN": [0.15, 0.14, 0.16, 0.15],
+            "HMC": [0.10, 0.12, 0.08, 0.1], "GP-RBF": [0.2, 0.2, 0.2, 0.2], "Oracle": [0.4, 0.4, 0.4, 0.4]}
+    ranks = {"Ensemble": [0, 0, 0, 0], "Dropout": [1, 1, 1, 1], "BBB": [6, 6, 6, 6], "NNG": [4, 4, 4, 4],
+             "FBNN": [3, 3, 3, 3], "HMC": [5, 5, 5, 5], "GP-RBF": [2, 2, 2, 2]}
     tal, xll = _frames(gain, ranks)
     tab = real.table(tal, xll)
     c = real.disagreements(tab, tal, xll).set_index(["claim", "dataset"])
     assert set(c.index.get_level_values(0)) <= set(real.PAPER_CLAIMS)
     # Ensemble, not HMC, is the best by both metrics on boston: against the paper, beyond noise (paired by seed)
     assert c.loc[("hmc_best_xllr", "boston"), "verdict"] == "DISAGREES (beyond 2 s.e.)"
-    assert c.loc[("hmc_best_xllr", "boston"), "value"] == pytest.approx(3.0)  # HMC's XLLR minus Ensemble's
-    assert "Ensemble" in c.loc[("hmc_best_xllr", "boston"), "found"] and "ranks 4 of 5" in c.loc[("hmc_best_xllr", "boston"), "found"]
+    assert c.loc[("hmc_best_xllr", "boston"), "value"] == pytest.approx(5.0)  # HMC's XLLR minus Ensemble's
+    assert "Ensemble" in c.loc[("hmc_best_xllr", "boston"), "found"] and "ranks 6 of 7" in c.loc[("hmc_best_xllr", "boston"), "found"]
     assert c.loc[("hmc_best_tal", "boston"), "verdict"] == "DISAGREES (beyond 2 s.e.)"
     assert c.loc[("hmc_best_tal", "boston"), "value"] == pytest.approx(0.205)
-    # the better group (HMC, GP-RBF, Ensemble) beats BBB and Dropout by TAL: agrees
+    # the better group (HMC, GP-RBF, FBNN, Ensemble) beats BBB, NNG and Dropout by TAL: agrees
     assert c.loc[("tal_groups", "boston"), "verdict"].startswith("agrees")
-    # by XLLR the better group averages 5/3, the worse 2.5: agrees
-    assert c.loc[("xllr_groups", "boston"), "value"] == pytest.approx(5 / 3 - 2.5)
+    # by XLLR the better group averages 2.5, the worse 11/3: agrees
+    assert c.loc[("xllr_groups", "boston"), "value"] == pytest.approx(2.5 - 11 / 3)
     assert not c.loc[("xllr_groups", "boston"), "disagrees"]
     # Dropout is not the worst by XLLR (BBB is): flagged
     row = c.loc[("xllr_dropout_worst", "all")]
@@ -258,7 +258,7 @@ def test_checks_flag_each_disagreement_with_the_paper(real):
     assert c.loc[("oracle_beats_random", "boston"), "verdict"].startswith("agrees")
     rho = c.loc[("xllr_tal_consistent", "boston"), "value"]
     assert rho < 0 and c.loc[("xllr_tal_consistent", "boston"), "verdict"] == "agrees"
-    assert set(fams) <= set(tab.model)
+    assert set(real.FAMILIES) <= set(tab.model)
     # boston's XLLR is in Table 1: several families' gains are beyond 2 s.e.
     assert bool(c.loc[("xllr_groups", "boston"), "xllr_in_table"])
 

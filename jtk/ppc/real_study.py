@@ -138,13 +138,14 @@ PRESETS = {
     # Toy sizes for the tests: the derived settings, shrunk (at most 3 samples, 8 units, 5 % of the epochs).
     "smoke": dict(seeds=2, rounds=1, round_fraction=0.02, scale_epochs=0.05, max_samples=3, units=8),
 }
-FAMILIES = ("Ensemble", "Dropout", "BBB", "HMC (SGLD)", "GP-RBF")
+FAMILIES = ppc_study.ALL_PAPER_FAMILIES  # the paper's seven: Ensemble, Dropout, BBB, NNG, FBNN, HMC, GP-RBF
 BASELINES = ("Oracle", "Random")
 ORACLE_ROW = "Oracle (selects for itself)"
 
 
 # ------------------------------------------------------------------ the setting of each family, derived
-STUDY_RUNS = RESULTS / "ppc_quick_runs.csv"  # jtk.ppc.synthetic_study --preset quick: one row per setting and split
+STUDY_RUNS = RESULTS / "ppc_quick_all_runs.csv"  # jtk.ppc.synthetic_study's quick run of all seven families (its
+# tag quick_all, as `jtk reproduce ppc-fig4` runs it): one row per setting and split
 SETTING_COLUMNS = ("family", "setting", "samples", "units", "lr", "epochs")
 SETTING_RULE = ("per family, the setting of the synthetic study (jtk.ppc.synthetic_study, Fig. 4) with the highest "
                 "mean over its splits of the oracle's test log-likelihood after the setting's BatchMIG queries; "
@@ -213,7 +214,7 @@ def groups(preset: dict, settings: pd.DataFrame) -> list[ppc_study.Group]:
         samples = min(int(r.samples), preset.get("max_samples", int(r.samples)))
         units = int(preset.get("units", r.units))
         ep = max(int(round(int(r.epochs) * preset["scale_epochs"])), 1)
-        label = f"{fam} S={samples} H={units} lr={float(r.lr):g} ep={ep}"
+        label = f"{fam}{f' S={samples}' if samples else ''} H={units} lr={float(r.lr):g} ep={ep}"  # FBNN: no S
         st = ppc_study.Setting(fam, samples, units, float(r.lr), ep, label)
         out.append(ppc_study.Group(fam, units, float(r.lr), ep, (st,)))
     return out
@@ -352,8 +353,9 @@ def xllr_shown(tab: pd.DataFrame, z: float = NOISE_Z) -> dict[str, bool]:
 
 
 # ------------------------------------------------------------------ the paper's claims, checked
-BETTER = ("HMC (SGLD)", "GP-RBF", "Ensemble")  # the paper's better group (its FBNN: missing here)
-WORSE = ("BBB", "Dropout")  # its worse group (its NNG: missing here)
+BETTER = ("HMC", "GP-RBF", "FBNN", "Ensemble")  # the paper's better group
+WORSE = ("BBB", "NNG", "Dropout")  # its worse group
+HMC = "HMC"  # the family the Discussion singles out (jtk.regression.hmc: leapfrog + Metropolis-Hastings)
 HMC_BEST_ON = ("boston", "concrete", "energy")  # Discussion: HMC the best by both metrics on these
 PAPER_CLAIMS = {
     "xllr_groups": "§5.4: by XLLR, HMC, GP-RBF, FBNN and Ensemble usually outperform BBB, NNG and Dropout",
@@ -421,17 +423,17 @@ def disagreements(tab: pd.DataFrame, tal: pd.DataFrame, xll: pd.DataFrame, z: fl
             v, se = _paired(g[bg].mean(axis=1), g[wg].mean(axis=1))
             add("tal_groups", ds, f"mean TAL gain {', '.join(bg)} {mean_g[bg].mean():.3f} vs "
                 f"{', '.join(wg)} {mean_g[wg].mean():.3f}", v, se, v > 0)
-        if ds in HMC_BEST_ON and "HMC (SGLD)" in fams:
+        if ds in HMC_BEST_ON and HMC in fams:
             best = mean_r.idxmin()
-            v, se = _paired(r["HMC (SGLD)"], r[best]) if best != "HMC (SGLD)" else (0.0, np.nan)
-            add("hmc_best_xllr", ds, f"best by XLLR: {best}; HMC (SGLD) ranks "
-                f"{_rank_text(mean_r, 'HMC (SGLD)', True)}", v, se, best == "HMC (SGLD)")
+            v, se = _paired(r[HMC], r[best]) if best != HMC else (0.0, np.nan)
+            add("hmc_best_xllr", ds, f"best by XLLR: {best}; HMC ranks "
+                f"{_rank_text(mean_r, HMC, True)}", v, se, best == HMC)
             gf = [f for f in FAMILIES if f in g.columns]
             mean_g = g[gf].mean()
             best = mean_g.idxmax()
-            v, se = _paired(g[best], g["HMC (SGLD)"]) if best != "HMC (SGLD)" else (0.0, np.nan)
-            add("hmc_best_tal", ds, f"best by TAL gain: {best}; HMC (SGLD) ranks "
-                f"{_rank_text(mean_g, 'HMC (SGLD)', False)}", v, se, best == "HMC (SGLD)")
+            v, se = _paired(g[best], g[HMC]) if best != HMC else (0.0, np.nan)
+            add("hmc_best_tal", ds, f"best by TAL gain: {best}; HMC ranks "
+                f"{_rank_text(mean_g, HMC, False)}", v, se, best == HMC)
         if "Oracle" in g.columns:
             v, se = _paired(g["Oracle"], 0 * g["Oracle"])
             add("oracle_beats_random", ds, f"the Oracle's TAL gain {v:.3f}", v, se, v > 0)
