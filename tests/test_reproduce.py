@@ -49,7 +49,7 @@ def test_every_preset_is_accepted_by_the_studys_own_parser(name, preset, index, 
         reproduce.parse(routed)
 
 
-def test_the_list_names_the_three_papers_and_each_quick_time_or_says_not_recorded(capsys):
+def test_the_list_names_the_three_papers_and_each_quick_time_or_says_not_recorded(capsys, tmp_path):
     assert cli.main(["reproduce", "list"]) == 0
     out = capsys.readouterr().out
     assert "Osband" in out and "Schmähling" in out and "Wang, Sun & Grosse" in out
@@ -63,7 +63,9 @@ def test_the_list_names_the_three_papers_and_each_quick_time_or_says_not_recorde
     assert "stage 'Figs. 5-6 (XLL, " in fig5, fig5  # the stage is found by its prefix, whatever its settings count
     meta = pd.read_csv(RESULTS / "ppc_real_quick_meta.csv")
     assert reproduce.quick_time(reproduce.get("ppc-table1")).seconds == pytest.approx(meta["wall"].iloc[0])
-    assert "not recorded" in out
+    assert "not recorded" not in out  # the checkout's results hold a quick time for every study
+    empty = reproduce.listing(tmp_path)  # ... and a folder without records says so for each
+    assert empty.count("not recorded") == sum("quick" in s.presets for s in reproduce.STUDIES)
     assert reproduce.quick_time(reproduce.get("ppc-fig3"), results=Path("/nonexistent")) is None
 
 
