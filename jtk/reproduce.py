@@ -138,19 +138,6 @@ def _estimators(results: Path) -> Timing | None:
     return Timing(sum(float(Path(f).read_text()) for f in files), "Σ of estimator_<agent>_quick.seconds")
 
 
-def _coverage_lab(results: Path) -> Timing | None:
-    import pandas as pd
-
-    path = results / "coverage_timings.csv"
-    if not path.exists():
-        return None
-    lab = pd.read_csv(path)
-    lab = lab[lab["preset"] == "lab"]
-    return Timing(float(lab["cold_seconds"].sum()),
-                  f"coverage_timings.csv, Σ cold_seconds of the lab rows: one E.1 study (f_main = 1, k = 50) of "
-                  f"each of the {len(lab)} methods; the sweep runs 3 values of f_main")
-
-
 # ------------------------------------------------------------------ the registry
 _ZOO_QUICK = ("mlp", "ensemble+", "dropout", "bbb", "hypermodel", "sgmcmc", "knn", "random_forest", "deep_kernel",
               "bayes_optimal", "sgmcmc_reference")
@@ -247,7 +234,7 @@ STUDIES: tuple[Study, ...] = (
            "report": _COVERAGE_REPORT},
           ("coverage_e1_<preset>[_scale8]_{per_input,summary,lemma1,at_inputs}.csv", "coverage_e1_truth.csv"),
           "docs/coverage.md#coverage-e1-literal-coverage, #coverage-e1-scale8-coverage, #coverage-e1-paper-scale8",
-          _coverage_lab, "input_scale 8 (the reading of Fig. 1): -- --input-scale 8 --bootstrap-size 0.5 "
+          None, "input_scale 8 (the reading of Fig. 1): -- --input-scale 8 --bootstrap-size 0.5 "
           "--f-mains 1 2 3 4 5"),
     Study("coverage-fig6", "coverage", "Fig. 6 (E.2, Styblinski–Tang): coverage against the input dimension d",
           {"quick": (Step(_COVERAGE, ("--skip", "truth", "timing", "sweep", "e3", "paper", "--dims", "1", "2",
