@@ -388,6 +388,30 @@ def test_a_stopped_run_continues_from_its_checkpoints(study, tmp_path, monkeypat
     assert not folder.exists()
 
 
+def test_xll_leaves_out_a_setting_that_diverged_on_one_split(study):
+    """The paper preset's first run stopped here: NNG at H = 100, lr = 0.01 diverged on some splits, had the best
+    mean marginal LL over the others, and its NaN covariance reached xll_table. Such a setting is not a candidate."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    u, splits = 6, [SimpleNamespace(y_test=rng.normal(size=6)) for _ in range(2)]
+
+    def moments(scale):
+        a = rng.normal(size=(2, u, u))
+        return np.zeros((2, u), np.float32), (scale * a @ a.transpose(0, 2, 1) + np.eye(u)).astype(np.float32)
+
+    kept = {lab: moments(sc) for lab, sc in (("A", 0.1), ("B", 0.2), ("C", 0.3))}
+    kept["A"][1][1] = np.nan  # A diverged on split 1
+    runs = pd.DataFrame([{"family": "F", "setting": lab, "split": i, "marginal_ll": ll if not (lab == "A" and i)
+                          else np.nan, "diverged": lab == "A" and i == 1}
+                         for lab, ll in (("A", 0.0), ("B", -1.0), ("C", -2.0)) for i in range(2)])
+    xll, chosen = study.xll_study(runs, kept, splits, 2)
+    assert chosen == ["B", "C"] and set(xll["model"]) == {"B", "C"} and np.isfinite(xll["xll"]).all()
+    # a setting whose stored moments are not finite is left out even if no row says it diverged
+    xll, chosen = study.xll_study(runs.assign(diverged=False), kept, splits, 2)
+    assert chosen == ["B", "C"]
+
+
 def test_benchmark_refuses_bad_arguments(study, capsys):
     with pytest.raises(SystemExit):
         study.main(["--preset", "smoke", "--families", "Bogus"])

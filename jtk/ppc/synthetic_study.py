@@ -578,8 +578,17 @@ def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: 
 
 
 def xll_study(runs: pd.DataFrame, kept: dict, splits, num_per_family: int) -> tuple[pd.DataFrame, list[str]]:
-    """The reference's Fig. 5 set: per family the ``num_per_family`` settings of best marginal LL; XLL per split."""
-    per = runs.groupby(["family", "setting"], sort=False)["marginal_ll"].mean().reset_index()
+    """The reference's Fig. 5 set: per family the ``num_per_family`` settings of best marginal LL; XLL per split.
+
+    Only settings whose moments are finite on every split are candidates: XLL scores every chosen model against
+    every other on each split, and a setting that diverged on one split (its moments NaN there; ``diverged`` in
+    ``runs``) has nothing to score. The page counts how many settings that leaves out (Fig. 4 keeps them, as
+    "dropped (diverged)")."""
+    finite = {lab: bool(np.isfinite(m).all() and np.isfinite(c).all()) for lab, (m, c) in kept.items()}
+    ok = runs["setting"].map(finite).fillna(False).astype(bool)
+    if "diverged" in runs:
+        ok &= ~runs.groupby("setting")["diverged"].transform("any").astype(bool)
+    per = runs[ok].groupby(["family", "setting"], sort=False)["marginal_ll"].mean().reset_index()
     chosen = []
     for fam, g in per.groupby("family", sort=False):
         chosen += g.sort_values("marginal_ll", ascending=False)["setting"].head(num_per_family).tolist()
