@@ -158,7 +158,7 @@ PPC_QUICK_TAG = "quick_all"
 _PPC = {"quick": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG)),),
         "paper": (Step("jtk.ppc.synthetic_study", ("--preset", "paper")),),
         "report": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG, "--report-only")),)}
-_PPC_CSVS = (f"ppc_{PPC_QUICK_TAG}_*.csv",)
+_PPC_CSVS = (f"ppc_{PPC_QUICK_TAG}_*.csv", "ppc_paper_*.csv", "ppc_<tag>_xll.csv.gz")
 
 STUDIES: tuple[Study, ...] = (
     # --- Osband et al. (2022)
@@ -255,16 +255,16 @@ STUDIES: tuple[Study, ...] = (
           _sum_csv("coverage_readings.csv", ("seconds",), "every cell's study")),
     # --- Wang, Sun & Grosse (2021)
     Study("ppc-fig3", "ppc", "Fig. 3: TAL with the oracle's covariances (BatchMIG, MIG, TIG, random)", _PPC,
-          _PPC_CSVS, "docs/ppc.md#ppc-quick_all (ppc_fig3_quick_all.png)", _ppc_stage("Fig. 3"),
+          _PPC_CSVS, "docs/ppc.md#ppc-quick_all, #ppc-paper (ppc_fig3_<tag>.png)", _ppc_stage("Fig. 3"),
           "the study regenerates Figs. 3–6 together"),
     Study("ppc-fig4", "ppc", "Fig. 4: metacorrelation against TAL performance across models", _PPC, _PPC_CSVS,
-          "docs/ppc.md#ppc-quick_all (ppc_fig4_quick_all.png)", _ppc_stage("Fig. 4 (train + score)"),
+          "docs/ppc.md#ppc-quick_all, #ppc-paper (ppc_fig4_<tag>.png)", _ppc_stage("Fig. 4 (train + score)"),
           "the study regenerates Figs. 3–6 together"),
     Study("ppc-fig5", "ppc", "Fig. 5: XLL against metacorrelation", _PPC, _PPC_CSVS,
-          "docs/ppc.md#ppc-quick_all (ppc_fig5_quick_all.png)", _ppc_stage("Figs. 5-6"),
+          "docs/ppc.md#ppc-quick_all, #ppc-paper (ppc_fig5_<tag>.png)", _ppc_stage("Figs. 5-6"),
           "the study regenerates Figs. 3–6 together"),
     Study("ppc-fig6", "ppc", "Fig. 6: XLLR per reference model family", _PPC, _PPC_CSVS,
-          "docs/ppc.md#ppc-quick_all (ppc_fig6_quick_all.png)", _ppc_stage("Figs. 5-6"),
+          "docs/ppc.md#ppc-quick_all, #ppc-paper (ppc_fig6_<tag>.png)", _ppc_stage("Figs. 5-6"),
           "the study regenerates Figs. 3–6 together"),
     Study("ppc-table1", "ppc", "Table 1 and §5.4: XLLR and TAL gain on real regression data",
           {"quick": (Step("jtk.ppc.real_study", ("--preset", "quick")),),

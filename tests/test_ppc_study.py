@@ -357,8 +357,9 @@ def test_a_stopped_run_continues_from_its_checkpoints(study, tmp_path, monkeypat
     ablation = study.grid(study.preset_for("smoke"), ["GP-RBF", "oracle, S samples"])
     assert calls == groups[2:] + ablation  # Fig. 4 trained only the groups not saved; the ablation all of its own
     assert not folder.exists()
-    for name in ("runs", "fig3", "xll", "baselines", "runs_shared"):
-        a, b = (pd.read_csv(d / f"ppc_smoke_{name}.csv") for d in (whole, stopped))
+    assert (whole / "ppc_smoke_xll.csv.gz").exists() and not (whole / "ppc_smoke_xll.csv").exists()  # gzipped
+    for name in ("runs.csv", "fig3.csv", "xll.csv.gz", "baselines.csv", "runs_shared.csv"):
+        a, b = (pd.read_csv(d / f"ppc_smoke_{name}") for d in (whole, stopped))
         pd.testing.assert_frame_equal(a, b)
     timings = pd.read_csv(stopped / "ppc_smoke_timings.csv")
     assert timings["resumed"].tolist() == [True, True] + [False] * (len(groups) - 2)
