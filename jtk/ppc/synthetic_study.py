@@ -582,8 +582,8 @@ def xll_study(runs: pd.DataFrame, kept: dict, splits, num_per_family: int) -> tu
 
     Only settings whose moments are finite on every split are candidates: XLL scores every chosen model against
     every other on each split, and a setting that diverged on one split (its moments NaN there; ``diverged`` in
-    ``runs``) has nothing to score. The page counts how many settings that leaves out (Fig. 4 keeps them, as
-    "dropped (diverged)")."""
+    ``runs``) has nothing to score. Fig. 4's correlations leave such settings out too and count them in their
+    "dropped (diverged)" column."""
     finite = {lab: bool(np.isfinite(m).all() and np.isfinite(c).all()) for lab, (m, c) in kept.items()}
     ok = runs["setting"].map(finite).fillna(False).astype(bool)
     if "diverged" in runs:
