@@ -270,7 +270,7 @@ STUDIES: tuple[Study, ...] = (
           {"quick": (Step("jtk.ppc.real_study", ("--preset", "quick")),),
            "paper": (Step("jtk.ppc.real_study", ("--preset", "paper")),),
            "report": (Step("jtk.ppc.real_study", ("--preset", "quick", "--report-only")),)},
-          ("ppc_real_<preset>_{tal,xll,data,meta,settings,table,checks}.csv",), "docs/ppc.md#ppc-real-quick",
+          ("ppc_real_<preset>_{tal,xll,data,meta,settings,table,checks}.csv",), "docs/ppc.md#ppc-real-quick, #ppc-real-paper",
           _ppc_real, "needs the [data] extra; derives its settings from ppc_quick_all_runs.csv (ppc-fig4's quick run, all seven "
           "families)"),
     Study("tal-oracle", "ppc", "Figs. 3–5 with 12 hand-picked models (jtk's earlier study, d = 9, 25 splits)",
