@@ -1127,7 +1127,7 @@ def _stored(tag: str, part: str) -> Path:
     paper preset) is written gzipped, ``.csv.gz``, and runs stored before that have it plain."""
     path = RESULTS / f"ppc_{tag}_{part}.csv"
     gz = path.with_name(path.name + ".gz")
-    return gz if gz.exists() or not path.exists() and part == "xll" else path
+    return gz if gz.exists() or (part == "xll" and not path.exists()) else path
 
 
 def _earlier(timings: list[dict]) -> float:
@@ -1388,7 +1388,7 @@ def main(argv=None) -> int:
                    if not _stored(tag, n).exists()]
         if missing:
             p.error(f"--report-only needs the CSVs of a run with tag {tag!r} in {RESULTS}; missing: "
-                    + ", ".join(f"ppc_{tag}_{n}.csv" for n in missing))
+                    + ", ".join(_stored(tag, n).name for n in missing))
     else:
         compute(args, preset, tag)
     out = report(args, preset, tag)
