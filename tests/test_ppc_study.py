@@ -212,6 +212,17 @@ def test_shared_splits_repartition_one_draw(study):
         study.make_splits(2, 2, "other")
 
 
+def test_paper_preset_trains_the_papers_families_and_the_oracle_line(study):
+    """The paper preset's default leaves out SGLD (not a family of the paper's, a tenth of its run); quick keeps it."""
+    paper, quick = study.default_families("paper"), study.default_families("quick")
+    assert set(study.PAPER_FAMILIES) <= set(paper) and "oracle, S samples" in paper
+    assert study.SGLD not in paper and study.SGLD in quick
+    assert set(quick) == set(study.PAPER_FAMILIES + study.EXTRA_FAMILIES)
+    assert [g.family for g in study.grid(study.preset_for("paper"), paper)].count("HMC") == 6
+    with pytest.raises(ValueError, match="preset_name must be one of"):
+        study.default_families("full")
+
+
 def test_paper_grid_has_the_reference_size(study):
     # the code: 3 samples × 2 widths × 3 learning rates × 3 epoch counts per network family; 9 GP-RBF settings
     fams = ("Ensemble", "Dropout", "BBB", "HMC (SGLD)", "GP-RBF")
