@@ -53,6 +53,7 @@ import os
 import pathlib
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -180,6 +181,84 @@ def write_json_atomic(path, obj: Any) -> pathlib.Path:
     """:func:`write_atomic` of ``obj`` as indented JSON."""
     _path_arg("path", path)
     return write_atomic(path, (json.dumps(jsonable(obj), indent=2, sort_keys=True) + "\n").encode())
+
+
+_CHECKPOINT_KEYS = ("fingerprint", "payload")
+
+
+def write_checkpoint(path, fingerprint: str, arrays: Mapping[str, Any] | None = None, payload: Any = None
+                     ) -> pathlib.Path:
+    """Saves one piece of a run in progress: ``arrays`` and a JSON ``payload`` in one ``.npz``, atomically.
+
+    The file carries ``fingerprint`` (what the run is: its settings, data, seed), which :func:`read_checkpoint`
+    compares before it hands anything back. The long studies keep their finished pieces this way (the bandit's
+    chunks, the PPC study's groups) so that a stopped run continues where it stopped.
+
+    Args:
+      path: the ``.npz`` to write; its directory is created.
+      fingerprint: a string naming what the run is, e.g. a SHA-256 of its settings.
+      arrays: name → array (numpy or JAX); the names ``fingerprint`` and ``payload`` are the file's own.
+      payload: anything JSON can hold (rows, timings), or None.
+
+    Returns:
+      ``path`` as a :class:`pathlib.Path`.
+    """
+    import numpy as np
+
+    path = _path_arg("path", path)
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise TypeError(f"fingerprint must be a non-empty string, got {fingerprint!r}")
+    arrays = dict(arrays or {})
+    clash = sorted(set(arrays) & set(_CHECKPOINT_KEYS))
+    if clash:
+        raise ValueError(f"arrays must not use the names {list(_CHECKPOINT_KEYS)} (the file's own), got {clash}")
+    buf = io.BytesIO()
+    extra = {} if payload is None else {"payload": np.asarray(json.dumps(jsonable(payload)))}
+    np.savez(buf, fingerprint=np.asarray(fingerprint), **extra, **{k: np.asarray(v) for k, v in arrays.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(path, buf.getvalue())
+
+
+def read_checkpoint(path, fingerprint: str, *, mismatch: str = "delete it to start over"
+                    ) -> tuple[Any, dict[str, Any]] | None:
+    """The (payload, arrays) :func:`write_checkpoint` saved at ``path`` for the run ``fingerprint``.
+
+    Returns None when there is no file, or when it cannot be read whole (torn, truncated, not an ``.npz``): the
+    caller computes that piece again, and a message names the file. A file saved by another run (another
+    fingerprint) is never used: ValueError naming the file and ``mismatch`` (what the user can do about it).
+
+    Args:
+      path: the ``.npz``.
+      fingerprint: the reading run's fingerprint.
+      mismatch: the end of the error message for another run's file, e.g. "run with --fresh to start over".
+
+    Raises:
+      ValueError: the file is another run's, or not a regular file (a link, folder or FIFO is never read).
+    """
+    import zipfile
+
+    import numpy as np
+
+    path = _path_arg("path", path)
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(mode):  # a FIFO would block the read; a link or folder is not what write_checkpoint left
+        raise ValueError(f"the checkpoint {str(path)!r} is not a regular file (a link, folder, FIFO or device): "
+                         "remove it")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            recorded = str(f["fingerprint"])
+            payload = json.loads(str(f["payload"])) if "payload" in f.files else None
+            arrays = {k: np.asarray(f[k]) for k in f.files if k not in _CHECKPOINT_KEYS}
+    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:
+        print(f"checkpoint {path.name} unreadable ({type(e).__name__}); recomputing that piece", flush=True)
+        return None
+    if recorded != fingerprint:
+        raise ValueError(f"the checkpoint {str(path)!r} belongs to another run (its settings, data or seed "
+                         f"differ): {mismatch}")
+    return payload, arrays
 
 
 def _path_arg(name: str, value: Any) -> pathlib.Path:

@@ -1085,6 +1085,8 @@ import jtk.results as RES  # noqa: E402
 case(RES.sha256_bytes, "str", call(RES.sha256_bytes, "abc"), TE, "data")
 case(RES.sha256_file, "missing", call(RES.sha256_file, "/nonexistent/jtk.csv"), FileNotFoundError, "/nonexistent/jtk.csv")
 case(RES.write_atomic, "data-str", lambda: RES.write_atomic("/nonexistent/out.bin", "text"), TE, "data")
+case(RES.write_checkpoint, "fingerprint-int", call(RES.write_checkpoint, "/nonexistent/p.npz", 3), TE, "fingerprint")
+case(RES.read_checkpoint, "path-int", call(RES.read_checkpoint, 3, "run"), TE, "path")
 case(RES.csv_bytes, "not-a-frame", call(RES.csv_bytes, [1, 2]), TE, "df")
 case(RES.manifest_path, "path-int", call(RES.manifest_path, 3), TE, "path")
 case(RES.parts_dir, "out-int", call(RES.parts_dir, 3), TE, "out")

@@ -62,6 +62,44 @@ def test_concurrent_atomic_writes_never_tear_or_collide(tmp_path):
     assert len(store.chunk_ids()) == 40 and all(store.finished(c) for c in store.chunk_ids())
 
 
+# ---------------------------------------------------------------- checkpoints of a run in progress
+def test_checkpoint_round_trip_and_what_it_refuses(tmp_path, capsys):
+    path = tmp_path / "sub" / "piece.npz"
+    arrays = {"regret": np.arange(6.0).reshape(2, 3), "chunks": 3}
+    results.write_checkpoint(path, "run-a", arrays, {"rows": [{"kl": 0.5}], "seconds": 1.5})
+    payload, got = results.read_checkpoint(path, "run-a")
+    assert payload == {"rows": [{"kl": 0.5}], "seconds": 1.5}
+    np.testing.assert_array_equal(got["regret"], arrays["regret"])
+    assert int(got["chunks"]) == 3 and set(got) == {"regret", "chunks"}
+    # another run's file is never used: the message names the file and what to do
+    with pytest.raises(ValueError, match=r"piece\.npz.*belongs to another run.*use --fresh"):
+        results.read_checkpoint(path, "run-b", mismatch="use --fresh")
+    assert results.read_checkpoint(tmp_path / "absent.npz", "run-a") is None
+    # torn (truncated) or not an npz at all: None, with a message, so the caller recomputes the piece
+    data = path.read_bytes()
+    for body in (data[: len(data) // 2], b"", b"not a zip"):
+        path.write_bytes(body)
+        assert results.read_checkpoint(path, "run-a") is None
+        assert "unreadable" in capsys.readouterr().out
+    # reserved names and a bad fingerprint are refused before anything is written
+    with pytest.raises(ValueError, match="arrays must not use the names"):
+        results.write_checkpoint(tmp_path / "x.npz", "run-a", {"payload": np.zeros(1)})
+    with pytest.raises(TypeError, match="fingerprint must be a non-empty string"):
+        results.write_checkpoint(tmp_path / "x.npz", "", {})
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_checkpoint_never_reads_a_fifo_a_link_or_a_folder(tmp_path):
+    """A FIFO in a piece's place would block np.load forever; a link or folder is not what write_checkpoint left."""
+    real = results.write_checkpoint(tmp_path / "real.npz", "run-a", {"a": np.ones(2)})
+    os.mkfifo(tmp_path / "fifo.npz")
+    os.symlink(real, tmp_path / "link.npz")
+    (tmp_path / "dir.npz").mkdir()
+    for name in ("fifo.npz", "link.npz", "dir.npz"):
+        with pytest.raises(ValueError, match=f"{name}.*not a regular file"):
+            results.read_checkpoint(tmp_path / name, "run-a")
+
+
 def test_written_files_get_the_usual_permissions(tmp_path):
     path = results.write_atomic(tmp_path / "a.csv", b"x\n")
     mask = os.umask(0o022)

@@ -45,7 +45,6 @@ import os
 import shutil
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -486,31 +485,16 @@ class Checkpoints(NamedTuple):
         return self.folder / f"{name}.npz"
 
     def load(self, name: str) -> tuple[dict, dict] | None:
-        """(payload, arrays) of the piece ``name``, or None when it is not there yet."""
-        path = self.path(name)
-        if not path.exists():
-            return None
-        try:
-            with np.load(path) as f:
-                fingerprint = str(f["fingerprint"])
-                payload = json.loads(str(f["payload"]))
-                arrays = {k: np.asarray(f[k]) for k in f.files if k not in ("fingerprint", "payload")}
-        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as e:  # torn: recompute the piece
-            print(f"checkpoint {path.name} unreadable ({type(e).__name__}); recomputing that piece", flush=True)
-            return None
-        if fingerprint != self.fingerprint:
-            raise ValueError(f"the checkpoint {str(path)!r} belongs to another run (preset, families, seed or data "
-                             "differ): run with --fresh to start over, or give this run another --tag")
-        return payload, arrays
+        """(payload, arrays) of the piece ``name``, or None when it is not there yet (or torn: recomputed)."""
+        from jtk.results import read_checkpoint
+
+        return read_checkpoint(self.path(name), self.fingerprint,
+                               mismatch="run with --fresh to start over, or give this run another --tag")
 
     def save(self, name: str, payload: dict, arrays: dict | None = None) -> None:
-        from jtk.results import write_atomic
+        from jtk.results import write_checkpoint
 
-        buf = io.BytesIO()
-        np.savez(buf, fingerprint=np.asarray(self.fingerprint), payload=np.asarray(json.dumps(payload)),
-                 **(arrays or {}))
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path(name), buf.getvalue())
+        write_checkpoint(self.path(name), self.fingerprint, arrays, payload)
 
 
 def checkpoints_for(folder: Path, preset: dict, families, seed: int, data: str) -> Checkpoints:

@@ -28,7 +28,6 @@ import dataclasses
 import difflib
 import functools
 import hashlib
-import io
 import pathlib
 import time
 from dataclasses import dataclass
@@ -489,39 +488,35 @@ def _leaves_to_arrays(states) -> list[np.ndarray]:
 
 
 def _save_checkpoint(path: pathlib.Path, fingerprint: str, states, regrets, pulled, seconds: float) -> None:
-    from jtk.results import write_atomic
+    from jtk.results import write_checkpoint
 
     arrays = {f"leaf_{i}": a for i, a in enumerate(_leaves_to_arrays(states))}
-    buf = io.BytesIO()
-    np.savez(buf, fingerprint=np.asarray(fingerprint), chunks=np.asarray(len(regrets)),
-             seconds=np.asarray(seconds), regret=np.concatenate(regrets, axis=1),
-             actions=np.concatenate(pulled, axis=1), **arrays)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, buf.getvalue())
+    write_checkpoint(path, fingerprint, {"chunks": len(regrets), "seconds": seconds,
+                                         "regret": np.concatenate(regrets, axis=1),
+                                         "actions": np.concatenate(pulled, axis=1), **arrays})
 
 
 def _load_checkpoint(path: pathlib.Path, fingerprint: str, template):
-    """(states, regrets, pulled, chunks done, seconds) from ``path``, or None when there is no file."""
-    if not path.exists():
+    """(states, regrets, pulled, chunks done, seconds) from ``path``, or None when there is no file (or it is torn)."""
+    from jtk.results import read_checkpoint
+
+    saved = read_checkpoint(path, fingerprint, mismatch="it was saved by a different run (agent, problems, "
+                            "agent_seed or settings differ); delete it or pass another path")
+    if saved is None:
         return None
-    with np.load(path) as f:
-        if str(f["fingerprint"]) != fingerprint:
-            raise ValueError(f"checkpoint {str(path)!r} was saved by a different run (agent, problems, agent_seed "
-                             "or settings differ); delete it or pass another path")
-        leaves, treedef = jax.tree_util.tree_flatten(template)
-        restored = []
-        for i, like in enumerate(leaves):
-            value = f[f"leaf_{i}"]
-            if jnp.issubdtype(like.dtype, jax.dtypes.prng_key):
-                restored.append(jax.random.wrap_key_data(jnp.asarray(value), impl=jax.random.key_impl(like)))
-            else:
-                restored.append(jnp.asarray(value, like.dtype))
-        chunks = int(f["chunks"])
-        regret, actions = np.asarray(f["regret"]), np.asarray(f["actions"])
-        seconds = float(f["seconds"])
+    f = saved[1]
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    restored = []
+    for i, like in enumerate(leaves):
+        value = f[f"leaf_{i}"]
+        if jnp.issubdtype(like.dtype, jax.dtypes.prng_key):
+            restored.append(jax.random.wrap_key_data(jnp.asarray(value), impl=jax.random.key_impl(like)))
+        else:
+            restored.append(jnp.asarray(value, like.dtype))
+    chunks, regret, actions = int(f["chunks"]), f["regret"], f["actions"]
     regrets = [regret[:, c * CHUNK:(c + 1) * CHUNK] for c in range(chunks)]
     pulled = [actions[:, c * CHUNK:(c + 1) * CHUNK] for c in range(chunks)]
-    return jax.tree_util.tree_unflatten(treedef, restored), regrets, pulled, chunks, seconds
+    return jax.tree_util.tree_unflatten(treedef, restored), regrets, pulled, chunks, float(f["seconds"])
 
 
 def expected_uniform_regret(problems: BanditProblems, horizon: int) -> np.ndarray:
