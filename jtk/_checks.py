@@ -154,6 +154,17 @@ def seeds(name: str, value: Any, allow_empty: bool = False, unique: bool = False
     return out
 
 
+def data_stacks(xs: Any, ys: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A stack of regression data sets: xs [D, n, d] and ys [D, n] as float arrays, at least one set of one point."""
+    xs = as_float_array("xs", xs, ndim=3)
+    ys = as_float_array("ys", ys, ndim=2)
+    if ys.shape != xs.shape[:2]:
+        raise ValueError(f"ys must have shape {xs.shape[:2]} (data sets, points) like xs {xs.shape}, got {ys.shape}")
+    if xs.shape[0] == 0 or xs.shape[1] == 0:
+        raise ValueError(f"xs must hold at least one data set of at least one point, got shape {xs.shape}")
+    return xs, ys
+
+
 def one_of(name: str, value: Any, options: tuple[str, ...] | list[str]) -> str:
     """Checks ``value`` is one of the allowed strings."""
     if value not in options:

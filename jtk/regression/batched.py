@@ -33,16 +33,6 @@ __all__ = ["bbb_many", "ensemble_snapshots", "networks_many", "sgld_many"]
 
 
 # ------------------------------------------------------------------ checks and the map over data sets
-def _stacks(xs, ys) -> tuple[np.ndarray, np.ndarray]:
-    xs = _checks.as_float_array("xs", xs, ndim=3)
-    ys = _checks.as_float_array("ys", ys, ndim=2)
-    if ys.shape != xs.shape[:2]:
-        raise ValueError(f"ys must have shape {xs.shape[:2]} (data sets, points) like xs {xs.shape}, got {ys.shape}")
-    if xs.shape[0] == 0 or xs.shape[1] == 0:
-        raise ValueError(f"xs must hold at least one data set of at least one point, got shape {xs.shape}")
-    return xs, ys
-
-
 def _keys(keys, num: int, shape: tuple[int, ...] = ()) -> jax.Array:
     """keys: an array of PRNG keys of shape ``shape + (num,)`` (raw uint32 keys [..., 2] or typed keys)."""
     arr = keys if isinstance(keys, jax.Array) else np.asarray(keys)
@@ -96,7 +86,7 @@ def bbb_many(model: bnn.BBBRegression, keys, xs, ys, *, vectorize: bool = False)
       vectorize: vmap over the data sets instead of mapping them one at a time.
     """
     _checks.instance("model", model, bnn.BBBRegression)
-    xs, ys = _stacks(xs, ys)
+    xs, ys = _checks.data_stacks(xs, ys)
     keys, vectorize = _keys(keys, len(xs)), _vectorize(vectorize)
     n, d = xs.shape[1], xs.shape[2]
     mu, sigma, _ = _run(model._fn(d, n), model._hyper(n), keys, _padded(xs, ys), vectorize)
@@ -116,7 +106,7 @@ def sgld_many(model: bnn.SGLDRegression, keys, xs, ys, *, vectorize: bool = Fals
       vectorize: vmap over the data sets instead of mapping them one at a time.
     """
     _checks.instance("model", model, bnn.SGLDRegression)
-    xs, ys = _stacks(xs, ys)
+    xs, ys = _checks.data_stacks(xs, ys)
     keys, vectorize = _keys(keys, len(xs)), _vectorize(vectorize)
     n, d = xs.shape[1], xs.shape[2]
     return _run(model._fn(d, n), model._hyper(n), keys, _padded(xs, ys), vectorize)
@@ -141,7 +131,7 @@ def networks_many(model: deep.DeepRegression, keys, xs, ys, *, vectorize: bool =
       The networks, leaves [D, K, ...].
     """
     _checks.instance("model", model, deep.DeepRegression)
-    xs, ys = _stacks(xs, ys)
+    xs, ys = _checks.data_stacks(xs, ys)
     keys, vectorize = _keys(keys, len(xs)), _vectorize(vectorize)
     n, k = xs.shape[1], model.num_networks
     hyper, arch = model._hyper(xs[0].astype(np.float32)), model._arch()
@@ -185,7 +175,7 @@ def ensemble_snapshots(hidden: int, num_members: int, epochs, keys, xs, ys, lear
     epochs = tuple(_checks.integer("epochs", e, minimum=1) for e in epochs)
     if list(epochs) != sorted(set(epochs)):
         raise ValueError(f"epochs must be strictly ascending, got {epochs}")
-    xs, ys = _stacks(xs, ys)
+    xs, ys = _checks.data_stacks(xs, ys)
     lrs = _checks.as_float_array("learning_rates", learning_rates, ndim=1)
     if not lrs.size or np.any(lrs <= 0):
         raise ValueError(f"learning_rates must be a non-empty array of positive step sizes, got {lrs}")
@@ -208,9 +198,9 @@ def _ensemble_snapshots(hidden: int, num_members: int, epochs: tuple[int, ...], 
         return jax.vmap(lambda k: deep.glorot_mlp(jax.random.split(k, 3)[0], (d, hidden, 1)))(member_keys)
 
     # Training runs on a flat layout: the K members' first layers side by side as one [d, K·H] matrix, so the first
-    # layer is one matmul [n, d] × [d, K·H] and each step's tensors are [n, K, H] (measured 1.8x faster per step
-    # than [K, n, H] on 2 CPU cores: benchmarks/ppc_ensemble_layout.py). Adam is elementwise, so the layout does
-    # not change the updates; the members are returned in deep's layout.
+    # layer is one matmul [n, d] × [d, K·H] and each step's tensors are [n, K, H], faster per step than [K, n, H]
+    # on the CPU (benchmarks/ppc_ensemble_layout.py; docs/ppc.md, "Speed of the trainers"). Adam is elementwise, so
+    # the layout does not change the updates; the members are returned in deep's layout.
     def to_flat(net):  # deep's [K, d, H], [K, H], [K, H, 1], [K, 1] → [d, K·H], [K·H], [K, H], [K]
         (w1, b1), (w2, b2) = net
         return (jnp.moveaxis(w1, 0, 1).reshape(d, num_members * hidden), b1.reshape(-1)), (w2[..., 0], b2[:, 0])

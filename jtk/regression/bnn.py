@@ -178,12 +178,7 @@ def stack_full_batches(xs, ys) -> tuple[train_lib.Batch, int, int]:
 
     Every data set has the same n (as the PPC study's splits); each is padded as :func:`full_batch` pads it.
     """
-    xs = _checks.as_float_array("xs", xs, ndim=3)
-    ys = _checks.as_float_array("ys", ys, ndim=2)
-    if ys.shape != xs.shape[:2]:
-        raise ValueError(f"ys must have shape {xs.shape[:2]} (data sets, points) like xs {xs.shape}, got {ys.shape}")
-    if xs.shape[0] == 0:
-        raise ValueError("xs must hold at least one data set, got 0")
+    xs, ys = _checks.data_stacks(xs, ys)
     batches = [full_batch(x, y) for x, y in zip(xs, ys)]
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *batches), xs.shape[1], xs.shape[2]
 
