@@ -91,6 +91,21 @@ def test_points_use_common_problems_and_the_same_seeds_2d_scores(study):
     assert p.loc[("a", 0), "kl_10"] == 1.0 and p.loc[("b", 0), "kl_1"] == 0.3
 
 
+def test_equal_subset_is_what_every_agent_ran(study):
+    """Uneven runs (a GPU finished some agents' seeds): the seeds and problems all agents share, nothing more."""
+    rows = [("a", s, p) for s in range(3) for p in range(4)]  # a: seeds 0-2, all 4 problems
+    rows += [("b", 0, p) for p in (0, 1, 3)] + [("b", 2, p) for p in (1, 3)]  # b: seed 0 without 2, seed 2 part
+    rows += [("c", 0, p) for p in range(4)] + [("c", 2, 3)]
+    regret = pd.DataFrame(rows, columns=["agent", "agent_seed", "seed"]).assign(input_dim=50, horizon=100,
+                                                                                  total_regret=1.0)
+    # seeds 0 and 2 are shared; the problems every agent ran with both: {3} (c ran only problem 3 at seed 2)
+    assert study.equal_subset(regret, ["a", "b", "c"], 50, 100, range(3), range(4)) == ([0, 2], [3])
+    assert study.equal_subset(regret, ["a", "b"], 50, 100, [0], range(4)) == ([0], [0, 1, 3])
+    assert study.equal_subset(regret, ["a", "b", "d"], 50, 100, range(3), range(4)) == ([], [])  # d ran nothing
+    assert study.equal_subset(regret, ["a", "b"], 50, 100, [1], range(4)) == ([], [])  # b never ran seed 1
+    assert study.equal_subset(regret, ["a"], 10, 100, range(3), range(4)) == ([], [])  # another d
+
+
 def test_runs_resume_after_a_kill_and_the_page_quotes_the_paper(study, tmp_path, monkeypatch):
     out = tmp_path / "out"
     base = ["--preset", "subset", "--horizon", "250", "--dims", "2", "--seeds", "2", "--out-dir", str(out)]

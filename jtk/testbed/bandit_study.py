@@ -284,6 +284,26 @@ def points_2d(regret: pd.DataFrame, scores: pd.DataFrame, agents, seeds, problem
     return per_run.merge(kl, on=["agent", "agent_seed"], how="inner"), common
 
 
+def equal_subset(regret: pd.DataFrame, agents, input_dim: int, horizon: int, seeds, problems
+                 ) -> tuple[list[int], list[int]]:
+    """(initialisation seeds, problems) that every agent of ``agents`` ran at ``input_dim``: the seeds each agent ran
+    on at least one common problem, and the problems every agent ran with every one of those seeds.
+
+    When the runs are uneven (a GPU finished some agents' seeds, the CPU others), these points put every agent on
+    the same footing: the same seeds and problems, one point per (agent, seed).
+    """
+    sel = regret[regret.agent.isin(agents) & (regret.input_dim == input_dim) & (regret.horizon == horizon)
+                 & regret.agent_seed.isin(seeds) & regret.seed.isin(problems)]
+    pairs = [set(zip(g.agent_seed, g.seed)) for _, g in sel.groupby("agent")]
+    if len(pairs) < len(set(agents)):
+        return [], []
+    both = set.intersection(*pairs)
+    common_seeds = sorted({int(s) for s, _ in both})
+    common = [sorted(int(p) for s2, p in both if s2 == s) for s in common_seeds]
+    shared = sorted(set.intersection(*map(set, common))) if common else []
+    return (common_seeds, shared) if shared else ([], [])
+
+
 def per_dim_correlations(points: pd.DataFrame, metrics=("kl_1", "kl_10")) -> pd.DataFrame:
     """Log–log Pearson r with bootstrap 5–95 % intervals, one row per (d, metric): never pooled across d."""
     metrics = _checks.nonempty("metrics", metrics, "column name")
@@ -393,7 +413,8 @@ def main(argv=None) -> None:
           "(paper: Figs. 8/9, d = 50, 6 agents × 10 seeds):")
     print(corr.round(3).to_string(index=False))
     if not args.no_docs:
-        write_docs(args.preset, table, corr, points, regret, common, horizon, problems, seeds, args.agents, dims)
+        write_docs(args.preset, table, corr, points, regret, common, horizon, problems, seeds, args.agents, dims,
+                   scores)
 
 
 def report_lab(args, regret, dims, seeds, tag, kwargs) -> None:
@@ -502,7 +523,8 @@ def plot_fig89(points: pd.DataFrame, corr: pd.DataFrame, d: int, path: pathlib.P
     return " ".join(alts)
 
 
-def write_docs(preset: str, table, corr, points, regret, common, horizon, problems, seeds, agents, dims) -> None:
+def write_docs(preset: str, table, corr, points, regret, common, horizon, problems, seeds, agents, dims,
+               scores) -> None:
     """The section 'bandit-fig89' of docs/bandit.md: what ran, Figs. 8/9 with the paper's numbers, per-d tables."""
     from jtk._docs import md_table, write_section
 
@@ -557,6 +579,21 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
                   "mean of its points' regret and scores): "
                   + "; ".join(f"d_KL^{m[3:]} r = {c['r']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
                               for m, c in balanced.items()) + f" over {len(means)} points.", ""]
+        eq_seeds, eq_problems = equal_subset(regret, agents, fig_d, horizon, seeds, problems)
+        if eq_problems:  # every agent on the same seeds and problems (the issue's "same subset")
+            eq_points, _ = points_2d(regret[regret.input_dim == fig_d], scores, agents, eq_seeds, eq_problems, horizon)
+            eq = per_dim_correlations(eq_points)
+            write_csv(eq.assign(agent_seeds="|".join(map(str, eq_seeds)), problems="|".join(map(str, eq_problems))),
+                      RESULTS / f"bandit_{preset}_equal_correlation.csv")
+            lines += [f"**Every agent on the same runs.** The runs all {len(set(agents))} agents have at d = {fig_d}: "
+                      f"initialisation seeds {eq_seeds} on problems {eq_problems}, one point per (agent, seed), "
+                      f"{len(eq_points)} points: "
+                      + "; ".join(f"d_KL^{m[3:]} r = {fmt(r, lo, hi)}" for m, r, lo, hi
+                                  in zip(eq.metric, eq.r, eq.lo, eq.hi))
+                      + " (`bandit_" + preset + "_equal_correlation.csv`)."
+                      + (" So few points leave intervals that span most of [−1, 1]: this subset can neither confirm "
+                         "nor contradict the paper; the missing runs listed above decide it." if len(eq_points) < 10
+                         else ""), ""]
     for d, g in points.groupby("input_dim"):  # the same comparison without a coefficient: the agents' order
         mean = g.groupby("agent")[["total_regret", "kl_1", "kl_10"]].mean()
         order = {c: " < ".join(mean.sort_values(c).index) for c in mean.columns}
