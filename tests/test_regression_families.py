@@ -199,6 +199,53 @@ def test_fbnn_predictive_mean_is_close_to_the_gp_posterior_mean():
     np.testing.assert_allclose(np.cov(f, rowvar=False), post.covariance(xt), atol=0.05 * std.max() ** 2 + 1e-3)
 
 
+def test_rbf_prior_kernel_in_jax_matches_numpy_and_enters_the_kl_as_given():
+    from jtk.regression.gp import rbf_kernel
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(7, 3))
+    ls, sv = np.array([0.7, 1.3, 2.0]), 1.7
+    got = jax.jit(fbnn.rbf_kernel_jax)(jnp.asarray(x, jnp.float32), jnp.asarray(x, jnp.float32),
+                                       jnp.asarray(ls, jnp.float32), jnp.float32(sv))
+    np.testing.assert_allclose(np.asarray(got), rbf_kernel(x, lengthscale=ls, signal_var=sv), rtol=1e-4, atol=1e-6)
+    # functional_kl with an RBF prior covariance: the closed form against numpy's KL of the two Gaussians
+    d, h, k, jit = 3, 6, 7, 0.05
+    params = fbnn.init_params(jax.random.PRNGKey(0), d, h)._replace(
+        mean=jnp.asarray(rng.normal(size=h + 1), jnp.float32))
+    phi = np.asarray(bnn.hidden_features(params.layer0, jnp.asarray(x, jnp.float32)), np.float64)
+    low = np.asarray(fbnn.scale_tril(params.scale_raw), np.float64)
+    want = _np_kl(phi @ np.asarray(params.mean), phi @ low @ low.T @ phi.T + jit * np.eye(k), np.zeros(k),
+                  rbf_kernel(x, lengthscale=ls, signal_var=sv) + jit * np.eye(k))
+    hyper = {"lengthscale": jnp.asarray(ls, jnp.float32), "signal_var": jnp.float32(sv)}
+    xz = jnp.asarray(x, jnp.float32)
+    kl = fbnn.functional_kl(params, xz, jnp.ones(k), jnp.float32(jit), fbnn.prior_cov("rbf", xz, hyper))
+    np.testing.assert_allclose(float(kl), want, rtol=2e-3)
+
+
+def test_fbnn_with_an_rbf_prior_fits_the_prior_by_ml2_and_fit_many_equals_fit():
+    rng = np.random.default_rng(5)
+    xs = rng.normal(size=(2, 30, 3))
+    ys = np.sin(xs[..., 0]) + 0.1 * rng.normal(size=(2, 30))
+    model = FBNNRegression(hidden=16, num_steps=60, learning_rate=1e-2, num_measurement=8, noise_var=0.01,
+                           prior="rbf")
+    hp = model.prior_hyperparameters(xs[0], ys[0])
+    want = GPRegression(noise_var=0.01, ard=True).fit(xs[0], ys[0]).hyperparameters
+    np.testing.assert_allclose(hp["lengthscale"], np.broadcast_to(want["lengthscale"], (3,)))
+    assert hp["signal_var"] == pytest.approx(float(want["signal_var"]))
+    many = model.fit_many(xs, ys, seed=3)
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    for i in range(2):
+        one = model.fit(xs[i], ys[i], seed=keys[i])
+        np.testing.assert_allclose(many[i].covariance(xs[i][:5]), one.covariance(xs[i][:5]), rtol=1e-5, atol=1e-7)
+    # on inputs far apart relative to the fitted lengthscales the RBF prior's correlations are small, the ReLU's not
+    far = rng.normal(size=(20, 3)) * 4
+    corr = lambda c: np.mean(np.abs((c / np.sqrt(np.outer(np.diag(c), np.diag(c))))[np.triu_indices(20, 1)]))  # noqa: E731
+    relu_model = dataclasses.replace(model, prior="relu")
+    assert corr(many[0].covariance(far)) < corr(relu_model.fit(xs[0], ys[0], seed=keys[0]).covariance(far))
+    with pytest.raises(ValueError, match="prior must be one of"):
+        FBNNRegression(prior="matern")
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("cls, field", [(HMCRegression, "step_size"), (HMCRegression, "noise_var"),
                                         (NNGRegression, "learning_rate"), (NNGRegression, "prior_scale"),

@@ -278,7 +278,7 @@ def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_sampl
 
 
 def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epochs: int,
-                noise_var: float = NOISE_VAR, ensemble_state=None) -> list[dict]:
+                noise_var: float = NOISE_VAR, ensemble_state=None, fbnn_prior: str = "relu") -> list[dict]:
     """Trains the group's model on every split at once → per split {S: posterior}.
 
     Every model is given the observation variance ``noise_var`` (the true 0.01 on the synthetic data, as in the
@@ -287,7 +287,8 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     The networks are the owners' (jtk.regression.bnn / deep): their pure, jitted training functions run over the
     splits here (``lax.map``, one split at a time), and their posterior classes turn the result into covariances.
     The ensembles train with :func:`jtk.regression.batched.ensemble_snapshots` (the same maths as deep's "Ens"); ``ensemble_state``
-    hands in members already trained by :func:`train_ensembles` (leaves [D, K, ...]).
+    hands in members already trained by :func:`train_ensembles` (leaves [D, K, ...]). ``fbnn_prior`` is FBNN's GP
+    prior (:class:`jtk.regression.fbnn.FBNNRegression`'s ``prior``): the oracle's "relu" here, "rbf" on real data.
     """
     n, d = splits[0].x_train.shape
     keys = jax.random.split(key, len(splits))
@@ -340,7 +341,7 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
                                       samples_per_chain=max_samples, num_chains=1, noise_var=noise_var)
         else:
             model = fbnn.FBNNRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
-                                        noise_var=noise_var)
+                                        noise_var=noise_var, prior=fbnn_prior)
         posts = model.fit_many(np.asarray(xs), np.asarray(ys), seed=key)
         for i, post in enumerate(posts):
             for st in group.settings:

@@ -49,8 +49,8 @@ from jtk.regression import bnn
 
 
 # The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
-__all__ = ["BIAS0_VAR", "BIAS1_VAR", "NOISE_VAR", "WEIGHT0_VAR", "WEIGHT1_VAR", "FBNNParams", "init_params",
-           "FBNNPosterior", "FBNNRegression"]
+__all__ = ["BIAS0_VAR", "BIAS1_VAR", "NOISE_VAR", "WEIGHT0_VAR", "WEIGHT1_VAR", "PRIORS", "FBNNParams",
+           "init_params", "FBNNPosterior", "FBNNRegression"]
 
 
 def relu_kernel_jax(x1: jax.Array, x2: jax.Array) -> jax.Array:
@@ -66,6 +66,25 @@ def relu_kernel_jax(x1: jax.Array, x2: jax.Array) -> jax.Array:
     cos = jnp.clip(k12 / norm, -1.0, 1.0)
     theta = jnp.arccos(cos)
     return WEIGHT1_VAR * norm * (jnp.sin(theta) + (jnp.pi - theta) * cos) / (2 * jnp.pi) + BIAS1_VAR
+
+
+def rbf_kernel_jax(x1: jax.Array, x2: jax.Array, lengthscale: jax.Array, signal_var: jax.Array) -> jax.Array:
+    """ARD squared-exponential kernel (:func:`jtk.regression.gp.rbf_kernel`) in JAX: x1 [n1, d], x2 [n2, d] →
+    [n1, n2]; ``lengthscale`` [d] or scalar, ``signal_var`` scalar (traced: fitted per data set)."""
+    a, b = x1 / lengthscale, x2 / lengthscale
+    sq = jnp.sum(a * a, 1)[:, None] + jnp.sum(b * b, 1)[None, :] - 2 * a @ b.T
+    return signal_var * jnp.exp(-0.5 * jnp.maximum(sq, 0.0))
+
+
+PRIORS = ("relu", "rbf")  # FBNNRegression.prior: the oracle's ReLU kernel, or an RBF kernel fitted by ML-II
+
+
+def prior_cov(prior: str, points: jax.Array, hyper: dict) -> jax.Array:
+    """The GP prior's covariance on ``points`` [k, d]: the oracle ReLU kernel, or the RBF kernel of ``hyper``'s
+    "lengthscale" and "signal_var" (``prior`` is static)."""
+    if prior == "relu":
+        return relu_kernel_jax(points, points)
+    return rbf_kernel_jax(points, points, hyper["lengthscale"], hyper["signal_var"])
 
 
 class FBNNParams(NamedTuple):
@@ -93,8 +112,11 @@ def _logdet_with_gradient(m: jax.Array) -> jax.Array:
     return jnp.sum(jnp.log(lam)) + jnp.sum(inv * (m - fixed))
 
 
-def functional_kl(params: FBNNParams, points: jax.Array, mask: jax.Array, jitter: jax.Array) -> jax.Array:
-    """KL(q(f(Z)) ‖ p(f(Z))) on points Z [k, d] with the oracle GP prior; rows with mask 0 do not count.
+def functional_kl(params: FBNNParams, points: jax.Array, mask: jax.Array, jitter: jax.Array,
+                  cov: jax.Array | None = None) -> jax.Array:
+    """KL(q(f(Z)) ‖ p(f(Z))) on points Z [k, d] with a GP prior; rows with mask 0 do not count.
+
+    ``cov`` [k, k] is the prior's covariance on Z (:func:`prior_cov`); None: the oracle's ReLU kernel.
 
     q(f(Z)) = N(Φ m, R Rᵀ + D) with R = Φ L [k, H + 1] and p(f(Z)) = N(0, K + D), D = ``jitter`` I. The closed form
 
@@ -108,7 +130,8 @@ def functional_kl(params: FBNNParams, points: jax.Array, mask: jax.Array, jitter
     root = phi @ scale_tril(params.scale_raw)  # R [k, H + 1]
     diag = mask * jitter + (1 - mask)  # D
     keep = mask[:, None] * mask[None, :]
-    cov_p = jax.lax.stop_gradient(keep * relu_kernel_jax(points, points) + jnp.diag(diag))
+    prior = relu_kernel_jax(points, points) if cov is None else cov
+    cov_p = jax.lax.stop_gradient(keep * prior + jnp.diag(diag))
     lam, q = jnp.linalg.eigh(cov_p)
     whiten = q / jnp.sqrt(lam)  # Σp^(−½) = whitenᵀ
     trace_d = jnp.sum(diag * jnp.sum(whiten ** 2, 1))  # tr(Σp⁻¹ D)
@@ -135,15 +158,16 @@ def measurement_points(key: jax.Array, batch: train_lib.Batch, num_points: int, 
 
 
 def negative_elbo(params: FBNNParams, batch: train_lib.Batch, hyper: dict, key: jax.Array, *,
-                  num_points: int) -> jax.Array:
+                  num_points: int, prior: str = "relu") -> jax.Array:
     """(−E_q log p(y | f) + λ KL on training + ``num_points`` measurement points) / n, one draw of the points.
 
-    ``hyper``: traced "n", "noise_var", "measurement_var", "kl_weight", "kl_jitter".
+    ``hyper``: traced "n", "noise_var", "measurement_var" (scalar or [d]), "kl_weight", "kl_jitter", and for the
+    "rbf" prior "lengthscale" and "signal_var".
     """
     xm = measurement_points(key, batch, num_points, hyper["measurement_var"])
     points = jnp.concatenate([batch.x, xm], 0)
     mask = jnp.concatenate([batch.mask, jnp.ones(num_points)])
-    kl = functional_kl(params, points, mask, hyper["kl_jitter"])
+    kl = functional_kl(params, points, mask, hyper["kl_jitter"], prior_cov(prior, points, hyper))
     return (-expected_log_lik(params, batch, hyper["noise_var"]) + hyper["kl_weight"] * kl) / hyper["n"]
 
 
@@ -155,9 +179,10 @@ def init_params(key: jax.Array, input_dim: int, hidden: int) -> FBNNParams:
 
 
 @functools.lru_cache(maxsize=32)
-def _fbnn_fit_fn(input_dim: int, hidden: int, num_steps: int, learning_rate: float, num_measurement: int):
+def _fbnn_fit_fn(input_dim: int, hidden: int, num_steps: int, learning_rate: float, num_measurement: int,
+                 prior: str = "relu"):
     optimizer = optax.adam(learning_rate)
-    loss_fn = functools.partial(negative_elbo, num_points=num_measurement)
+    loss_fn = functools.partial(negative_elbo, num_points=num_measurement, prior=prior)
 
     def fit(key, batch, hyper):
         k_init, k_train = jax.random.split(key)
@@ -225,6 +250,12 @@ class FBNNRegression:
       kl_weight: λ (1 = size(D) / size(D_s) for a full batch).
       kl_jitter: added to both covariances' diagonals in the KL (1e-3; it lowers the optimal q variance at the
         training points by about itself, so keep it well below the noise variance).
+      prior: the GP prior of the functional KL. "relu" (default): the oracle's ReLU-network kernel, the truth of the
+        synthetic study. "rbf": the paper's kind of prior, an ARD RBF kernel whose lengthscales and signal variance
+        are fitted by ML-II on each training set (:class:`jtk.regression.gp.GPRegression`, the given noise
+        variance), with measurement points drawn at variance ℓ² / 2 per input (§2.1: s² / 2), which then replaces
+        ``measurement_var``. On real data the ReLU prior correlates every pair of inputs (docs/ppc.md, "Why FBNN
+        ranks last by XLLR on real data"); :mod:`jtk.ppc.real_study` uses "rbf".
     """
 
     hidden: int = 50
@@ -235,6 +266,7 @@ class FBNNRegression:
     measurement_var: float = 0.5
     kl_weight: float = 1.0
     kl_jitter: float = 1e-3
+    prior: str = "relu"
 
     def __post_init__(self):
         _checks.integer("hidden", self.hidden, minimum=1)
@@ -245,14 +277,36 @@ class FBNNRegression:
         _checks.positive("measurement_var", self.measurement_var)
         _checks.positive("kl_weight", self.kl_weight, allow_zero=True)
         _checks.positive("kl_jitter", self.kl_jitter)
+        _checks.one_of("prior", self.prior, PRIORS)
 
     def _fn(self, input_dim: int):
-        return _fbnn_fit_fn(input_dim, self.hidden, self.num_steps, float(self.learning_rate), self.num_measurement)
+        return _fbnn_fit_fn(input_dim, self.hidden, self.num_steps, float(self.learning_rate), self.num_measurement,
+                            self.prior)
 
     def _hyper(self, n: int) -> dict:
         return {"n": jnp.float32(n), "noise_var": jnp.float32(self.noise_var),
                 "measurement_var": jnp.float32(self.measurement_var), "kl_weight": jnp.float32(self.kl_weight),
                 "kl_jitter": jnp.float32(self.kl_jitter)}
+
+    def prior_hyperparameters(self, x, y) -> dict:
+        """The "rbf" prior's ML-II fit on one training set: {"lengthscale" [d], "signal_var"} (float64)."""
+        from jtk.regression.gp import GPRegression
+
+        hp = GPRegression(noise_var=self.noise_var, ard=True).fit(x, y).hyperparameters
+        ls = np.broadcast_to(np.asarray(hp["lengthscale"], np.float64), (np.shape(x)[1],))
+        return {"lengthscale": ls, "signal_var": float(hp["signal_var"])}
+
+    def _hyper_for(self, batch: train_lib.Batch) -> dict:
+        """The traced hyperparameters of one (padded) training batch, with the prior's fit for "rbf"."""
+        n = int(np.sum(batch.mask))
+        hyper = self._hyper(n)
+        if self.prior == "rbf":
+            real = np.asarray(batch.mask) > 0
+            hp = self.prior_hyperparameters(np.asarray(batch.x)[real], np.asarray(batch.y)[real])
+            hyper |= {"lengthscale": jnp.asarray(hp["lengthscale"], jnp.float32),
+                      "signal_var": jnp.float32(hp["signal_var"]),
+                      "measurement_var": jnp.asarray(hp["lengthscale"] ** 2 / 2, jnp.float32)}
+        return hyper
 
     @staticmethod
     def _posterior(params: FBNNParams, input_dim: int) -> FBNNPosterior:
@@ -262,10 +316,11 @@ class FBNNRegression:
 
     @serial_blas
     def fit(self, x, y, seed: Any = 0, prior: Any = None) -> FBNNPosterior:
-        """Trains on x [n, d], y [n] → :class:`FBNNPosterior`. ``prior`` is ignored."""
+        """Trains on x [n, d], y [n] → :class:`FBNNPosterior`. ``prior`` is ignored (the model's own ``prior``
+        field chooses the GP prior)."""
         batch = bnn.full_batch(x, y)
         d = batch.x.shape[1]
-        params, _ = self._fn(d)(_checks.as_key(seed), batch, self._hyper(int(np.sum(batch.mask))))
+        params, _ = self._fn(d)(_checks.as_key(seed), batch, self._hyper_for(batch))
         return self._posterior(params, d)
 
     @serial_blas
@@ -275,5 +330,9 @@ class FBNNRegression:
         Data set i is fitted with key ``jax.random.split(key, B)[i]`` (one data set at a time, ``bnn.map_datasets``).
         """
         batches, n, d = bnn.stack_full_batches(xs, ys)
+        if self.prior == "rbf":  # each data set has its own fitted prior: one compiled fit, called per data set
+            keys = jax.random.split(_checks.as_key(seed), batches.x.shape[0])
+            return [self._posterior(self._fn(d)(keys[i], b, self._hyper_for(b))[0], d)
+                    for i, b in enumerate(bnn.unstack(batches, i) for i in range(batches.x.shape[0]))]
         params, _ = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n))
         return [self._posterior(bnn.unstack(params, i), d) for i in range(batches.x.shape[0])]
