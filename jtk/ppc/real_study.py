@@ -141,8 +141,8 @@ PRESETS = {
 FAMILIES = ppc_study.ALL_PAPER_FAMILIES  # the paper's seven: Ensemble, Dropout, BBB, NNG, FBNN, HMC, GP-RBF
 BASELINES = ("Oracle", "Random")
 # FBNN's GP prior on real data: an ARD RBF kernel fitted by ML-II on each training set (the paper's kind of prior).
-# The synthetic study's oracle ReLU kernel correlates every pair of a UCI table's inputs (docs/ppc.md, "Why FBNN
-# ranked last by XLLR on real data").
+# The synthetic study's oracle ReLU kernel correlates every pair of a UCI table's inputs (docs/ppc.md, "FBNN on
+# real data").
 FBNN_PRIOR = "rbf"
 ORACLE_ROW = "Oracle (selects for itself)"
 

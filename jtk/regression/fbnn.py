@@ -16,12 +16,15 @@ random training inputs with variance ``measurement_var`` (§2.1: s² / 2 for a p
 closed form here: the expected log-likelihood of a Gaussian q, and the KL between two Gaussians
 (``functional_kl``), so no spectral Stein gradient estimator is needed. Departures, documented:
 
-* Features: the paper uses RBF random features with an RBF-kernel GP prior; here the prior is the oracle's kernel and
-  the features are the ReLU units of the same one-hidden-layer network as the other BNN families (first layer
-  initialised from the matched prior, so at initialisation q(f) is the width-H approximation of the prior).
+* Features: the paper uses RBF random features with an RBF-kernel GP prior; here the features are the ReLU units of
+  the same one-hidden-layer network as the other BNN families (first layer initialised from the matched prior, so
+  at initialisation q(f) is the width-H approximation of the oracle prior), and the prior is the oracle's kernel
+  (``prior="relu"``, the synthetic study) or an ARD RBF kernel fitted by ML-II on the training set
+  (``prior="rbf"``, the paper's kind of prior; the real-data study).
 * Both covariances get ``kl_jitter`` on their diagonal (the KL of slightly noisy function values): with H + 1
   features, q's covariance on more than H + 1 points is singular.
-* The ReLU kernel has no lengthscale: ``measurement_var`` defaults to 0.5 (s = 1 on standardised inputs).
+* The ReLU kernel has no lengthscale: ``measurement_var`` defaults to 0.5 (s = 1 on standardised inputs); with the
+  RBF prior the points are drawn at ℓ² / 2 per input.
 
 Example:
   >>> import numpy as np
@@ -254,8 +257,8 @@ class FBNNRegression:
         synthetic study. "rbf": the paper's kind of prior, an ARD RBF kernel whose lengthscales and signal variance
         are fitted by ML-II on each training set (:class:`jtk.regression.gp.GPRegression`, the given noise
         variance), with measurement points drawn at variance ℓ² / 2 per input (§2.1: s² / 2), which then replaces
-        ``measurement_var``. On real data the ReLU prior correlates every pair of inputs (docs/ppc.md, "Why FBNN
-        ranks last by XLLR on real data"); :mod:`jtk.ppc.real_study` uses "rbf".
+        ``measurement_var``. On real data the ReLU prior correlates every pair of inputs (docs/ppc.md, "FBNN on
+        real data"); :mod:`jtk.ppc.real_study` uses "rbf".
     """
 
     hidden: int = 50
