@@ -7,6 +7,7 @@ prose around the sections survives regeneration.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -34,6 +35,18 @@ def write_section(name: str, text: str, path: Path = DOCS / "results.md") -> Non
         new = old.rstrip("\n") + ("\n\n" if old else "") + block
     path.write_text(new)
     print(f"wrote the section {name!r} of {path}")
+
+
+def publish(name: str, intro: str, table: pd.DataFrame, path: Path, *, load_start: float, write: bool = True,
+            floatfmt: str = "{:.3g}") -> str:
+    """A benchmark's measured section: ``intro``, the machine (CPU cores, load average at the start and now), the
+    table; printed, and written as section ``name`` of ``path`` unless ``write`` is False. Returns the text."""
+    text = (f"{intro.rstrip()} {os.cpu_count()} CPU cores, load average {load_start:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end.\n\n" + md_table(table, floatfmt, index=False) + "\n")
+    print(text)
+    if write:
+        write_section(name, text, path)
+    return text
 
 
 def sections(text: str) -> dict[str, str]:
