@@ -321,9 +321,12 @@ class FBNNRegression:
     def fit(self, x, y, seed: Any = 0, prior: Any = None) -> FBNNPosterior:
         """Trains on x [n, d], y [n] → :class:`FBNNPosterior`. ``prior`` is ignored (the model's own ``prior``
         field chooses the GP prior)."""
-        batch = bnn.full_batch(x, y)
+        return self._fit_batch(_checks.as_key(seed), bnn.full_batch(x, y))
+
+    def _fit_batch(self, key: jax.Array, batch: train_lib.Batch) -> FBNNPosterior:
+        """One (padded) training batch, trained with ``key`` under its own hyperparameters (:meth:`_hyper_for`)."""
         d = batch.x.shape[1]
-        params, _ = self._fn(d)(_checks.as_key(seed), batch, self._hyper_for(batch))
+        params, _ = self._fn(d)(key, batch, self._hyper_for(batch))
         return self._posterior(params, d)
 
     @serial_blas
@@ -335,7 +338,6 @@ class FBNNRegression:
         batches, n, d = bnn.stack_full_batches(xs, ys)
         if self.prior == "rbf":  # each data set has its own fitted prior: one compiled fit, called per data set
             keys = jax.random.split(_checks.as_key(seed), batches.x.shape[0])
-            return [self._posterior(self._fn(d)(keys[i], b, self._hyper_for(b))[0], d)
-                    for i, b in enumerate(bnn.unstack(batches, i) for i in range(batches.x.shape[0]))]
+            return [self._fit_batch(keys[i], bnn.unstack(batches, i)) for i in range(batches.x.shape[0])]
         params, _ = bnn.map_datasets(self._fn(d), _checks.as_key(seed), batches, self._hyper(n))
         return [self._posterior(bnn.unstack(params, i), d) for i in range(batches.x.shape[0])]

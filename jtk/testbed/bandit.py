@@ -500,8 +500,8 @@ def _load_checkpoint(path: pathlib.Path, fingerprint: str, template):
     """(states, regrets, pulled, chunks done, seconds) from ``path``, or None when there is no file (or it is torn)."""
     from jtk.results import read_checkpoint
 
-    saved = read_checkpoint(path, fingerprint, mismatch="it was saved by a different run (agent, problems, "
-                            "agent_seed or settings differ); delete it or pass another path")
+    saved = read_checkpoint(path, fingerprint, mismatch="delete it or pass another path (a different run: its agent, "
+                            "problems, agent_seed or settings)")
     if saved is None:
         return None
     f = saved[1]
