@@ -10,6 +10,10 @@ from jtk.ppc import active
 from jtk.regression.gp import GPRegression
 from jtk.envs.gp import ReLUKernelGP
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _problem(seed, n=None, rank=None, full_rank=False):
     rng = np.random.default_rng(seed)

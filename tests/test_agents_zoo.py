@@ -14,6 +14,10 @@ from jtk.agents.sgmcmc import PRESETS, langevin_chain
 from jtk.agents.zoo_common import systematic_resample
 from jtk.envs import MLPClassification
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 # Small settings so every agent fits in about a second (not the paper defaults).
 FAST = {
     "dropout": dict(num_steps=50),

@@ -8,6 +8,10 @@ from jtk.regression.blr import BayesianLinearRegression
 from jtk.regression.base import RegressionPosterior
 from jtk.envs.regression import PolynomialRegression, SinusoidRegression, StyblinskiTangRegression
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def closed_form(g_train, y, g_test, sigma):
     """Textbook formulas with an explicit inverse: V = (G^T G)^-1, γ̂ = V G^T y (eq. 5–6)."""

@@ -9,6 +9,10 @@ from jtk.regression.bnn import (BBBRegression, GaussianWeightPosterior, Particle
                                        apply_raw, apply_raw_numpy, init_raw)
 from jtk.envs.gp import relu_kernel
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _data(n=20, seed=0):
     rng = np.random.default_rng(seed)

@@ -8,6 +8,10 @@ from jtk.regression import coverage as cv
 from jtk.regression import deep as dr
 from jtk.envs.regression import SinusoidRegression
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 TINY = dict(hidden=(8,), num_members=2, epochs_per_complexity=40, num_samples=8, learning_rate=3e-2)
 
 

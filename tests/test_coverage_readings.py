@@ -6,6 +6,10 @@ import pytest
 
 from jtk.regression import coverage_readings as cr
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _rows(cov: dict) -> pd.DataFrame:
     rows = []

@@ -15,6 +15,10 @@ from jtk.regression import deep as dr
 from jtk.regression.base import RegressionPosterior
 from jtk.envs.regression import SinusoidRegression
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 TINY = dict(hidden=(8,), num_members=2, epochs_per_complexity=40, num_samples=8, learning_rate=3e-2)
 K_SETS = 4  # training sets per study; networks per call = 4 for every method
 

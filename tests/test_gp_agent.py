@@ -8,6 +8,10 @@ import pytest
 from jtk.regression.gp import (GPRegression, MonteCarloGP, condition, rbf_kernel, rbf_neg_log_marginal_likelihood)
 from jtk.envs.gp import ReLUKernelGP
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _data(n=25, d=2, seed=0):
     rng = np.random.default_rng(seed)

@@ -7,6 +7,10 @@ import pytest
 from jtk.envs.gp import (BIAS0_VAR, BIAS1_VAR, WEIGHT0_VAR, WEIGHT1_VAR, GPSplit, ReLUKernelGP,
                          relu_kernel, relu_network_kernel_mc, toy_split_1d)
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def test_relu_kernel_matches_wide_network_monte_carlo():
     x = np.random.default_rng(0).normal(size=(6, 3))

@@ -14,6 +14,10 @@ import scipy.linalg
 
 from jtk import _numerics
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _spd(m: int, seed: int, dtype=np.float64) -> np.ndarray:
     g = np.random.default_rng(seed).normal(size=(m, m + 3))

@@ -8,6 +8,10 @@ import pytest
 
 from jtk.ppc import active
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

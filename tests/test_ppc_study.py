@@ -12,6 +12,10 @@ from jtk.ppc import active
 from jtk.envs.gp import NOISE_VAR, ReLUKernelGP
 from jtk.regression.gp import GPRegression
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 
 def _models(n=40, m=5, seed=0):

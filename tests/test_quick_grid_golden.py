@@ -24,6 +24,10 @@ from jtk import _info, agents, results
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 import make_quick_grid_golden as golden  # noqa: E402
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 WRITTEN_ON = golden.written()  # numerics key -> the writer's numerics
 GOLDEN = {key: pd.read_csv(golden.path_for(key)) for key in WRITTEN_ON}
 HERE = _info.numerics()["numerics_key"]

@@ -12,6 +12,10 @@ from jtk.regression import FBNNRegression, GPRegression, HMCRegression, NNGRegre
 from jtk.regression.hmc import hmc_chain
 from jtk.regression.nng import _nng_fit_fn, noisy_kfac
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 
 def _linear_problem(n=200, d=3, noise_var=0.25, prior_var=1.0, seed=0):
     """Bayesian linear regression y = [x, 1]·w + ε, w ~ N(0, η I): the exact posterior in numpy float64."""

@@ -11,6 +11,10 @@ import pytest
 import jtk
 from jtk import testbed
 
+# Results through numpy/scipy's BLAS or LAPACK, or compared with stored numbers: .ci/run reruns them under another
+# OpenBLAS core type (docs/development.md, "Numerics on other CPUs").
+pytestmark = pytest.mark.numerics
+
 TEMPS, NS = (0.01, 0.1, 0.5), (1, 10, 100)
 
 
