@@ -1765,8 +1765,7 @@ case(A.tal_comparison, "use_gram-rbf-model",
 
 # ------------------------------------------------------------------ inventory: every public callable has a case
 # What counts as public: every module under jtk (pkgutil.walk_packages), less private modules (a dotted part starting
-# with "_") and deprecated shims (a module whose import warns DeprecationWarning, or that sets
-# ``__deprecated__ = True``); in each, the names of ``__all__`` or else every name not starting with "_", kept when the
+# with "_"); in each, the names of ``__all__`` or else every name not starting with "_", kept when the
 # object is a function or a class defined in that very module. Keys are ``module.qualname`` read from the objects, so
 # the table follows a function when the layout refactor moves it (tests import through module names only).
 # Plus the data-taking methods of the classes DESIGN.md names as public API (and every registered agent's class).
@@ -1793,24 +1792,6 @@ def api_classes() -> list[type]:
             R.nng.KFACWeightPosterior, R.fbnn.FBNNRegression, R.fbnn.FBNNPosterior]
 
 
-def is_deprecated_shim(module_name: str) -> bool:
-    import importlib
-    import warnings
-    if module_name in sys.modules:
-        module = sys.modules[module_name]
-        return bool(getattr(module, "__deprecated__", False)) or module_name in DEPRECATED_SEEN
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(module_name)
-    if any(issubclass(w.category, DeprecationWarning) for w in caught) or getattr(module, "__deprecated__", False):
-        DEPRECATED_SEEN.add(module_name)
-        return True
-    return False
-
-
-DEPRECATED_SEEN = {"jtk.grading"}  # warns on import (a deprecated alias of jtk.checks); kept in case it loaded first
-
-
 @functools.lru_cache(None)
 def public_callables() -> dict:
     """key -> object for every public function and class of every jtk module, and the API classes' data methods."""
@@ -1820,7 +1801,7 @@ def public_callables() -> dict:
     found = {}
     for info in pkgutil.walk_packages(jtk.__path__, "jtk."):
         name = info.name
-        if any(part.startswith("_") for part in name.split(".")[1:]) or is_deprecated_shim(name):
+        if any(part.startswith("_") for part in name.split(".")[1:]):
             continue
         module = importlib.import_module(name)
         names = getattr(module, "__all__", None)
