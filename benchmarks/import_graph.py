@@ -28,7 +28,7 @@ PACKAGE_DIR = ROOT / "jtk"
 
 # The layer of each top-level name (a package, or a top-level module), lowest first.
 LAYERS = (
-    ("platform", {"jtk", "_checks", "_compile", "_info", "_json", "_memory", "_numerics", "executors",
+    ("platform", {"jtk", "_checks", "_compile", "_info", "_version", "_json", "_memory", "_numerics", "executors",
                   "likelihood", "nets", "results", "train", "_docs", "_paths"}),
     ("envs", {"envs"}),
     ("agents", {"agents"}),
@@ -104,7 +104,7 @@ def graph_figures(show: bool) -> dict:
     for m in modules:
         if m not in index:
             strong(m)
-    # the package jtk and its own submodules (jtk._info reads jtk.__version__) are one unit; cycles through the
+    # the package jtk and its own top-level modules are one unit (unit() is jtk.<name>); cycles through the
     # root package are listed but counted apart
     upward = [(a, b) for a, b in edges if layer(a) is not None and layer(b) is not None and layer(a) < layer(b)]
     packages = {}

@@ -67,9 +67,9 @@ def _backfill_access_times(path: str) -> None:
 _enable_compilation_cache()
 
 from jtk._info import info  # noqa: E402
+from jtk._version import __version__ as __version__  # noqa: E402 (the one version, re-exported)
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
-__version__ = "0.1.0"
 _SUBMODULES = ("agents", "checks", "course", "envs", "executors", "likelihood", "nets", "plots", "ppc", "regression",
                "results", "testbed", "train", "widgets")
 # jtk.checks is the students' name of jtk.course.checks (the very module; no warning, documented there).
