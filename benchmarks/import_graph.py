@@ -1,5 +1,5 @@
 """The shape of jtk's import graph: modules, import edges, cycles, upward imports and private names used across
-packages (issue #48). Prints the figures; ``--list`` names every cycle, upward import and private-name site.
+packages. Prints the figures; ``--list`` names every cycle, upward import and private-name site.
 
     .venv/bin/python benchmarks/import_graph.py [--list]
 
@@ -7,13 +7,12 @@ packages (issue #48). Prints the figures; ``--list`` names every cycle, upward i
   ones inside functions included; an edge is one (importer, imported) pair of modules.
 * A cycle is a strongly connected component of two or more modules.
 * Upward imports: edges from a lower layer to a higher one, in the layers of docs/development.md (platform →
-  envs → agents → regression → testbed / ppc → plots → widgets → course → cli). Modules of the flat layout before
-  #48 are placed in the layer their new package has (``jtk.sweep`` with ``jtk.testbed``, ``jtk.exercises`` with
-  ``jtk.course``); the deprecated aliases left at the old paths are not counted.
+  envs → agents → regression → testbed / ppc → plots → widgets → course → cli); ``jtk.checks``, the students' name
+  of ``jtk.course.checks``, is in the course's layer.
 * Private names across packages (tests/test_architecture.py keeps it at 0): a ``_name`` of another package's
   module, imported (``from jtk.testbed import _rows``) or read as an attribute of an imported module
   (``testbed._chunks``), or a private module of another package (``jtk.widgets._app``). A package is
-  ``jtk.<name>`` (before #48 every top-level module was its own); jtk's top-level private modules
+  ``jtk.<name>`` (a subpackage, or a top-level module of its own); jtk's top-level private modules
   (``jtk._checks``, ``jtk._compile``, ...) are the platform's, open to all of jtk, but their private names are not.
 """
 
@@ -27,19 +26,17 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "jtk"
 
-# The layer of each top-level name (a package of the new layout, or a module of the old flat one), lowest first.
+# The layer of each top-level name (a package, or a top-level module), lowest first.
 LAYERS = (
-    ("platform", {"jtk", "_checks", "_compile", "_deprecation", "_info", "_json", "_memory", "_numerics", "executors",
+    ("platform", {"jtk", "_checks", "_compile", "_info", "_version", "_json", "_memory", "_numerics", "executors",
                   "likelihood", "nets", "results", "train", "_docs", "_paths"}),
     ("envs", {"envs"}),
     ("agents", {"agents"}),
-    ("regression", {"regression", "coverage"}),
-    ("testbed/ppc", {"testbed", "sweep", "bandit", "ensemble_study", "ppc", "active"}),
+    ("regression", {"regression"}),
+    ("testbed/ppc", {"testbed", "ppc"}),
     ("plots", {"plots"}),
     ("widgets", {"widgets"}),
-    ("course", {"course", "checks", "grading", "exercises", "export", "gradebook", "gradescope", "nbgrader", "labs",
-                "challenge", "sandbox", "_challenge_worker", "_grading_worker", "_kernel_launcher", "_math",
-                "_judge", "_answers", "_wire"}),
+    ("course", {"course", "checks"}),
     ("reproduce", {"reproduce"}),
     ("cli", {"cli"}),
 )
@@ -55,12 +52,6 @@ def layer(module: str) -> int | None:
         if top(module) in names:
             return i
     return None
-
-
-def is_alias(module: str) -> bool:
-    """A deprecated alias at an old path (a module that only re-exports, marked ``# jtk: alias``)."""
-    path = _path(module)
-    return path is not None and "# jtk: alias" in path.read_text()
 
 
 def _path(module: str) -> pathlib.Path | None:
@@ -81,7 +72,7 @@ def graph_figures(show: bool) -> dict:
     import grimp
 
     graph = grimp.build_graph("jtk")
-    modules = sorted(m for m in graph.modules if not is_alias(m))
+    modules = sorted(graph.modules)
     edges = [(a, b) for a in modules for b in graph.find_modules_directly_imported_by(a) if b in modules]
     # cycles: Tarjan's strongly connected components
     succ = {m: [b for a, b in edges if a == m] for m in modules}
@@ -113,7 +104,7 @@ def graph_figures(show: bool) -> dict:
     for m in modules:
         if m not in index:
             strong(m)
-    # the package jtk and its own submodules (jtk._info reads jtk.__version__) are one unit; cycles through the
+    # the package jtk and its own top-level modules are one unit (unit() is jtk.<name>); cycles through the
     # root package are listed but counted apart
     upward = [(a, b) for a, b in edges if layer(a) is not None and layer(b) is not None and layer(a) < layer(b)]
     packages = {}
@@ -218,7 +209,7 @@ def private_sites(path: pathlib.Path) -> list[str]:
 def private_figures(show: bool) -> int:
     sites = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        if "_labs" in path.parts or is_alias(module_name(path)):
+        if "_labs" in path.parts:
             continue
         sites += private_sites(path)
     if show:

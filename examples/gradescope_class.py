@@ -61,8 +61,6 @@ ATTACKS = {  # what each attack of tests/test_grading_attacks.py tries, for the 
     "delete_check_cell": "check cell deleted",
     "metadata_points": "`points: 100` in the cells' metadata",
     "overwrite_check_function": "`checks.check_coin_joint` and `run_check` overwritten",
-    "overwrite_through_old_name": "the same through the deprecated `jtk.grading`, and stand-ins bound to its names",
-    "calls_reference_through_old_name": "calls the checks' own reference through `jtk.grading`",
     "forged_record": "every check record forged with made-up answers",
     "patched_numpy": "`np.allclose` / `np.isclose` patched to say yes",
     "calls_reference": "`return jtk.envs.Coin(b, p).joint(f)`",

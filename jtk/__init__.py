@@ -67,26 +67,19 @@ def _backfill_access_times(path: str) -> None:
 _enable_compilation_cache()
 
 from jtk._info import info  # noqa: E402
+from jtk._version import __version__ as __version__  # noqa: E402 (the one version, re-exported)
 from jtk.likelihood import accuracy, expected_calibration_error, joint_log_likelihood  # noqa: E402
 
-__version__ = "0.1.0"
 _SUBMODULES = ("agents", "checks", "course", "envs", "executors", "likelihood", "nets", "plots", "ppc", "regression",
                "results", "testbed", "train", "widgets")
 # jtk.checks is the students' name of jtk.course.checks (the very module; no warning, documented there).
 _ALIAS_SUBMODULES = {"checks": "jtk.course.checks"}
-# Deprecated aliases (warn on import, and are the very module of their new path): jtk.grading is jtk.checks; the rest
-# moved into packages in #48.
-_MOVED_SUBMODULES = {"active": "jtk.ppc.active", "bandit": "jtk.testbed.bandit", "coverage": "jtk.regression.coverage",
-                     "ensemble_study": "jtk.testbed.ensemble_study", "sweep": "jtk.testbed.sweep",
-                     **{name: f"jtk.course.{name}" for name in ("challenge", "exercises", "export", "gradebook",
-                                                                "gradescope", "labs", "nbgrader", "sandbox")}}
-_DEPRECATED_SUBMODULES = ("grading", *_MOVED_SUBMODULES)
 __all__ = ["accuracy", "expected_calibration_error", "info", "joint_log_likelihood", *_SUBMODULES]
 
 
 def __getattr__(name: str):
     """Submodules load on first use (``jtk.testbed``, ``from jtk import ppc``): ``import jtk`` stays fast."""
-    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
+    if name in _SUBMODULES:
         import importlib
 
         return importlib.import_module(f"jtk.{name}")

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+from jtk._version import __version__
+
 EXTRAS = ("dask", "distributed", "jupyterlab", "ipywidgets", "nbclient", "nbval", "playwright", "pytest")
 
 
@@ -154,10 +156,8 @@ def info() -> dict:
     """
     import jax
 
-    import jtk
-
     return {
-        "jtk": jtk.__version__, "git_commit": git_commit(), "python": sys.version.split()[0],
+        "jtk": __version__, "git_commit": git_commit(), "python": sys.version.split()[0],
         "platform": platform.platform(), "jax": jax.__version__, "jaxlib": _version("jaxlib"),
         "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
         "jax_platforms": os.environ.get("JAX_PLATFORMS"),
@@ -177,9 +177,7 @@ def provenance() -> dict:
 
     import jax
 
-    import jtk
-
-    return {"jtk": jtk.__version__, "git_commit": git_commit(), "jax": jax.__version__, "jaxlib": _version("jaxlib"),
+    return {"jtk": __version__, "git_commit": git_commit(), "jax": jax.__version__, "jaxlib": _version("jaxlib"),
             "backend": jax.default_backend(), "python": sys.version.split()[0], "platform": platform.platform(),
             "host": socket.gethostname(), "numerics": numerics()}
 

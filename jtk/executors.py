@@ -39,7 +39,7 @@ def local_threads(num_tasks: int, agents=()) -> int:
     CPU and every agent is one of jtk's (:class:`jtk.agents.JaxAgent`); otherwise
     1. On a GPU one device runs one program at a time, so threads would only add
     memory. ``JTK_THREADS=N`` sets the number (``JTK_THREADS=1``: one chunk at a
-    time, as before).
+    time).
 
     Args:
       num_tasks: chunks to run.

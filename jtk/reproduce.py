@@ -1,8 +1,8 @@
 """``jtk reproduce``: every figure and table of the three papers that jtk regenerates, and the command for each.
 
 The papers' studies are library modules of the package that owns them (:mod:`jtk.testbed.bandit_study`,
-:mod:`jtk.regression.coverage_study`, :mod:`jtk.ppc.synthetic_study`, ...), each with ``main(argv)`` and the same
-options as before they moved; this registry says which figure or table each one makes, with which arguments per
+:mod:`jtk.regression.coverage_study`, :mod:`jtk.ppc.synthetic_study`, ...), each with ``main(argv)`` taking the
+study's command-line options; this registry says which figure or table each one makes, with which arguments per
 preset, which CSVs it writes, which page section it rewrites, and how long its quick preset took — read from a
 record the study wrote itself (a CSV column), never typed in: where the study kept none, :func:`quick_time` says so.
 

@@ -65,7 +65,6 @@ import pandas as pd
 
 from jtk import _info
 from jtk._json import canonical as _canonical, jsonable  # noqa: F401  (jsonable: a re-export)
-from jtk._deprecation import moved_names
 
 #: Float tolerance of ``jtk verify`` when it compares recorded and recomputed d_KL values on a machine with the same
 #: numerics key as the one that wrote them (see :func:`jtk.testbed.runs.verify`).
@@ -827,10 +826,3 @@ def run_chunks(tasks: Sequence[Any], job, save, *, executor=None, threads: int =
 
 
 POLL_SECONDS = 0.05  # how often run_chunks looks for finished futures and for Ctrl-C
-
-
-__getattr__ = moved_names("jtk.results", {
-    "verify": ("jtk.testbed.runs", "verify"), "evaluate_to_file": ("jtk.testbed.runs", "evaluate_to_file"),
-    "problems_from_record": ("jtk.testbed.runs", "problems_from_record"),
-    "agent_config": ("jtk.agents.records", "agent_config"), "make_agent": ("jtk.agents.records", "make_agent"),
-    "git_commit": ("jtk._info", "git_commit"), "provenance": ("jtk._info", "provenance")})

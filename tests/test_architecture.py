@@ -1,4 +1,4 @@
-"""The layout of jtk (#48; docs/development.md, "Layout") stays as designed:
+"""The layout of jtk (docs/development.md, "Layout") stays as designed:
 
 * import-linter's contracts in pyproject.toml hold: the layers (platform → envs / agents → regression → testbed /
   ppc → plots → widgets → course → cli), the independence of the Neural Testbed and the regression studies, and no
@@ -6,7 +6,8 @@
 * no module uses a private name (``_name``) of another package, nor a private module of another package
   (benchmarks/import_graph.py finds them: ``from jtk.x import _y``, ``x._y`` on an imported jtk module);
 * every package declares ``__all__`` and a docstring that says what it owns and what it may import;
-* the aliases left at the old paths are listed as deprecated, so the site and the doctests skip them.
+* the one alias, ``jtk.checks`` (the students' name of ``jtk.course.checks``), is listed as one, so the site and the
+  doctests skip it, and imports without a warning.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def test_no_private_names_across_packages():
     graph = _import_graph()
     sites = []
     for path in sorted((ROOT / "jtk").rglob("*.py")):
-        if "_labs" not in path.parts and not graph.is_alias(graph.module_name(path)):
+        if "_labs" not in path.parts:
             sites += graph.private_sites(path)
     assert not sites, ("private names used across packages (make the name public in its package, or move the code "
                        "to the package that owns it):\n" + "\n".join(sites))
@@ -82,8 +83,22 @@ def test_every_package_declares_all_and_says_what_it_owns(init):
     assert not missing, f"{module.__name__}.__all__ names what it does not have: {missing}"
 
 
-def test_aliases_at_old_paths_are_deprecated_submodules():
-    graph = _import_graph()
-    aliases = {p.stem for p in (ROOT / "jtk").glob("*.py") if graph.is_alias(f"jtk.{p.stem}")}
-    assert aliases == set(jtk._DEPRECATED_SUBMODULES) - {"grading"}
-    assert not set(jtk._DEPRECATED_SUBMODULES) & set(jtk._SUBMODULES)
+def test_the_one_alias_is_the_students_checks():
+    """A top-level module that puts another module in its place (``sys.modules[__name__] = ...``) is an alias:
+    only ``jtk.checks`` is one, and ``jtk`` lists it as such."""
+    aliases = {p.stem for p in (ROOT / "jtk").glob("*.py") if "sys.modules[__name__]" in p.read_text()}
+    assert aliases == set(jtk._ALIAS_SUBMODULES) == {"checks"}
+
+
+def test_jtk_checks_is_the_course_checks_module_without_a_warning():
+    import jtk.checks
+    import jtk.course.checks
+
+    assert jtk.checks is jtk.course.checks and "checks" in jtk._SUBMODULES
+
+
+def test_jtk_checks_imports_without_a_warning():
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
+                           "import jtk.checks, jtk.testbed, jtk.ppc, jtk.regression.coverage"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

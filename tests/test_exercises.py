@@ -157,8 +157,6 @@ def test_prepare_skips_untouched_demonstrations_but_runs_what_the_student_wrote(
 def test_check_calls_reads_the_plan_of_a_cell():
     assert exercises.check_calls("checks.check_blr_posterior(f)\nchecks.check_blr_posterior(f, hidden=True)") == (
         ("blr_posterior", False), ("blr_posterior", True))
-    # a source written against the deprecated module name is read the same (the grader binds both names)
-    assert exercises.check_calls("grading.check_blr_posterior(f)") == (("blr_posterior", False),)
     with pytest.raises(ValueError, match="calls no check"):
         exercises.check_calls("print(1)")
     with pytest.raises(ValueError, match="literal"):

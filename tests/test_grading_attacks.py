@@ -298,16 +298,6 @@ def attacks(tmp: pathlib.Path) -> dict:
             "from jtk import checks\n"
             "checks.check_coin_joint = lambda *a, **k: print('✅ Exercise 1a (coin joint): passed')\n"
             "checks.run_check = lambda *a, **k: None\n" + BLANK_1A),
-        # the deprecated alias jtk.grading is the same module: patching it, or a stand-in bound to the name the
-        # source's check cell uses, changes nothing (kernel-side text: pytest's warning filter does not apply there)
-        "overwrite_through_old_name": _attack(
-            "import types, jtk.grading\n"
-            "jtk.grading.run_check = lambda *a, **k: None\n"
-            "jtk.grading._emit = lambda record: None\n"
-            "checks = grading = types.SimpleNamespace(check_coin_joint=lambda *a, **k: print('✅ passed'))\n"
-            + BLANK_1A),
-        "calls_reference_through_old_name": _attack(
-            "import jtk.grading\ndef coin_joint(b, p, f):\n    return jtk.grading._coin_joint(b, p, f)"),
         "forged_record": _attack(  # every record this kernel emits claims a pass with made-up answers
             "from IPython.display import display\nfrom jtk import checks\n"
             "checks._emit = lambda record: display({checks.MIME: {**record, 'answers': [{'npy': 'k05VTVBZ'}] * 16}},"
@@ -456,8 +446,7 @@ def test_solutions_score_full_and_untouched_exercises_zero(graded):
         assert all(c["misconception"] == "generic.not_implemented" for c in blank["checks"]), blank
 
 
-ATTACKS = ["edit_check_cell", "delete_check_cell", "metadata_points", "overwrite_check_function",
-           "overwrite_through_old_name", "calls_reference_through_old_name", "forged_record",
+ATTACKS = ["edit_check_cell", "delete_check_cell", "metadata_points", "overwrite_check_function", "forged_record",
            "patched_numpy", "calls_reference", "saved_reference", "swapped_reference", "guard_switched_off", "infinite_loop",
            "loop_ignoring_interrupts", "huge_allocation", "huge_allocation_top_level", "sys_exit", "os_exit",
            "segfault",
@@ -500,8 +489,6 @@ def test_attacks_on_the_workers_pipes_gain_nothing(graded, attack):
     ("delete_check_cell", "failed", "generic.not_implemented", True),
     ("metadata_points", "failed", "generic.not_implemented", True),
     ("calls_reference", "failed", "uses_reference", False),
-    # jtk.grading is jtk.checks, which holds no reference any more: the attribute does not exist
-    ("calls_reference_through_old_name", "failed", "generic.exception", False),
     ("saved_reference", "failed", "uses_reference", False),
     ("swapped_reference", "failed", "uses_reference", False),
     ("guard_switched_off", "failed", "uses_reference", False),

@@ -123,7 +123,7 @@ def test_one_version_for_package_info_manifests_and_citation():
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jtk.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jtk._version.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", jtk.__version__)
     assert f"\nversion: {jtk.__version__}\n" in (ROOT / "CITATION.cff").read_text()
     changelog = (ROOT / "CHANGELOG.md").read_text()

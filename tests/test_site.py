@@ -25,14 +25,14 @@ TOCTREE = re.compile(r"```\{toctree\}\n(.*?)```", re.S)
 
 def public_modules() -> set[str]:
     """Public modules of jtk from its files (no import): no part of the dotted name starts with ``_``."""
-    deprecated = {f"jtk.{m}" for m in (*jtk._DEPRECATED_SUBMODULES, *jtk._ALIAS_SUBMODULES)}  # no pages
+    aliases = {f"jtk.{m}" for m in jtk._ALIAS_SUBMODULES}  # no pages
     found = set()
     for path in (ROOT / "jtk").rglob("*.py"):
         parts = path.relative_to(ROOT).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
         name = ".".join(parts)
-        if not any(p.startswith("_") for p in parts) and name not in deprecated:
+        if not any(p.startswith("_") for p in parts) and name not in aliases:
             found.add(name)
     return found
 

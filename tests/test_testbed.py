@@ -550,3 +550,11 @@ def test_summary_reports_the_fraction_of_finite_samples_without_warning_when_all
         warnings.simplefilter("error", testbed.InfiniteKLWarning)
         table = testbed.summarize(rows)
     assert table.loc["uniform", "frac_finite"] == 1.0
+
+
+def test_engine_settings_are_not_copied_into_the_testbed_package():
+    """``monkeypatch.setattr(jtk.testbed, "MEMBERS_PER_CHUNK", ...)`` would change a copy the engine never reads: the
+    package refuses the name and says where it lives."""
+    with pytest.raises(AttributeError, match=r"jtk\.testbed\.engine\.MEMBERS_PER_CHUNK"):
+        jtk.testbed.MEMBERS_PER_CHUNK
+    assert engine.MEMBERS_PER_CHUNK > 0

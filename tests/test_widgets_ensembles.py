@@ -73,7 +73,7 @@ def test_comparison_update_rejects_values_off_the_sliders(comp, kwargs, err):
         we.comparison_update("comp", 3.0, 3, 3)
 
 
-def test_build_comparison_requires_the_plain_ensemble():
+def test_make_ensemble_comparison_requires_the_plain_ensemble():
     with pytest.raises(ValueError, match="prior_scales"):
         es.make_ensemble_comparison(num_train_values=NS, prior_scales=(1.0, 3.0), settings=TINY)
 

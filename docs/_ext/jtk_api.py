@@ -36,10 +36,9 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 logger = logging.getLogger(__name__)
 
-# Aliases have no page of their own: the deprecated ones (jtk.grading is jtk.checks, jtk.sweep is jtk.testbed.sweep)
-# warn on import; jtk.checks is the students' name of jtk.course.checks, documented there.
+# Aliases have no page of their own: jtk.checks is the students' name of jtk.course.checks, documented there.
 _jtk = importlib.import_module("jtk")
-DEPRECATED_MODULES = {f"jtk.{name}" for name in (*_jtk._DEPRECATED_SUBMODULES, *_jtk._ALIAS_SUBMODULES)}
+ALIAS_MODULES = {f"jtk.{name}" for name in _jtk._ALIAS_SUBMODULES}
 
 
 def is_public(modname: str) -> bool:
@@ -47,11 +46,11 @@ def is_public(modname: str) -> bool:
 
 
 def public_modules(root: str = "jtk") -> list[str]:
-    """Every public module of the package ``root``, itself included, in name order (deprecated aliases left out)."""
+    """Every public module of the package ``root``, itself included, in name order (aliases left out)."""
     found = [root]
     package = importlib.import_module(root)
     for info in pkgutil.walk_packages(package.__path__, prefix=root + "."):
-        if is_public(info.name) and info.name not in DEPRECATED_MODULES:
+        if is_public(info.name) and info.name not in ALIAS_MODULES:
             found.append(info.name)
     return sorted(found)
 
@@ -128,7 +127,7 @@ def _source_order(modname: str, names: list[str]) -> list[str]:
 def documented_where(modname: str, name: str, obj) -> str:
     """The module whose page documents ``modname.name``: its defining module if that is public, else ``modname``."""
     home = _defined_in(obj)
-    if home and home != modname and is_public(home) and home.startswith("jtk.") and home not in DEPRECATED_MODULES:
+    if home and home != modname and is_public(home) and home.startswith("jtk.") and home not in ALIAS_MODULES:
         return home
     return modname
 

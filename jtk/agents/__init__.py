@@ -8,11 +8,9 @@ may import the platform (jtk's top-level modules) and :mod:`jtk.envs`, nothing a
 >>> "ensemble+" in jtk.agents.names()
 True
 
-Regression models live in :mod:`jtk.regression`; the old names here (``jtk.agents.BayesianLinearRegression``, ...)
-still work and warn.
+Regression models live in :mod:`jtk.regression`.
 """
 
-from jtk._deprecation import moved_names
 from jtk.agents.base import (Agent, JaxAgent, JaxMixturePosterior, JaxPosterior, MixturePosterior, NeuralAgent,
                              Posterior, ProblemInfo, as_mixture, fit_many, make, names, register)
 from jtk.agents.baseline import UniformAgent
@@ -23,10 +21,3 @@ from jtk.agents import bayes_optimal, bbb, deep_kernel, dropout, epinet, hypermo
 __all__ = ["Agent", "EnsembleAgent", "JaxAgent", "JaxMixturePosterior", "JaxPosterior", "MixturePosterior",
            "NeuralAgent", "Posterior", "ProblemInfo", "UniformAgent", "as_mixture", "fit_many", "make", "names",
            "register"]
-
-# Deprecated names: old name -> (module, new name).
-_MOVED = {name: ("jtk.regression", name) for name in (
-    "BBBRegression", "BLRPosterior", "BayesianLinearRegression", "DeepRegression", "DeepRegressionPosterior",
-    "GPRegression", "GaussianProcessPosterior", "MonteCarloGP", "SGLDRegression", "make_regression")}
-_MOVED["Prior"] = ("jtk.agents.base", "ProblemInfo")
-__getattr__ = moved_names("jtk.agents", _MOVED)

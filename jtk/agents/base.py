@@ -58,8 +58,7 @@ __all__ = ["ProblemInfo", "Posterior", "Agent", "MixturePosterior", "as_mixture"
 class ProblemInfo:
     """What the testbed tells an agent about a problem (the reference's ``PriorKnowledge``).
 
-    Agents receive it as the ``prior`` argument of ``fit`` (the protocol's name, kept from the reference). It was
-    called ``Prior`` before; ``jtk.agents.Prior`` still works and warns.
+    Agents receive it as the ``prior`` argument of ``fit`` (the protocol's name, kept from the reference).
 
     Attributes:
       input_dim: input dimension d.

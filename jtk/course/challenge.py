@@ -37,7 +37,7 @@ The last rule replaces the testbed's clip for the board: the reference clips a +
 largest finite one, which lets -inf or ±1e300 logits score better than any honest agent, so an entry
 with any +inf is not ranked (column ``frac_finite``). Baselines on hidden problems run in this process
 through the same scoring loop (``jtk.testbed.evaluate`` draws public seeds only); on practice problems
-through ``jtk.testbed.evaluate``, as before.
+through ``jtk.testbed.evaluate``.
 
 Outputs (``out``): ``leaderboard.csv`` and ``leaderboard.html`` are student-facing and hold no
 secret (messages are one line with long digit runs masked); ``rows/NAME.csv`` (+ manifest) hold one

@@ -1027,8 +1027,7 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     Args:
       workers: worker processes (default: the number of cores).
       sandbox: ``auto``, ``none``, ``user`` or ``bwrap`` (:mod:`jtk.course.sandbox`).
-      hide: kept for callers of earlier versions: the bwrap sandbox mounts only what it names, so nothing needs
-        hiding.
+      hide: accepted and ignored: the bwrap sandbox mounts only what it names, so nothing needs hiding.
 
     A grader fault (a worker that could not start jtk, a full disk) is a row with status ``error`` whose message
     says so; :func:`fault_summary` names them for the instructor. A salt of 8 characters or more never appears in

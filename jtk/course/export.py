@@ -63,7 +63,7 @@ MAX_CLICKS = 4
 """Default number of presses each flip button of a button app is exported for."""
 
 MAX_PAGE_BYTES = 16 * 2**20
-"""Default budget for the apps' contents on one page (shared equally by its apps); the issue's bound is 25 MB."""
+"""Default budget for the apps' contents on one page (shared equally by its apps), under the 25 MB a page may weigh."""
 
 MAX_APP_BYTES = MAX_PAGE_BYTES
 """Default byte budget of one app's contents in :func:`capture_app` (a page splits :data:`MAX_PAGE_BYTES`)."""

@@ -52,7 +52,7 @@ def plot_toy_view(view: Mapping, ax=None, title: str | None = None):
     """Fig. 2: ground truth, train / test / queried points and the prediction after the query.
 
     Args:
-      view: output of :func:`jtk.widgets.active.toy_view` (keys x_grid, f_grid, x_train, y_train,
+      view: output of :func:`jtk.ppc.active.toy_view` (keys x_grid, f_grid, x_train, y_train,
         x_test, x_query, y_query, mean, std, criterion, test_log_likelihood).
       ax: matplotlib axes (a new figure when None).
       title: axes title (default: criterion and test log-likelihood).
@@ -84,7 +84,7 @@ def plot_toy_views(views: Mapping[str, Mapping], figsize: tuple[float, float] = 
     """Fig. 2 side by side: one :func:`plot_toy_view` panel per view (shared y axis), one legend right of them.
 
     Args:
-      views: title or criterion → output of :func:`jtk.widgets.active.toy_view`.
+      views: title or criterion → output of :func:`jtk.ppc.active.toy_view`.
 
     Returns:
       the figure.

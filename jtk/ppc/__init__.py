@@ -8,7 +8,7 @@ posteriors); never :mod:`jtk.testbed`, :mod:`jtk.course`, :mod:`jtk.plots`, :mod
 The public surface of a study module (:mod:`~jtk.ppc.synthetic_study`, :mod:`~jtk.ppc.real_study`,
 :mod:`~jtk.ppc.tal_oracle`) is its command, ``main(argv)`` (``argv`` a list of str, or None for the command line;
 ``python -m MODULE`` and ``jtk reproduce`` call it), and the few functions that another module, a notebook or a page
-calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_inputs.py holds a bad-input
+calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_ppc.py holds a bad-input
 case for every one). Its other functions are the study's internals: importable (its tests use them), not documented,
 and free to change.
 """

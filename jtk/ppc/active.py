@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
-from jtk._deprecation import moved_names
 from jtk._numerics import numpy_rng, serial_blas
 
 if TYPE_CHECKING:  # imported where used: jtk.ppc.active stays free of JAX at import
@@ -884,12 +883,3 @@ def toy_view(state: ToyState, criterion: str, batch_size: int, model: str) -> di
     return {"x_grid": s.x_pool[order, 0], "f_grid": s.f_pool[order], "x_train": s.x_train[:, 0], "y_train": s.y_train,
             "x_test": s.x_test[:, 0], "x_query": s.x_pool[picked, 0], "y_query": s.y_pool[picked],
             "mean": mean, "std": std, "test_log_likelihood": ll, "criterion": criterion, "model": model}
-
-
-# Names that moved to jtk.ppc: they keep working here for a deprecation period, with a warning.
-_MOVED_TO_PPC = ("Metacorrelation", "correlation_matrix", "cross_normalized_log_likelihood", "metacorrelation",
-                 "ppc_per_model", "ppc_study", "top_correlated_batches", "top_correlated_log_likelihood", "xll_summary",
-                 "xll_table")
-
-
-__getattr__ = moved_names("jtk.ppc.active", {name: ("jtk.ppc", name) for name in _MOVED_TO_PPC})

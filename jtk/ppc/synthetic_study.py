@@ -128,7 +128,7 @@ FAMILY_STYLES = {"Ensemble": ("#0072b2", "s"), "Dropout": ("#af837b", "D"), "BBB
 ALL_PAPER_FAMILIES = ("Ensemble", "Dropout", "BBB", "NNG", "FBNN", "HMC", "GP-RBF")
 try:
     from jtk.regression import fbnn, hmc, nng
-except ImportError:  # pragma: no cover - an older jtk without them
+except ImportError:  # pragma: no cover - without them the study runs the other four families
     fbnn = hmc = nng = None
 NEW_FAMILIES = ("NNG", "FBNN", "HMC") if nng is not None else ()
 PAPER_FAMILIES = tuple(f for f in ALL_PAPER_FAMILIES if f in ("Ensemble", "Dropout", "BBB", "GP-RBF") + NEW_FAMILIES)
@@ -825,7 +825,7 @@ def write_docs(tag: str, args, preset: dict, out: dict) -> None:
     m = out["meta"]
     protocol = m.get("protocol")
     protocol = protocol if isinstance(protocol, str) else None
-    pool = int(m["num_pool"]) if "num_pool" in m else 500  # runs before the protocol columns: the old sizes
+    pool = int(m["num_pool"]) if "num_pool" in m else 500  # a run that stored no sizes used these
     test = int(m["num_test"]) if "num_test" in m else 200
     data_words = {"independent": "a fresh draw of inputs and function per data set",
                   "shared": "one draw re-partitioned per split"}.get(m["data"], m["data"])

@@ -11,7 +11,7 @@ not re-exported (its ``summarize`` and ``sweep`` are the study's).
 The public surface of a study module (:mod:`~jtk.regression.coverage_study`,
 :mod:`~jtk.regression.coverage_readings`) is its command, ``main(argv)`` (``argv`` a list of str, or None for the
 command line; ``python -m MODULE`` and ``jtk reproduce`` call it), and the few functions that another module, a
-notebook or a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_inputs.py
+notebook or a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_regression.py
 holds a bad-input case for every one). Its other functions are the study's internals: importable (its tests use
 them), not documented, and free to change.
 

@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory, executors
-from jtk._deprecation import moved_names
 from jtk.regression.blr import BayesianLinearRegression
 from jtk.regression.deep import METHODS, PRESETS, DeepRegression, make_regression
 
@@ -387,9 +386,3 @@ def lemma1_check(results: Mapping[Any, CoverageResult], by: str | None = None) -
                      "frac_violations": float((smaller & (g["uncertainty"] >= g["rmse"])).mean()),
                      "num_inputs": int(len(g))})
     return pd.DataFrame(rows)
-
-
-_RENAMED = {"summarise": "summarize"}  # old name -> new name (#19)
-
-
-__getattr__ = moved_names("jtk.regression.coverage", {old: ("jtk.regression.coverage", new) for old, new in _RENAMED.items()})

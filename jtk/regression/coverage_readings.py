@@ -1,4 +1,4 @@
-"""Which reading of Schmähling et al. brings EnsAdvA's and the ensembles' coverage closest to the paper (#30 item 4).
+"""Which reading of Schmähling et al. brings EnsAdvA's and the ensembles' coverage closest to the paper.
 
 The paper reports, for E.1 (its Fig. 3), ensemble coverage near 0.95 at low complexity and about 1.0 at high
 f_main, for EnsAdvA as for EnsBS; jtk's lab study gives EnsAdvA 0.20–0.39 and EnsBS 0.72–0.86 at input_scale 8

@@ -11,7 +11,7 @@ The public surface of a study module (:mod:`~jtk.testbed.bandit_study`, :mod:`~j
 :mod:`~jtk.testbed.zoo_report`, :mod:`~jtk.testbed.epinet_hypermodel`, :mod:`~jtk.testbed.estimator_table`,
 :mod:`~jtk.testbed.known_limits`) is its command, ``main(argv)`` (``argv`` a list of str, or None for the command
 line; ``python -m MODULE`` and ``jtk reproduce`` call it), and the few functions that another module, a notebook or
-a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_inputs.py holds a
+a page calls, named in its ``__all__``; each checks its arguments at entry (tests/test_fuzz_testbed.py holds a
 bad-input case for every one). Its other functions are the study's internals: importable (its tests use them), not
 documented, and free to change.
 

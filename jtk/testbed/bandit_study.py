@@ -580,7 +580,7 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
                   + "; ".join(f"d_KL^{m[3:]} r = {c['r']:.2f} [{c['lo']:.2f}, {c['hi']:.2f}]"
                               for m, c in balanced.items()) + f" over {len(means)} points.", ""]
         eq_seeds, eq_problems = equal_subset(regret, agents, fig_d, horizon, seeds, problems)
-        if eq_problems:  # every agent on the same seeds and problems (the "same subset")
+        if eq_problems:  # every agent on the same seeds and problems, so the correlations compare like with like
             eq_points, _ = points_2d(regret[regret.input_dim == fig_d], scores, agents, eq_seeds, eq_problems, horizon)
             eq = per_dim_correlations(eq_points)
             write_csv(eq.assign(agent_seeds="|".join(map(str, eq_seeds)), problems="|".join(map(str, eq_problems))),

@@ -461,8 +461,8 @@ def prepare_local_run(tasks: Sequence[tuple], executor=None, bar=None) -> None:
 # branches, one per minibatch size (Chunk.programs), could instead be one program each, compiled in parallel threads:
 # the run would wait for the costliest size's compile rather than for one program of all five (docs/platforms.md,
 # "The paper grid on a GPU" and "Compile once per agent configuration"). Each branch is the program it replaces, so
-# the scores stay bitwise the same. Not measured on a GPU yet, so off: `bash benchmarks/gpu_session.sh split`
-# measures it.
+# the scores stay bitwise the same. Off by default: `bash benchmarks/gpu_session.sh split` measures whether it pays
+# on a GPU.
 SPLIT_BRANCHES_AHEAD = False
 
 

@@ -85,15 +85,6 @@ class Problem:
         """This problem with τ set to 1: problems with the same training problem train one agent and share it."""
         return dataclasses.replace(self, tau=1)
 
-    @property
-    def training_key(self) -> "Problem":
-        """Deprecated alias of :attr:`training_problem` (it is a Problem, not a PRNG key)."""
-        import warnings
-
-        warnings.warn("jtk.testbed.Problem.training_key is deprecated; use jtk.testbed.Problem.training_problem",
-                      DeprecationWarning, stacklevel=2)
-        return self.training_problem
-
     def prior(self) -> agents_base.ProblemInfo:
         """What the agent is told about this problem."""
         return agents_base.ProblemInfo(self.input_dim, self.num_classes, self.num_train, self.temperature, self.tau)

@@ -1,4 +1,4 @@
-"""Known limits of the leaderboard on every problem of a grid (issue #2's acceptance checks).
+"""Known limits of the leaderboard on every problem of a grid: two agents whose scores are known exactly.
 
     python -m jtk.testbed.known_limits                  # the 420-problem paper grid
     python -m jtk.testbed.known_limits --grid classification

@@ -282,7 +282,7 @@ def check_agent(agent, prior: agents_base.ProblemInfo | None = None, *, seed: in
       beyond the training data; the components too for a finite mixture), no
       logit beyond float32's range (±1e300 is ±inf once scored) and no class
       of probability exactly 0 in float32 (-inf logits): a label of that class
-      would make its τ-sample's KL +inf, which d_KL clips (issue #46).
+      would make its τ-sample's KL +inf, which d_KL's clip rule would hide.
     * ``coherence``: a call whose x repeats rows gives identical logits to the
       repeated rows within every sample (``|Δ| ≤ 1e-5 · max(1, |logit|)``). Sample
       m must be *one* function at all inputs; an agent that draws a fresh

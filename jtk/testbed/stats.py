@@ -36,8 +36,8 @@ def _warn_infinite_kl(results: pd.DataFrame, stacklevel: int = 3) -> None:
 
     The reference's clip rule (:func:`jtk.likelihood.summarize_kl`) replaces a +inf per-τ-sample KL by the
     problem's largest finite one, so a table stays comparable with the reference; but an agent that emits
-    -inf (or ±1e300, which float32 turns into ±inf) logits can then read better than the Bayes-optimal agent
-    (issue #46). The rows keep the fraction in ``frac_finite``; this makes it loud.
+    -inf (or ±1e300, which float32 turns into ±inf) logits can then read better than the Bayes-optimal agent.
+    The rows keep the fraction in ``frac_finite``; this makes it loud.
     """
     if "frac_finite" not in results.columns or results.empty:
         return

@@ -17,21 +17,6 @@ from jtk.widgets.coins import coin_flip_app, decision_app, joint_grid_app
 from jtk.widgets.coverage import coverage_app
 from jtk.widgets.ensembles import ensemble_app
 from jtk.widgets.joint import JointPredictions, joint_predictions_app
-from jtk._deprecation import moved_names
 
 __all__ = ["App", "CAPTION_CLASS", "BanditExplorer", "JointPredictions", "bandit_app", "coin_flip_app", "coverage_app", "decision_app",
            "ensemble_app", "joint_grid_app", "joint_predictions_app", "query_app"]
-
-# Deprecated names (#19): old name -> (module, new name).
-_DEPRECATED = {
-    "build_toy_app": ("jtk.widgets", "query_app"),
-    "build_bandit_app": ("jtk.widgets", "bandit_app"),
-    "build_coverage_app": ("jtk.widgets", "coverage_app"),
-    "build_comparison": ("jtk.testbed.ensemble_study", "make_ensemble_comparison"),
-    "kl_vs_num_train": ("jtk.testbed.ensemble_study", "kl_vs_num_train"),
-    "make_toy_state": ("jtk.ppc.active", "make_toy_state"),
-    "toy_view": ("jtk.ppc.active", "toy_view"),
-}
-
-
-__getattr__ = moved_names("jtk.widgets", _DEPRECATED)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from jtk.ppc import active
 from jtk.ppc.active import ToyState
 from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
-from jtk._deprecation import moved_names
 
 
 def query_app(state: ToyState | None = None):
@@ -58,11 +57,3 @@ def query_app(state: ToyState | None = None):
     app = App([w.HBox([criterion, batch, model]), out, out.caption], title="query explorer")
     app.controls = {"criterion": criterion, "batch_size": batch, "model": model}
     return app
-
-
-# Deprecated names (#19: ``<topic>_app``; the toy's computations are jtk.ppc.active's): old name -> (module, new name).
-_DEPRECATED = {"build_toy_app": ("jtk.widgets.active", "query_app"),
-               **{name: ("jtk.ppc.active", name) for name in ("make_toy_state", "toy_view", "default_toy_models")}}
-
-
-__getattr__ = moved_names("jtk.widgets.active", _DEPRECATED)

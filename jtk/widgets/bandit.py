@@ -24,7 +24,6 @@ import pandas as pd
 from jtk import _checks, _memory, executors
 from jtk.testbed import bandit
 from jtk.widgets._app import LABEL_STYLE, App, LatestOnly, elapsed_text, image_widget, show_png
-from jtk._deprecation import moved_names
 
 LAB_AGENT_KWARGS = bandit.PRESETS["lab"]["agent_kwargs"]
 FIGSIZE, DPI = (9.6, 3.9), 96  # 922 × 374 px, shown at that size: 10-point text is 13 px tall
@@ -361,10 +360,3 @@ def bandit_app(explorer: BanditExplorer, agents: Sequence[str] | None = None, ag
     app.runner, app.wait = runner, runner.wait
     redraw()
     return app
-
-
-# Deprecated names (#19: one naming scheme, ``<topic>_app``): old name -> (module, new name).
-_DEPRECATED = {"build_bandit_app": ("jtk.widgets.bandit", "bandit_app")}
-
-
-__getattr__ = moved_names("jtk.widgets.bandit", _DEPRECATED)

@@ -40,7 +40,6 @@ from jtk.envs.coin import MAX_HORIZON, POLICIES, Coin, check_coins, decision_tab
 from jtk.plots import coins as coin_plots
 from jtk.plots.layout import alt_text
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png
-from jtk._deprecation import moved_names
 
 MAX_FLIPS = 6  # largest n shown as an n-flip joint grid (2^3 × 2^3 cells)
 
@@ -280,10 +279,3 @@ def decision_app(horizon: int = 10, coins: Mapping[str, Coin] | None = None,
     box = App([slider, table, image, image.caption], title="decision app")
     box.controls, box.image, box.table = {"horizon": slider}, image, table
     return box
-
-
-# Deprecated names (#19: the decision values are computed in jtk.envs.coin): old name -> (module, new name).
-_DEPRECATED = {name: ("jtk.envs.coin", name) for name in ("expected_cumulative_heads", "decision_summary")}
-
-
-__getattr__ = moved_names("jtk.widgets.coins", _DEPRECATED)

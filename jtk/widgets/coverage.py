@@ -17,7 +17,6 @@ from jtk import _checks
 from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval
 from jtk.widgets._app import LABEL_STYLE, App, figure_caption, set_caption
-from jtk._deprecation import moved_names
 
 
 def _check_results(results: Mapping[tuple[Any, str], CoverageResult]):
@@ -227,10 +226,3 @@ def coverage_app(results, x: float = 1.2):
     app.figure = fig
     redraw()
     return app
-
-
-# Deprecated names (#19: one naming scheme, ``<topic>_app``): old name -> (module, new name).
-_DEPRECATED = {"build_coverage_app": ("jtk.widgets.coverage", "coverage_app")}
-
-
-__getattr__ = moved_names("jtk.widgets.coverage", _DEPRECATED)

@@ -16,18 +16,6 @@ from jtk import _checks
 from jtk.testbed.ensemble_study import EnsembleComparison
 from jtk.plots import testbed as tb_plots
 from jtk.widgets._app import LABEL_STYLE, App, image_widget, show_png, significant_frame
-from jtk._deprecation import moved_names
-
-# Deprecated names (#19: fitting and scoring left the widgets): old name -> (module, new name).
-_DEPRECATED = {name: ("jtk.testbed.ensemble_study", name) for name in (
-    "CHUNK", "NUM_MEMBERS", "NUM_STEPS", "BATCH_SIZE", "EXTENT", "TEST_POOL", "FitSettings", "fit_ensembles",
-    "member_probs", "member_label_logprobs", "probability_grid", "kl_vs_num_train")}
-_DEPRECATED["build_comparison"] = ("jtk.testbed.ensemble_study", "make_ensemble_comparison")
-_DEPRECATED["kl_by_tau"] = ("jtk.likelihood", "mixture_kl_by_tau")
-_DEPRECATED["environment_data"] = ("jtk.testbed.ensemble_study", "lab_data")
-
-
-__getattr__ = moved_names("jtk.widgets.ensembles", _DEPRECATED)
 
 
 def comparison_update(comp: EnsembleComparison, prior_scale: float, num_members: int, num_train: int,
