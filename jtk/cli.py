@@ -10,7 +10,7 @@
                   [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
                   [--deadline ISO-8601 --submitted TIMES.csv [--penalty-per-day FRACTION]]
     jtk info
-    jtk reproduce list | NAME [--preset quick|paper|report] [--out-dir DIR] [--dry-run] [-- EXTRA STUDY ARGS]
+    jtk reproduce list | NAME [--preset quick|paper|report|authors] [--out-dir DIR] [--dry-run] [-- EXTRA STUDY ARGS]
     jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
@@ -189,8 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                                           "'jtk reproduce list' names them all")
     rp.add_argument("name", metavar="NAME|list", help="a study of 'jtk reproduce list', or list")
     rp.add_argument("--preset", default="quick",
-                    help="quick (a laptop), paper (the paper's protocol) or report (the page from the stored CSVs; "
-                         "no training); default quick")
+                    help="quick (a laptop), paper (the paper's protocol), report (the page from the stored CSVs; "
+                         "no training) or authors (the protocol as the authors' public code ran it, where a study "
+                         "has it: ppc-fig3 … ppc-fig6, ppc-table1); default quick")
     rp.add_argument("--out-dir", default=None,
                     help="read and write the CSVs and pages here (default: the checkout's benchmarks/results and "
                          "docs/; without a checkout ./jtk-results)")

@@ -46,7 +46,9 @@ PAPERS = {
     "ppc": "Wang, Sun & Grosse (2021), Beyond Marginal Uncertainty: How Accurately can Bayesian Regression Models "
            "Estimate Posterior Predictive Correlations? (AISTATS 2021)",
 }
-PRESETS = ("quick", "paper", "report")
+# quick and paper: jtk's presets; report: the page from the stored CSVs; authors: a paper's protocol as its authors'
+# public code ran it (the studies that have one).
+PRESETS = ("quick", "paper", "report", "authors")
 
 
 class Step(NamedTuple):
@@ -157,8 +159,12 @@ _COVERAGE_REPORT = (Step(_COVERAGE, ("--docs",)),)
 PPC_QUICK_TAG = "quick_all"
 _PPC = {"quick": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG)),),
         "paper": (Step("jtk.ppc.synthetic_study", ("--preset", "paper")),),
-        "report": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG, "--report-only")),)}
-_PPC_CSVS = (f"ppc_{PPC_QUICK_TAG}_*.csv", "ppc_paper_*.csv", "ppc_<tag>_xll.csv.gz")
+        "report": (Step("jtk.ppc.synthetic_study", ("--preset", "quick", "--tag", PPC_QUICK_TAG, "--report-only")),),
+        # the authors' scripts: their data, grid and EM-HMC, at their sizes (500 pool, 200 test) and the text's
+        "authors": (Step("jtk.ppc.synthetic_study", ("--preset", "authors", "--protocol", "code")),
+                    Step("jtk.ppc.synthetic_study", ("--preset", "authors", "--protocol", "text")))}
+_PPC_CSVS = (f"ppc_{PPC_QUICK_TAG}_*.csv", "ppc_paper_*.csv", "ppc_authors_code_*.csv", "ppc_authors_*.csv",
+             "ppc_<tag>_xll.csv.gz")
 
 STUDIES: tuple[Study, ...] = (
     # --- Osband et al. (2022)
@@ -269,10 +275,11 @@ STUDIES: tuple[Study, ...] = (
     Study("ppc-table1", "ppc", "Table 1 and §5.4: XLLR and TAL gain on real regression data",
           {"quick": (Step("jtk.ppc.real_study", ("--preset", "quick")),),
            "paper": (Step("jtk.ppc.real_study", ("--preset", "paper")),),
-           "report": (Step("jtk.ppc.real_study", ("--preset", "quick", "--report-only")),)},
+           "report": (Step("jtk.ppc.real_study", ("--preset", "quick", "--report-only")),),
+           "authors": (Step("jtk.ppc.real_study", ("--preset", "authors")),)},
           ("ppc_real_<preset>_{tal,xll,data,meta,settings,table,checks}.csv",), "docs/ppc.md#ppc-real-quick, #ppc-real-paper",
-          _ppc_real, "needs the [data] extra; derives its settings from ppc_quick_all_runs.csv (ppc-fig4's quick run, all seven "
-          "families)"),
+          _ppc_real, "the paper's eight UCI tables ship with jtk; quick and paper derive their settings from "
+          "ppc_quick_all_runs.csv (ppc-fig4's quick run, all seven families), authors uses the authors' own"),
     Study("tal-oracle", "ppc", "Figs. 3–5 with 12 hand-picked models (jtk's earlier study, d = 9, 25 splits)",
           {"quick": (Step("jtk.ppc.tal_oracle", ("--no-bnn", "--suffix", "_quick")),),
            "paper": (Step("jtk.ppc.tal_oracle"),)},

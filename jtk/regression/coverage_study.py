@@ -227,6 +227,21 @@ def _paper_e1(summary: pd.DataFrame, name: str) -> dict[str, str]:
     return {name: _table(["method"] + [h for h, *_ in cols] + ["k"], rows)}
 
 
+def _e3(summary: pd.DataFrame) -> dict[str, str]:
+    """E.3 (Fig. 7): per method coverage ± its standard error over the inputs, the worst input's coverage, RMSE and
+    uncertainty, in and out of distribution, with k and the number of inputs of each region."""
+    at = summary.set_index(["method", "region"])
+    size = lambda v: f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"  # noqa: E731
+    rows = [[m] + [f"{at.loc[(m, r), 'coverage']:.2f} ± {at.loc[(m, r), 'coverage_se']:.2f}" for r in ("in", "out")]
+            + [f"{at.loc[(m, r), 'min_coverage']:.2f}" for r in ("in", "out")]
+            + [size(at.loc[(m, r), col]) for col in ("rmse", "uncertainty") for r in ("in", "out")]
+            + [f"{int(at.loc[(m, 'in'), 'k']):d}"] for m in _methods(summary)]
+    n_in, n_out = (int(summary[summary.region == r].num_inputs.iloc[0]) for r in ("in", "out"))
+    header = ["method", f"coverage in ({n_in} inputs)", f"coverage out ({n_out} inputs)", "worst input in",
+              "worst out", "RMSE in", "RMSE out", "unc. in", "unc. out", "k"]
+    return {"coverage-e3-summary": _table(header, rows)}
+
+
 def _seconds(value: float) -> str:
     return f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 1000 else f"{value:.0f}"
 
@@ -261,6 +276,7 @@ def doc_tables(results: Path = OUT) -> dict[str, str]:
                          read("coverage_e1_lab_scale8_lemma1.csv")),
             **_e2(read("coverage_e2_lab_summary.csv"), read("coverage_e2_lab_at_inputs.csv")),
             **_e2(read("coverage_e2_paper_summary.csv"), read("coverage_e2_paper_at_inputs.csv"), "coverage-e2-paper"),
+            **_e3(read("coverage_e3_lab_summary.csv")),
             **_timings(read("coverage_timings.csv"))}
 
 

@@ -18,6 +18,11 @@ one chain, 5 leapfrog steps an iteration, 100 iterations between kept samples, b
 The step size is fixed (the grid's "learning rate"); ``target_accept`` optionally tunes it during burn-in by dual
 averaging (Hoffman & Gelman 2014, §3.2), a jtk addition.
 
+``schedule="authors"`` runs the authors' own EM-HMC instead (:func:`em_hmc_chain`; docs/reference.md, "Active
+learning"): an iteration is an EM iteration of 10 HMC transitions whose first 3 adapt the step size (initially
+0.01) towards acceptance 0.75, followed by one Adam step on η (and σ² on real data) at the grid's learning rate;
+adaptation and EM never stop, and the states after every 100th iteration past burn-in are kept.
+
 Example:
   >>> import numpy as np
   >>> x = np.random.default_rng(0).normal(size=(20, 2)); y = x[:, 0]
@@ -45,7 +50,8 @@ LogProb = Callable[[Any, Any], jax.Array]  # log_prob(params, hyper) -> scalar
 
 
 # The public surface (docs/api); the helpers not listed are jtk's internals (tests may use them).
-__all__ = ["NOISE_VAR", "HMCResult", "hmc_chain", "HMCPosterior", "HMCRegression"]
+__all__ = ["NOISE_VAR", "HMCResult", "hmc_chain", "EMHMCResult", "em_hmc_chain", "kept_em_steps", "HMCPosterior",
+           "HMCRegression"]
 
 
 class HMCResult(NamedTuple):
@@ -172,6 +178,154 @@ def hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, step_
     return HMCResult(samples, jnp.mean(acc), burn_rate, hyper, eps)
 
 
+# ------------------------------------------------------------------ the authors' EM-HMC (their core/emHMC.py)
+AUTHORS_TARGET_ACCEPT = 0.75  # TensorFlow Probability's SimpleStepSizeAdaptation defaults, which emhmc keeps
+AUTHORS_ADAPTATION_RATE = 0.01
+
+
+def kept_em_steps(burn_in: int, thin: int, num_samples: int) -> np.ndarray:
+    """The 0-based EM iterations whose state the authors' emhmc keeps → int array [K].
+
+    Their driver runs T = num_samples · thin + burn_in − 1 EM iterations and keeps the state after iteration g when
+    g > burn_in and g is a multiple of ``thin``. When ``burn_in`` is a multiple of ``thin`` (their synthetic grid:
+    100, 300, 1000 with thin 100) that is num_samples − 1 states; their real-data burn-in of 5999 gives num_samples.
+    """
+    burn_in = _checks.integer("burn_in", burn_in, minimum=0)
+    thin = _checks.integer("thin", thin, minimum=1)
+    num_samples = _checks.integer("num_samples", num_samples, minimum=1)
+    total = num_samples * thin + burn_in - 1
+    first = (burn_in // thin + 1) * thin
+    return np.arange(first, total, thin, dtype=np.int64)
+
+
+class EMHMCResult(NamedTuple):
+    """The output of :func:`em_hmc_chain`."""
+
+    samples: Any  # pytree, leaves [K, ...]: the state after each kept EM iteration
+    accept_rate: jax.Array  # [] mean acceptance probability over the transitions after burn-in
+    burn_in_accept_rate: jax.Array  # [] the same over the burn-in transitions
+    hyper: Any  # the unconstrained hyperparameters after the last kept iteration
+    step_size: jax.Array  # [] the step size after the last kept iteration
+
+
+def _adam(grads, state, learning_rate, t):
+    """One Adam step (Kingma & Ba; TensorFlow 1's defaults β = 0.9, 0.999, ε = 1e-8) → (update, new state)."""
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    m, v = state
+    m = jax.tree_util.tree_map(lambda a, g: b1 * a + (1 - b1) * g, m, grads)
+    v = jax.tree_util.tree_map(lambda a, g: b2 * a + (1 - b2) * g * g, v, grads)
+    rate = learning_rate * jnp.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+    return jax.tree_util.tree_map(lambda a, b: -rate * a / (jnp.sqrt(b) + eps), m, v), (m, v)
+
+
+def em_hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, step_size: jax.Array,
+                 learning_rate: jax.Array, em_scale: jax.Array, num_leapfrog: int, steps_per_em: int,
+                 adapt_steps: int, burn_in: int, thin: int, num_samples: int,
+                 target_accept: float = AUTHORS_TARGET_ACCEPT,
+                 adaptation_rate: float = AUTHORS_ADAPTATION_RATE) -> EMHMCResult:
+    """Wang et al.'s EM-HMC (their ``core/emHMC.py`` with TensorFlow Probability's HMC), as a pure function.
+
+    One EM iteration: ``steps_per_em`` HMC transitions (unit mass, ``num_leapfrog`` leapfrog steps, MH accept), the
+    step size adapted after each of the first ``adapt_steps`` of them (ε ← ε · (1 + r) when the transition's
+    acceptance probability exceeds ``target_accept``, else ε / (1 + r), r = ``adaptation_rate``); then one Adam step
+    of rate ``learning_rate`` on ``hyper`` that descends −log_prob(θ, hyper) · ``em_scale`` at the chain's θ. The
+    adaptation and the Adam step run in every iteration, after burn-in too, as in the authors' code (so the kept
+    chain is not an exact MCMC chain for one posterior). States are kept after the iterations
+    :func:`kept_em_steps` lists.
+
+    Args:
+      log_prob: ``log_prob(params, hyper)`` → scalar log density; ``hyper`` is the pytree of unconstrained
+        hyperparameters that EM learns (an empty dict learns nothing).
+      init: the starting point (pytree); several chains are one state here, with one joint accept (their code's).
+      hyper: initial unconstrained hyperparameters (pytree of float scalars).
+      key: PRNG key.
+      step_size: initial leapfrog step ε (their 0.01).
+      learning_rate: Adam's rate for ``hyper`` (their grid's learning rate).
+      em_scale: the EM objective's scale (their 1 / (n · chains)).
+      num_leapfrog, steps_per_em, adapt_steps: L (5), transitions per EM iteration (10 synthetic, 5 real) and how
+        many of them adapt ε (3 synthetic, 5 real).
+      burn_in, thin, num_samples: their ``--hmc_burnin``, ``--num_steps_between_samples`` and ``--hmc_samples``,
+        counted in EM iterations.
+
+    Returns:
+      :class:`EMHMCResult`, samples with leaves [len(kept_em_steps(burn_in, thin, num_samples)), ...].
+    """
+    _checks.function("log_prob", log_prob, "a callable log_prob(params, hyper)")
+    _checks.prng_key("key", key)
+    for name, value, low in (("num_leapfrog", num_leapfrog, 1), ("steps_per_em", steps_per_em, 1),
+                             ("adapt_steps", adapt_steps, 0)):
+        _checks.integer(name, value, minimum=low)
+    kept = kept_em_steps(burn_in, thin, num_samples)
+    if len(kept) == 0:
+        raise ValueError(f"burn_in={burn_in}, thin={thin}, num_samples={num_samples} keep no state: the authors' "
+                         "schedule keeps the iterations g > burn_in, g % thin == 0, g < num_samples · thin + burn_in − 1")
+    grad_fn = jax.value_and_grad(log_prob)
+    em_grad = jax.grad(lambda h, q: -em_scale * log_prob(q, h))
+    eps0 = jnp.asarray(step_size, jnp.float32)
+
+    def transition(q, lp, g, hyper, eps, k):
+        k_mom, k_acc = jax.random.split(k)
+        leaves, tree = jax.tree_util.tree_flatten(q)
+        ks = jax.random.split(k_mom, len(leaves))
+        p0 = jax.tree_util.tree_unflatten(tree, [jax.random.normal(kk, leaf.shape, leaf.dtype)
+                                                 for kk, leaf in zip(ks, leaves)])
+
+        def leapfrog(carry, _):
+            q1, p1, g1, _ = carry
+            p1 = _axpy(eps / 2, g1, p1)
+            q1 = _axpy(eps, p1, q1)
+            lp1, g1 = grad_fn(q1, hyper)
+            return (q1, _axpy(eps / 2, g1, p1), g1, lp1), None
+
+        (q1, p1, g1, lp1), _ = jax.lax.scan(leapfrog, (q, p0, g, lp), None, length=num_leapfrog)
+        log_ratio = (lp1 - 0.5 * _dot(p1, p1)) - (lp - 0.5 * _dot(p0, p0))
+        log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
+        accept_prob = jnp.exp(jnp.minimum(log_ratio, 0.0))
+        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
+        pick = functools.partial(jnp.where, accept)
+        return jax.tree_util.tree_map(pick, q1, q), pick(lp1, lp), jax.tree_util.tree_map(pick, g1, g), accept_prob
+
+    def em_iteration(carry, k):
+        q, hyper, eps, adam, t = carry
+        lp, g = grad_fn(q, hyper)
+
+        def one(c, ik):
+            i, kk = ik
+            q, lp, g, eps = c
+            q, lp, g, a = transition(q, lp, g, hyper, eps, kk)
+            adapted = jnp.where(a > target_accept, eps * (1 + adaptation_rate), eps / (1 + adaptation_rate))
+            return (q, lp, g, jnp.where(i < adapt_steps, adapted, eps)), a
+
+        (q, _, _, eps), acc = jax.lax.scan(one, (q, lp, g, eps),
+                                           (jnp.arange(steps_per_em), jax.random.split(k, steps_per_em)))
+        t = t + 1.0
+        update, adam = _adam(em_grad(hyper, q), adam, learning_rate, t)
+        hyper = jax.tree_util.tree_map(jnp.add, hyper, update)
+        return (q, hyper, eps, adam, t), jnp.mean(acc)
+
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, hyper)
+    carry = (init, hyper, eps0, (zeros, zeros), jnp.float32(0.0))
+    k_burn, k_samp = jax.random.split(key)
+    # iterations 0 … kept[0] (burn-in, then up to the first kept state), then blocks of `thin` ending on a kept one
+    first = int(kept[0]) + 1
+    carry, acc_first = jax.lax.scan(em_iteration, carry, jax.random.split(k_burn, first))  # [first]
+    state0 = carry[0]
+
+    def block(c, k):
+        c, acc = jax.lax.scan(em_iteration, c, jax.random.split(k, thin))
+        return c, (c[0], jnp.mean(acc))
+
+    # fold_in, not split: block i's key does not depend on how many blocks follow, so a run with more samples begins
+    # with exactly the states of a shorter one (the study reads every S off its longest run)
+    block_keys = jax.vmap(lambda i: jax.random.fold_in(k_samp, i))(jnp.arange(len(kept) - 1))
+    carry, (rest, acc_rest) = jax.lax.scan(block, carry, block_keys)
+    samples = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), state0, rest)
+    after = acc_first[burn_in + 1:]  # per-iteration means after burn-in (at least one: kept[0] > burn_in)
+    accept_rate = (jnp.sum(after) + thin * jnp.sum(acc_rest)) / (after.shape[0] + thin * acc_rest.shape[0])
+    _, hyper, eps, _, _ = carry
+    return EMHMCResult(samples, accept_rate, jnp.mean(acc_first[:burn_in + 1]), hyper, eps)
+
+
 def bnn_log_joint(raw: nets.Params, hyper: dict, batch) -> jax.Array:
     """log p(y, θ | η, σ²) of the regression BNN on a full masked batch, with the θ-free normalisers of the prior.
 
@@ -222,6 +376,50 @@ def _hmc_fit_fn(input_dim: int, hidden: int, num_leapfrog: int, burn_in: int, th
     return _compile.jit(fit)
 
 
+def _softplus_inverse(x: float) -> float:
+    return float(np.log(np.expm1(x)))
+
+
+@functools.lru_cache(maxsize=32)
+def _authors_fit_fn(input_dim: int, hidden: int, num_leapfrog: int, steps_per_em: int, adapt_steps: int, burn_in: int,
+                    thin: int, samples_per_chain: int, num_chains: int, learn_prior_var: bool, learn_noise_var: bool):
+    """fit(key, batch, hyper) → the same tuple as :func:`_hmc_fit_fn`'s, by the authors' EM-HMC: the chains are one
+    joint state (one accept, one step size, one η and σ² shared, as their code); kept samples come sample-major."""
+
+    def fit(key, batch, hyper):
+        k_init, k_run = jax.random.split(key)
+        init = jax.vmap(lambda k: bnn.init_raw(k, input_dim, hidden, 1.0))(jax.random.split(k_init, num_chains))
+        learned = {}
+        if learn_prior_var:  # their η = softplus(a), a learned
+            learned["prior_var"] = jnp.log(jnp.expm1(hyper["prior_var"]))
+        if learn_noise_var:  # their σ = exp(s), s learned
+            learned["noise_var"] = 0.5 * jnp.log(hyper["noise_var"])
+
+        def values(h):
+            out = dict(hyper)
+            if learn_prior_var:
+                out["prior_var"] = jax.nn.softplus(h["prior_var"])
+            if learn_noise_var:
+                out["noise_var"] = jnp.exp(2 * h["noise_var"])
+            return out
+
+        def log_prob(q, h):
+            v = values(h)
+            return jnp.sum(jax.vmap(lambda raw: bnn_log_joint(raw, v, batch))(q))
+
+        res = em_hmc_chain(log_prob, init, learned, k_run, step_size=hyper["step_size"],
+                           learning_rate=hyper["learning_rate"], em_scale=1.0 / (hyper["n"] * num_chains),
+                           num_leapfrog=num_leapfrog, steps_per_em=steps_per_em, adapt_steps=adapt_steps,
+                           burn_in=burn_in, thin=thin, num_samples=samples_per_chain)
+        v = values(res.hyper)
+        per_chain = lambda a: jnp.full((num_chains,), a, jnp.float32)  # noqa: E731
+        samples = jax.tree_util.tree_map(lambda a: a.reshape((-1,) + a.shape[2:]), res.samples)  # [K·C, ...]
+        return (samples, per_chain(res.accept_rate), per_chain(res.burn_in_accept_rate), per_chain(v["prior_var"]),
+                per_chain(v["noise_var"]), per_chain(res.step_size))
+
+    return _compile.jit(fit)
+
+
 @dataclass(frozen=True, eq=False)
 class HMCPosterior(bnn.ParticlePosterior):
     """HMC samples of the raw parameters (leaves [S, ...], chains one after another) and the chains' diagnostics.
@@ -264,6 +462,18 @@ class HMCRegression:
       learn_noise_var: Monte-Carlo EM for the noise variance during burn-in (False: the synthetic study gives every
         model the true variance, §5.1; the paper learns it on real data).
       target_accept: None (fixed ε) or a mean acceptance probability to tune ε to during burn-in.
+      schedule: "jtk" (the above: one HMC transition an iteration, EM by maximum likelihood during burn-in only) or
+        "authors": Wang et al.'s emhmc (:func:`em_hmc_chain`). Then an iteration is an EM iteration of
+        ``steps_per_em`` transitions, ``step_size`` is the initial ε, adapted in the first ``adapt_steps``
+        transitions of every iteration, η and (with ``learn_noise_var``) σ² take one Adam step of rate
+        ``learning_rate`` per iteration throughout, the chains are one joint state, ``noise_var`` and
+        ``prior_scale`` are the initial values, and the samples kept are those :func:`kept_em_steps` lists
+        (``burn_in``, ``thin`` and ``samples_per_chain`` are the authors' ``--hmc_burnin``,
+        ``--num_steps_between_samples`` and ``--hmc_samples``). ``target_accept`` must then be None.
+      steps_per_em: HMC transitions per EM iteration of the "authors" schedule (10: their synthetic scripts'; 5 on
+        real data).
+      adapt_steps: of those, how many adapt ε (3 synthetic, 5 real).
+      learning_rate: Adam's rate for the EM step of the "authors" schedule (their grid's learning rate).
     """
 
     hidden: int = 50
@@ -278,8 +488,25 @@ class HMCRegression:
     learn_prior_var: bool = True
     learn_noise_var: bool = False
     target_accept: float | None = None
+    schedule: str = "jtk"
+    steps_per_em: int = 10
+    adapt_steps: int = 3
+    learning_rate: float = 1e-3
 
     def __post_init__(self):
+        _checks.one_of("schedule", self.schedule, ("jtk", "authors"))
+        _checks.integer("steps_per_em", self.steps_per_em, minimum=1)
+        _checks.integer("adapt_steps", self.adapt_steps, minimum=0)
+        _checks.positive("learning_rate", self.learning_rate, allow_zero=True)
+        if self.schedule == "authors":
+            if self.target_accept is not None:
+                raise ValueError("target_accept must be None with schedule='authors' (it adapts ε its own way), got "
+                                 f"{self.target_accept!r}")
+            kept = len(kept_em_steps(self.burn_in, self.thin, self.samples_per_chain))
+            if kept * self.num_chains < 2:
+                raise ValueError(f"schedule='authors' keeps {kept} state(s) a chain for burn_in={self.burn_in}, "
+                                 f"thin={self.thin}, samples_per_chain={self.samples_per_chain}; num_chains × kept must "
+                                 f"be >= 2 to estimate a covariance, got {self.num_chains} × {kept}")
         _checks.integer("hidden", self.hidden, minimum=1)
         _checks.positive("noise_var", self.noise_var)
         _checks.positive("prior_scale", self.prior_scale)
@@ -300,14 +527,26 @@ class HMCRegression:
             raise ValueError("num_chains * samples_per_chain must be >= 2 to estimate a covariance, got "
                              f"{self.num_chains} * {self.samples_per_chain}")
 
+    @property
+    def num_kept(self) -> int:
+        """Samples the posterior will hold: num_chains × the states a chain keeps."""
+        if self.schedule == "authors":
+            return self.num_chains * len(kept_em_steps(self.burn_in, self.thin, self.samples_per_chain))
+        return self.num_chains * self.samples_per_chain
+
     def _fn(self, input_dim: int):
+        if self.schedule == "authors":
+            return _authors_fit_fn(input_dim, self.hidden, self.num_leapfrog, self.steps_per_em, self.adapt_steps,
+                                   self.burn_in, self.thin, self.samples_per_chain, self.num_chains,
+                                   self.learn_prior_var, self.learn_noise_var)
         return _hmc_fit_fn(input_dim, self.hidden, self.num_leapfrog, self.burn_in, self.thin, self.samples_per_chain,
                            self.num_chains, self.learn_prior_var, self.learn_noise_var,
                            None if self.target_accept is None else float(self.target_accept))
 
     def _hyper(self, n: int) -> dict:
         return {"n": jnp.float32(n), "noise_var": jnp.float32(self.noise_var),
-                "prior_var": jnp.float32(self.prior_scale ** 2), "step_size": jnp.float32(self.step_size)}
+                "prior_var": jnp.float32(self.prior_scale ** 2), "step_size": jnp.float32(self.step_size),
+                "learning_rate": jnp.float32(self.learning_rate)}
 
     @staticmethod
     def _posterior(out, input_dim: int) -> HMCPosterior:
