@@ -14,7 +14,8 @@
     jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
-    jtk verify BOARD [--key PUBKEY | --fingerprint FP] [--config CHALLENGE.toml --submissions DIR] [--sample N|all]
+    jtk verify BOARD [--key PUBKEY | --fingerprint FP] [--config CHALLENGE.toml --submissions DIR]
+                     [--sample N|all] [--seed S] [--workers N]
     jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] [--key PEM] |
                   practice AGENT.py [--config PRACTICE.toml]
 
@@ -230,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--key", default=None, help="challenge board: the instructor's public key (base64) or a file "
                                                 "holding it; the board's signature must be by it")
     vf.add_argument("--fingerprint", default=None, help="challenge board: the instructor's key fingerprint instead")
+    vf.add_argument("--workers", type=_positive_int, default=1, help="challenge board: submissions scored again at "
+                                                                     "once (default 1)")
     vf.add_argument("--config", default=None, help="challenge board: the challenge file with its salt (or the "
                                                    "practice file); recomputes a sample of rows")
     vf.add_argument("--submissions", default=None, help="challenge board: the folder of submission files")
@@ -382,7 +385,7 @@ def _verify_board(args) -> int:
     try:
         table = challenge.verify_board(args.csv, key=args.key, fingerprint=args.fingerprint, config=args.config,
                                        submissions=args.submissions, sample=args.sample, seed=args.seed,
-                                       progress=not args.no_progress)
+                                       workers=args.workers, progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:
         return _fail("verify", f"FAILED: {err}", 1)
     except (TypeError, ValueError) as err:

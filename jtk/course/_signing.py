@@ -202,15 +202,18 @@ def _record_path() -> pathlib.Path:
 
 def record_board(manifest_sha256: str, entry: dict) -> pathlib.Path:
     """Adds a signed board to the instructor's record (mode 0600): what its re-check will compare against."""
+    from filelock import FileLock
+
     path = _record_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    boards = _read_record(path)
-    boards[manifest_sha256] = entry
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(boards, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    with FileLock(str(path) + ".lock"):  # two boards scored at once both end up in the record
+        boards = _read_record(path)
+        boards[manifest_sha256] = entry
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(boards, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
     return path
 
 

@@ -42,8 +42,12 @@ through ``jtk.testbed.evaluate``, as before.
 Outputs (``out``): ``leaderboard.csv`` and ``leaderboard.html`` are student-facing and hold no
 secret (messages are one line with long digit runs masked); ``rows/NAME.csv`` (+ manifest) hold one
 row per problem (the ``seed`` column is the hidden problem's index, not a key), ``submissions/NAME.json``
-the full error text. :func:`verify_board` (``jtk verify board/leaderboard.csv``) checks that the board
-follows from the rows and, given the challenge file with its salt, recomputes a sample of rows.
+the full error text. The board manifest records the SHA-256 of every published file and ``leaderboard.sig``
+holds the instructor's Ed25519 signature of it (:mod:`jtk.course._signing`; the key stays outside the board).
+:func:`verify_board` (``jtk verify BOARD``) checks the signature against the published key or fingerprint,
+that the board follows from the rows and, given the challenge file with its salt and the submissions, scores
+the board again: every status re-derived, a fresh (printed) sample of rows or all of them, within the
+tolerance of the instructor's record.
 """
 from __future__ import annotations
 
@@ -1374,7 +1378,7 @@ def _read_csv(data: bytes) -> pd.DataFrame:
 
 def verify_board(board, *, key=None, fingerprint: str | None = None, config=None, submissions=None,
                  sample: int | str = 10, seed: int | None = None, names: Sequence[str] | None = None,
-                 progress: bool = False) -> pd.DataFrame:
+                 workers: int = 1, progress: bool = False) -> pd.DataFrame:
     """Checks a challenge board: its signature, its hashes, the board against its rows, and (with the salt) its scoring.
 
     Anyone holding the published folder (``leaderboard.csv``, ``leaderboard.sig``, ``leaderboard.html``, ``rows/``
@@ -1410,6 +1414,7 @@ def verify_board(board, *, key=None, fingerprint: str | None = None, config=None
       sample: rows of ``ok`` entries to score again (at least one per entry), or ``"all"``.
       seed: picks the sample; None draws a fresh one, recorded in ``attrs["seed"]`` so the check can be repeated.
       names: check only these entries' statuses and rows (default: every entry, and every submission file).
+      workers: submissions scored again at once (one worker process each), as :func:`score`'s ``workers``.
       progress: print progress lines to stderr.
 
     Returns:
@@ -1431,6 +1436,7 @@ def verify_board(board, *, key=None, fingerprint: str | None = None, config=None
     if seed is None:
         seed = secrets.randbelow(2 ** 32)
     _int("seed", seed, 0)
+    _int("workers", workers, 1)
     path = _board_path(board)
     if not path.is_file():
         raise ValueError(f"board must be a challenge board folder or its leaderboard.csv, got {str(board)!r}")
@@ -1534,7 +1540,7 @@ def verify_board(board, *, key=None, fingerprint: str | None = None, config=None
     tolerance = f"board vs rows: rtol {BOARD_RTOL:g}"
     if config is not None:
         tolerance += _recompute(config, info, manifest, results.sha256_bytes(manifest_bytes), table, rows_by_name,
-                                submissions, root, sample, seed, names, add, log)
+                                submissions, root, sample, seed, names, workers, add, log)
     out = pd.DataFrame(checks, columns=["check", "item", "recorded", "recomputed", "ok", "note"])
     out.attrs.update(tolerance=tolerance, signature=signature, authenticated=authenticated, seed=seed)
     return out
@@ -1578,7 +1584,7 @@ def _recorded_tolerance(manifest_sha256: str) -> tuple[float, float, str]:
 
 
 def _recompute(config, info: dict, manifest: dict, manifest_sha256: str, table: pd.DataFrame, rows_by_name: dict,
-               submissions, root: pathlib.Path, sample: int | str, seed: int, names, add, log) -> str:
+               submissions, root: pathlib.Path, sample: int | str, seed: int, names, workers: int, add, log) -> str:
     """Scores a board again (see :func:`verify_board`); returns the tolerance's text."""
     from jtk import results
 
@@ -1628,62 +1634,76 @@ def _recompute(config, info: dict, manifest: dict, manifest_sha256: str, table: 
                            seed)
     mode = resolve_sandbox(config.sandbox)
     private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
-    try:
-        for name in wanted:
-            kind, status, message = board[name]
-            recorded_rows = rows_by_name.get(name)
-            if name in sampled:  # ok on the board: its sampled rows, which must come out ok
-                recorded_rows = recorded_rows.iloc[sampled[name]]
-                subset = [by_key.get(_problem_key(r)) for _, r in recorded_rows.iterrows()]
-                if any(p is None for p in subset):
-                    add("recompute", name, False, note="rows name problems the challenge file does not have")
-                    continue
-                expect = "ok"
-            else:  # anything else is run on every problem and must come out as the board says
-                subset, expect = problems, status
-            log(f"verify: scoring {name} again on {len(subset)} problems …")
-            if kind == "baseline":
-                if name not in config.baselines:
-                    add("status", name, False, status, "", "a baseline the challenge file does not name")
-                    continue
-                new = _score_baseline(name, subset, config, draws)
+
+    def again(name: str) -> list[tuple]:
+        """One entry scored again: its checks (status, then rows), in the order they are added."""
+        found: list[tuple] = []
+
+        def add(*check) -> None:
+            found.append(check)
+
+        kind, status, message = board[name]
+        recorded_rows = rows_by_name.get(name)
+        if name in sampled:  # ok on the board: its sampled rows, which must come out ok
+            recorded_rows = recorded_rows.iloc[sampled[name]]
+            subset = [by_key.get(_problem_key(r)) for _, r in recorded_rows.iterrows()]
+            if any(p is None for p in subset):
+                add("recompute", name, False, "", "", "rows name problems the challenge file does not have")
+                return found
+            expect = "ok"
+        else:  # anything else is run on every problem and must come out as the board says
+            subset, expect = problems, status
+        log(f"verify: scoring {name} again on {len(subset)} problems …")
+        if kind == "baseline":
+            if name not in config.baselines:
+                add("status", name, False, status, "", "a baseline the challenge file does not name")
+                return found
+            new = _score_baseline(name, subset, config, draws)
+        else:
+            source = files.get(name)
+            if source is None:
+                add("status", name, False, status, "", f"no submission file for {name!r} in {str(submissions)!r}")
+                return found
+            folder = tempfile.mkdtemp(dir=private)  # one private folder per submission
+            subs, skipped = _take_submissions([(name, source)], folder, log)
+            want = (info.get("submissions") or {}).get(name)
+            if skipped:
+                new = skipped[0]
+            elif subs[0].sha256 != want:
+                add("sha256", f"submission {source.name}", False, want, subs[0].sha256,
+                    "the file differs from the one scored")
+                return found
             else:
-                source = files.get(name)
-                if source is None:
-                    add("status", name, False, status, "", f"no submission file for {name!r} in {str(submissions)!r}")
-                    continue
-                folder = tempfile.mkdtemp(dir=private)  # one private folder per submission
-                subs, skipped = _take_submissions([(name, source)], folder, log)
-                want = (info.get("submissions") or {}).get(name)
-                if skipped:
-                    new = skipped[0]
-                elif subs[0].sha256 != want:
-                    add("sha256", f"submission {source.name}", False, want, subs[0].sha256,
-                        "the file differs from the one scored")
-                    continue
-                else:
-                    hidden = _hidden_paths([p for p in (config_path, pathlib.Path(submissions), root,
-                                                        pathlib.Path(private)) if p is not None], [source])
-                    new = _score_in_worker(name, subs[0].path, subset, config, mode=mode, hidden=hidden, draws=draws,
-                                           sha256=subs[0].sha256)
-            same = new.status == expect
-            note = "" if same else f"scored again: {new.status}" + (f" ({new.message})" if new.message else "")
-            if same and expect != "ok" and new.message != message:
-                note = f"same status; the message now reads {new.message!r}"
-            add("status", name, same, expect, new.status, note)
-            if recorded_rows is None:
+                hidden = _hidden_paths([p for p in (config_path, pathlib.Path(submissions), root,
+                                                    pathlib.Path(private)) if p is not None], [source])
+                new = _score_in_worker(name, subs[0].path, subset, config, mode=mode, hidden=hidden, draws=draws,
+                                       sha256=subs[0].sha256)
+        same = new.status == expect
+        note = "" if same else f"scored again: {new.status}" + (f" ({new.message})" if new.message else "")
+        if same and expect != "ok" and new.message != message:
+            note = f"same status; the message now reads {new.message!r}"
+        add("status", name, same, expect, new.status, note)
+        got = {} if new.rows is None else {_problem_key(r): r for _, r in new.rows.iterrows()}
+        for _, r in (recorded_rows if recorded_rows is not None else pd.DataFrame()).iterrows():
+            item = (f"{name} seed={int(r['seed'])} num_train={int(r['num_train'])} "
+                    f"temperature={float(r['temperature']):g} tau={int(r['tau'])}")
+            n = got.get(_problem_key(r))
+            if n is None:
+                add("recompute", item, False, float(r["kl"]), "", f"scored again: {new.status} {new.message}")
                 continue
-            got = {} if new.rows is None else {_problem_key(r): r for _, r in new.rows.iterrows()}
-            for _, r in recorded_rows.iterrows():
-                item = (f"{name} seed={int(r['seed'])} num_train={int(r['num_train'])} "
-                        f"temperature={float(r['temperature']):g} tau={int(r['tau'])}")
-                n = got.get(_problem_key(r))
-                if n is None:
-                    add("recompute", item, False, float(r["kl"]), "", f"scored again: {new.status} {new.message}")
-                    continue
-                ok = (_same(r["kl"], n["kl"], rtol, atol) and str(r["likelihood"]) == str(n["likelihood"])
-                      and _same(r["frac_finite"], n["frac_finite"], 0.0, 0.0))
-                add("recompute", item, ok, float(r["kl"]), float(n["kl"]), "" if ok else "kl differs from the row")
+            ok = (_same(r["kl"], n["kl"], rtol, atol) and str(r["likelihood"]) == str(n["likelihood"])
+                  and _same(r["frac_finite"], n["frac_finite"], 0.0, 0.0))
+            add("recompute", item, ok, float(r["kl"]), float(n["kl"]), "" if ok else "kl differs from the row")
+        return found
+
+    try:
+        # as score does: the baselines in this process first, then the submissions, ``workers`` at once
+        done = {n: again(n) for n in wanted if board[n][0] == "baseline"}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {n: pool.submit(again, n) for n in wanted if n not in done}
+            for name in wanted:
+                for check in done[name] if name in done else futures[name].result():
+                    add(*check)
     finally:
         shutil.rmtree(private, ignore_errors=True)
     rows = "every row" if sample == SAMPLE_ALL else f"sample seed {seed} (repeat with --seed {seed})"
