@@ -234,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--workers", type=_positive_int, default=1, help="challenge board: submissions scored again at "
                                                                      "once (default 1)")
     vf.add_argument("--config", default=None, help="challenge board: the challenge file with its salt (or the "
-                                                   "practice file); recomputes a sample of rows")
+                                                   "practice file); scores the board again: every status, a sample "
+                                                   "of rows")
     vf.add_argument("--submissions", default=None, help="challenge board: the folder of submission files")
     vf.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     xp = sub.add_parser("export", help="execute notebooks and write self-contained interactive web pages (no kernel)")

@@ -11,8 +11,8 @@ The signature file beside a board (:data:`SIGNATURE_FILE`) is JSON: the algorith
 signature (base64) of the board manifest's exact bytes. The manifest records the SHA-256 of every published
 file, so one signature covers them all.
 
-The record (:func:`record_board`, :func:`recorded_board`) is a JSON file beside the default key,
-``challenge-boards.json`` (mode 0600): for each board manifest the instructor signed (by its SHA-256), the
+The record (:func:`record_board`, :func:`recorded_board`) is a JSON file in the same folder as the default key
+(whichever key signed), ``challenge-boards.json`` (mode 0600): for each board manifest the instructor signed (by its SHA-256), the
 numerics key of the machine that scored it. The instructor's re-check takes its tolerance from there, never from
 the board.
 """

@@ -1169,7 +1169,8 @@ def _write_board(out: pathlib.Path, entries: Sequence[Entry], board: pd.DataFram
     The board manifest records the SHA-256 of every published file (``leaderboard.csv``, ``leaderboard.html``,
     each rows CSV and each rows manifest) and the numerics key of this machine, so the one signature of its bytes
     (``leaderboard.sig``) covers the scores, statuses, messages and provenance. The instructor's record of the
-    signed manifest (its SHA-256 and this machine's numerics key) is kept beside the key, outside the board.
+    signed manifest (its SHA-256 and this machine's numerics key) is kept in the instructor's jtk folder
+    (:func:`jtk.course._signing.config_dir`), outside the board.
     """
     from jtk import _info, results
     from jtk.course import _signing
