@@ -1631,6 +1631,7 @@ def _recompute(config, info: dict, manifest: dict, manifest_sha256: str, table: 
             if b not in board:
                 add("status", b, False, "", "", "a baseline of the challenge file has no row on the board")
     rtol, atol, why = _recorded_tolerance(manifest_sha256)
+    log(f"verify: {'every row' if sample == SAMPLE_ALL else f'sample seed {seed}'}; rows within rtol {rtol:g} ({why})")
     sampled = _sample_rows(rows_by_name, [n for n in wanted if board[n][1] == "ok" and n in rows_by_name], sample,
                            seed)
     mode = resolve_sandbox(config.sandbox)
