@@ -387,6 +387,23 @@ def test_unlisted_files_and_missing_rows_are_named(board, tmp_path):
     assert ("file", "rows/extra.csv") in failed and ("sha256", "leaderboard.csv") in failed and ("rows", "NA") in failed
 
 
+def test_a_board_written_again_over_an_old_one_keeps_none_of_its_rows(board, tmp_path):
+    """--force into an earlier board's folder: its rows files are not this board's, and verify would name them."""
+    out = _copy(board, tmp_path)
+    shutil.copy(out / "rows" / "honest.csv", out / "rows" / "gone.csv")
+    shutil.copy(out / "rows" / "honest.manifest.json", out / "rows" / "gone.manifest.json")
+    lb = challenge._read_csv((out / "leaderboard.csv").read_bytes())
+    record = json.loads(results.manifest_path(out / "leaderboard.csv").read_text())["challenge"]
+    entries = [challenge.Entry(r["name"], r["kind"], r["status"], rows=challenge._read_csv(
+        (out / record["rows"][r["name"]]["file"]).read_bytes()) if r["name"] in record["rows"] else None,
+        sha256=record["submissions"].get(r["name"])) for _, r in lb.iterrows()]
+    cfg = challenge.load_config(board["config"])
+    challenge._write_board(out, entries, challenge.leaderboard(entries, cfg.reference_baseline), cfg,
+                           cfg.hidden_problems(), "2026-01-01T00:00:00+00:00", True, "again", board["key"])
+    assert not (out / "rows" / "gone.csv").exists() and not (out / "rows" / "gone.manifest.json").exists()
+    assert not _failed(challenge.verify_board(out, key=board["key"].public_key))
+
+
 # ------------------------------------------------------------------ statuses are re-derived
 @pytest.fixture(scope="module")
 def looping(instructor, tmp_path_factory):

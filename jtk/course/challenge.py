@@ -1195,6 +1195,11 @@ def _write_board(out: pathlib.Path, entries: Sequence[Entry], board: pd.DataFram
         record = {"name": e.name, "kind": e.kind, "status": e.status, "message": e.message, "detail": e.detail,
                   "check_agent": e.probes, "seconds": e.seconds, "sha256": e.sha256}
         (out / "submissions" / f"{fname}.json").write_text(json.dumps(record, indent=1, default=str))
+    written = {pathlib.PurePosixPath(r["file"]).name for r in rows_record.values()}
+    written |= {results.manifest_path(name).name for name in written}
+    for f in (out / "rows").iterdir():  # an earlier board's rows (--force) are not this board's
+        if f.name not in written and f.is_file() and (f.suffix == ".csv" or f.name.endswith(".manifest.json")):
+            f.unlink()
     page = leaderboard_html(board, title).encode()
     results.write_atomic(out / "leaderboard.html", page)
     numerics_key = _info.numerics()["numerics_key"]
