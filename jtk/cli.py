@@ -14,8 +14,9 @@
     jtk labs --out DIR [--exercises-only] [--force]
     jtk bandit --agent NAME [--input-dim D] [--horizon T] [--seeds J] [--set KEY=VALUE ...] [--out FILE.csv] [--force]
     jtk verify ROWS.csv [--sample N] [--seed S]
-    jtk verify BOARD/leaderboard.csv [--config CHALLENGE.toml --submissions DIR] [--sample N]
-    jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] |
+    jtk verify BOARD [--key PUBKEY | --fingerprint FP] [--config CHALLENGE.toml --submissions DIR]
+                     [--sample N|all] [--seed S] [--workers N]
+    jtk challenge new CHALLENGE.toml | score SUBMISSIONS_DIR --config CHALLENGE.toml --out BOARD [--workers N] [--key PEM] |
                   practice AGENT.py [--config PRACTICE.toml]
 
     jtk testbed --agent NAME [--grid paper|quick|classification] [--seeds N] [--out FILE.csv [--force|--resume]]
@@ -62,6 +63,11 @@ def _int_at_least(minimum: int):
 
 
 _positive_int, _nonnegative_int = _int_at_least(1), _int_at_least(0)
+
+
+def _sample_arg(text: str):
+    """``jtk verify --sample``: a positive integer, or ``all``."""
+    return text if text == "all" else _positive_int(text)
 
 
 def _bytes(text: str) -> int:
@@ -219,10 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     vf = sub.add_parser("verify", help="check a results CSV against its manifest and recompute a sample of its rows")
     vf.add_argument("csv", metavar="ROWS.csv", help="results CSV written by jtk testbed --out or jtk sweep, or a "
                                                    "challenge board (its folder or leaderboard.csv)")
-    vf.add_argument("--sample", type=_positive_int, default=10, help="rows to recompute (default 10)")
-    vf.add_argument("--seed", type=_nonnegative_int, default=0, help="picks the sample (default 0)")
+    vf.add_argument("--sample", type=_sample_arg, default=10, help="rows to recompute (default 10); a challenge "
+                                                                   "board also takes 'all'")
+    vf.add_argument("--seed", type=_nonnegative_int, default=None, help="picks the sample (default: 0 for a results "
+                                                                        "CSV, a fresh one, printed, for a board)")
+    vf.add_argument("--key", default=None, help="challenge board: the instructor's public key (base64) or a file "
+                                                "holding it; the board's signature must be by it")
+    vf.add_argument("--fingerprint", default=None, help="challenge board: the instructor's key fingerprint instead")
+    vf.add_argument("--workers", type=_positive_int, default=1, help="challenge board: submissions scored again at "
+                                                                     "once (default 1)")
     vf.add_argument("--config", default=None, help="challenge board: the challenge file with its salt (or the "
-                                                   "practice file); recomputes a sample of rows")
+                                                   "practice file); scores the board again: every status, a sample "
+                                                   "of rows")
     vf.add_argument("--submissions", default=None, help="challenge board: the folder of submission files")
     vf.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     xp = sub.add_parser("export", help="execute notebooks and write self-contained interactive web pages (no kernel)")
@@ -244,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     chsc.add_argument("--out", required=True, help="board folder (must be empty unless --force)")
     chsc.add_argument("--workers", type=_positive_int, default=1, help="submissions scored at once (default 1)")
     chsc.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    chsc.add_argument("--key", default=None, help="the instructor's private signing key (PEM, mode 0600; default "
+                                                  "~/.config/jtk/challenge-signing-key.pem, created on first use)")
     chp = chs.add_parser("practice", help="score one agent file on the public practice seeds (no salt needed)")
     chp.add_argument("submission", metavar="AGENT.py", help="a .py file defining make_agent()")
     chp.add_argument("--config", default=None, help="practice.toml from the instructor (default: quick grid, 1 seed)")
@@ -369,8 +385,9 @@ def _verify_board(args) -> int:
     from jtk.course import challenge
 
     try:
-        table = challenge.verify_board(args.csv, config=args.config, submissions=args.submissions,
-                                       sample=args.sample, seed=args.seed, progress=not args.no_progress)
+        table = challenge.verify_board(args.csv, key=args.key, fingerprint=args.fingerprint, config=args.config,
+                                       submissions=args.submissions, sample=args.sample, seed=args.seed,
+                                       workers=args.workers, progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:
         return _fail("verify", f"FAILED: {err}", 1)
     except (TypeError, ValueError) as err:
@@ -379,12 +396,14 @@ def _verify_board(args) -> int:
                            "display.float_format", "{:.8g}".format):
         print(table.to_string(index=False))
     bad = int((~table["ok"]).sum())
-    what = "hashes and board" + (" and recomputed rows" if args.config else " (no --config: nothing recomputed)")
+    what = "hashes and board" + (" and the board scored again" if args.config else " (no --config: nothing scored "
+                                                                                     "again)")
     if bad:
-        print(f"jtk verify: FAILED: {bad} of {len(table)} checks of the board {args.csv} failed ({table.attrs['tolerance']})",
-              file=sys.stderr)
+        print(f"jtk verify: FAILED: {bad} of {len(table)} checks of the board {args.csv} failed "
+              f"({table.attrs['tolerance']}); {table.attrs['signature']}", file=sys.stderr)
         return 1
     print(f"verified: {len(table)} checks of the board {args.csv} passed: {what} ({table.attrs['tolerance']})")
+    print(f"signature: {table.attrs['signature']}")
     return 0
 
 
@@ -395,8 +414,12 @@ def _verify(args) -> int:
 
     if args.config is not None or args.submissions is not None or challenge.is_board(args.csv):
         return _verify_board(args)
+    if args.sample == "all" or args.key is not None or args.fingerprint is not None:
+        option = "--sample all" if args.sample == "all" else "--key" if args.key is not None else "--fingerprint"
+        return _fail("verify", f"{option} is for challenge boards; {args.csv} is not one")
     try:
-        table = runs.verify(args.csv, sample=args.sample, seed=args.seed, progress=not args.no_progress)
+        table = runs.verify(args.csv, sample=args.sample, seed=0 if args.seed is None else args.seed,
+                            progress=not args.no_progress)
     except results_lib.ManifestMismatch as err:
         return _fail("verify", f"FAILED: {err}", 1)
     except (TypeError, ValueError) as err:
@@ -714,7 +737,8 @@ def _challenge(args) -> int:
                   f"(hand this one out for practice)")
             return 0
         if args.challenge_command == "score":
-            board = challenge.score(args.submissions, args.config, args.out, workers=args.workers, force=args.force)
+            board = challenge.score(args.submissions, args.config, args.out, workers=args.workers, force=args.force,
+                                    key=args.key)
         else:
             board = challenge.practice(args.submission, args.config, out=args.out, baselines=not args.no_baselines,
                                        force=args.force)
@@ -723,6 +747,13 @@ def _challenge(args) -> int:
     print(challenge.format_board(board.leaderboard))
     where = f"; board in {board.out}" if board.out is not None else ""
     print(f"{len(board.entries)} entries in {board.seconds:.0f} s (sandbox: {board.sandbox}){where}")
+    if board.signed_by is not None:
+        signed = board.signed_by
+        made = (f"created the signing key {signed['key']} (mode 0600; keep it, and keep it private: later boards "
+                f"are signed with it)" if signed["created"] else f"signed with the key {signed['key']}")
+        print(f"{made}\npublish on the course page: public key {signed['public_key']}  fingerprint "
+              f"{signed['fingerprint']}\n(anyone checks the board with: jtk verify BOARD --fingerprint "
+              f"{signed['fingerprint']})")
     return 0
 
 

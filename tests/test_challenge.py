@@ -24,6 +24,14 @@ from jtk.course import challenge, sandbox
 from jtk.testbed import runs
 import _readme
 
+@pytest.fixture(scope="module", autouse=True)
+def _instructor_config(tmp_path_factory):
+    """The boards' signing key and record go to a folder of the test's, never to the user's ~/.config/jtk."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("instructor-config")))
+        yield
+
+
 # 3 GiB: in bwrap the worker's address space is this less its RAM-backed /tmp and /dev/shm (jtk.course.sandbox.address_space),
 # and at 2 GiB the scikit-learn worker (JAX, SciPy, OpenBLAS and LLVM threads) could not start a thread
 TINY = dict(grid="quick", seeds=2, baselines=["mlp"], time_limit_s=90.0, memory_limit_mb=3072, practice_seeds=1,
@@ -674,7 +682,8 @@ def test_verify_passes_on_the_board_as_written(board, capsys):
     table = challenge.verify_board(out)
     assert not _failed(table), table[~table["ok"]].to_string()
     assert (table["check"] == "board row").sum() == len(pd.read_csv(out / "leaderboard.csv"))
-    assert (table["check"] == "sha256").sum() == 1 + len(list((out / "rows").glob("*.csv")))
+    # the board, its page, and each rows file with its manifest
+    assert (table["check"] == "sha256").sum() == 2 + 2 * len(list((out / "rows").glob("*.csv")))
     assert challenge.is_board(out) and not challenge.is_board(out / "rows" / "mlp.csv")
     assert cli.main(["verify", str(out / "leaderboard.csv"), "--no-progress"]) == 0
     assert "verified" in capsys.readouterr().out
@@ -723,7 +732,8 @@ def test_verify_catches_an_edited_hash(board, tmp_path, capsys):
     rows.loc[0, "accuracy"] = 1.0  # a column the board does not show
     rows_csv.write_bytes(results.csv_bytes(rows))
     _rehash(rows_csv)
-    assert _failed(challenge.verify_board(out)) == [("sha256", "rows/mlp_like.csv")]
+    assert _failed(challenge.verify_board(out)) == [("sha256", "rows/mlp_like.csv"),
+                                                    ("sha256", "rows/mlp_like.manifest.json")]
 
 
 def test_verify_recomputes_rows_and_catches_an_edited_submission_row(board, tmp_path):
@@ -739,6 +749,8 @@ def test_verify_recomputes_rows_and_catches_an_edited_submission_row(board, tmp_
     mpath = results.manifest_path(csv)
     manifest = json.loads(mpath.read_text())
     manifest["challenge"]["rows"]["sklearn_readme"]["sha256"] = digest
+    manifest["challenge"]["rows"]["sklearn_readme"]["manifest_sha256"] = results.sha256_file(
+        results.manifest_path(rows_csv))
     lb = pd.read_csv(csv)
     entries = []
     for _, r in lb.iterrows():

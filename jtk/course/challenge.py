@@ -42,8 +42,12 @@ through ``jtk.testbed.evaluate``.
 Outputs (``out``): ``leaderboard.csv`` and ``leaderboard.html`` are student-facing and hold no
 secret (messages are one line with long digit runs masked); ``rows/NAME.csv`` (+ manifest) hold one
 row per problem (the ``seed`` column is the hidden problem's index, not a key), ``submissions/NAME.json``
-the full error text. :func:`verify_board` (``jtk verify board/leaderboard.csv``) checks that the board
-follows from the rows and, given the challenge file with its salt, recomputes a sample of rows.
+the full error text. The board manifest records the SHA-256 of every published file and ``leaderboard.sig``
+holds the instructor's Ed25519 signature of it (:mod:`jtk.course._signing`; the key stays outside the board).
+:func:`verify_board` (``jtk verify BOARD``) checks the signature against the published key or fingerprint,
+that the board follows from the rows and, given the challenge file with its salt and the submissions, scores
+the board again: every status re-derived, a fresh (printed) sample of rows or all of them, within the
+tolerance of the instructor's record.
 """
 from __future__ import annotations
 
@@ -1006,6 +1010,7 @@ class Board:
     out: pathlib.Path | None
     sandbox: str
     seconds: float
+    signed_by: dict | None = None  # public_key, fingerprint, key (its path) and created (made by this call)
 
 
 def _safe(name: str) -> str:
@@ -1158,8 +1163,17 @@ def _run(subs: Sequence[_Submission], problems: Sequence, config: ChallengeConfi
 
 
 def _write_board(out: pathlib.Path, entries: Sequence[Entry], board: pd.DataFrame, config: ChallengeConfig,
-                 problems: Sequence, started: str, force: bool, title: str) -> None:
-    from jtk import results
+                 problems: Sequence, started: str, force: bool, title: str, signing=None) -> None:
+    """Writes the board's files; with ``signing`` (a :class:`jtk.course._signing.SigningKey`) signs its manifest.
+
+    The board manifest records the SHA-256 of every published file (``leaderboard.csv``, ``leaderboard.html``,
+    each rows CSV and each rows manifest) and the numerics key of this machine, so the one signature of its bytes
+    (``leaderboard.sig``) covers the scores, statuses, messages and provenance. The instructor's record of the
+    signed manifest (its SHA-256 and this machine's numerics key) is kept in the instructor's jtk folder
+    (:func:`jtk.course._signing.config_dir`), outside the board.
+    """
+    from jtk import _info, results
+    from jtk.course import _signing
 
     (out / "rows").mkdir(parents=True, exist_ok=True)
     (out / "submissions").mkdir(exist_ok=True)
@@ -1171,28 +1185,48 @@ def _write_board(out: pathlib.Path, entries: Sequence[Entry], board: pd.DataFram
         if e.rows is not None and len(e.rows):
             agent = e.name if e.kind == "baseline" else {"name": e.name, "registered": False, "class": None,
                                                          "repr": f"submission sha256 {e.sha256}"}
+            rows_csv = out / "rows" / f"{fname}.csv"
             manifest = results.save_results(
-                e.rows, out / "rows" / f"{fname}.csv", agent=agent, config=config.public(), problems=problems,
+                e.rows, rows_csv, agent=agent, config=config.public(), problems=problems,
                 estimator=config.likelihood, started=started, force=True,
                 extra={"challenge": {**challenge_info, "entry": e.name, "kind": e.kind, "sha256": e.sha256}})
-            rows_record[e.name] = {"file": f"rows/{fname}.csv", "sha256": manifest["sha256"]}
+            rows_record[e.name] = {"file": f"rows/{fname}.csv", "sha256": manifest["sha256"],
+                                   "manifest_sha256": results.sha256_file(results.manifest_path(rows_csv))}
         record = {"name": e.name, "kind": e.kind, "status": e.status, "message": e.message, "detail": e.detail,
                   "check_agent": e.probes, "seconds": e.seconds, "sha256": e.sha256}
         (out / "submissions" / f"{fname}.json").write_text(json.dumps(record, indent=1, default=str))
+    written = {pathlib.PurePosixPath(r["file"]).name for r in rows_record.values()}
+    written |= {results.manifest_path(name).name for name in written}
+    for f in (out / "rows").iterdir():  # an earlier board's rows (--force) are not this board's
+        if f.name not in written and f.is_file() and (f.suffix == ".csv" or f.name.endswith(".manifest.json")):
+            f.unlink()
+    page = leaderboard_html(board, title).encode()
+    results.write_atomic(out / "leaderboard.html", page)
+    numerics_key = _info.numerics()["numerics_key"]
     public = {**config.public(), "board": "leaderboard"}
     board_info = {**challenge_info, "reference": config.reference_baseline, "rows": rows_record,
                   "submissions": {e.name: e.sha256 for e in entries if e.kind == "submission" and e.sha256},
-                  "salt_id": _salt_id(config.salt) if config.salt is not None else None}
+                  "salt_id": _salt_id(config.salt) if config.salt is not None else None,
+                  "html_sha256": results.sha256_bytes(page), "numerics_key": numerics_key}
     results.save_results(board, out / "leaderboard.csv", config=public, started=started, force=True,
                          agent_column="name", extra={"challenge": board_info})
-    (out / "leaderboard.html").write_text(leaderboard_html(board, title))
+    signature = out / _signing.SIGNATURE_FILE
+    if signing is None:
+        signature.unlink(missing_ok=True)  # a board written again over a signed one is unsigned, not mis-signed
+        return
+    manifest_bytes = results.manifest_path(out / "leaderboard.csv").read_bytes()
+    results.write_json_atomic(signature, _signing.sign(signing, manifest_bytes))
+    _signing.record_board(results.sha256_bytes(manifest_bytes), {
+        "numerics_key": numerics_key, "salt_id": board_info["salt_id"], "board": str(out.resolve()),
+        "fingerprint": signing.fingerprint, "written": results.timestamp()})
 
 
 def _log(progress: bool) -> Callable[[str], None]:
     return (lambda s: print(f"jtk challenge: {s}", file=sys.stderr, flush=True)) if progress else (lambda s: None)
 
 
-def score(submissions, config, out, *, workers: int = 1, force: bool = False, progress: bool = True) -> Board:
+def score(submissions, config, out, *, workers: int = 1, force: bool = False, progress: bool = True,
+          key=None) -> Board:
     """Scores every ``*.py`` in ``submissions`` and the baselines on the hidden problems; writes the board.
 
     Args:
@@ -1203,17 +1237,22 @@ def score(submissions, config, out, *, workers: int = 1, force: bool = False, pr
       workers: submissions scored at once (one worker process each).
       force: write into a non-empty ``out``.
       progress: print one line per finished entry to stderr.
+      key: the instructor's Ed25519 signing key (a PEM file, mode 0600), kept outside every board; default
+        ``$XDG_CONFIG_HOME/jtk/challenge-signing-key.pem``, created on first use.
 
     Returns:
-      A :class:`Board`; files: ``out/leaderboard.csv`` (+ manifest, which records every rows file's SHA-256),
-      ``out/leaderboard.html``, ``out/rows/NAME.csv`` (+ manifest; one row per problem, ``seed`` = the hidden
-      index), ``out/submissions/NAME.json`` (status, full error text, check_agent lines). Every entry gets its
-      row whatever the others do.
+      A :class:`Board` (``signed_by``: the public key and fingerprint to publish); files:
+      ``out/leaderboard.csv`` (+ manifest, which records the SHA-256 of every published file),
+      ``out/leaderboard.sig`` (the manifest's signature), ``out/leaderboard.html``, ``out/rows/NAME.csv``
+      (+ manifest; one row per problem, ``seed`` = the hidden index), ``out/submissions/NAME.json`` (status,
+      full error text, check_agent lines). Every entry gets its row whatever the others do.
 
     Raises:
       ValueError or TypeError: a bad configuration, a missing salt, no submissions, a non-empty ``out``
-        without ``force``, ``workers`` < 1 — all before any scoring.
+        without ``force``, ``workers`` < 1, a key file that is not a private Ed25519 key — all before any scoring.
     """
+    from jtk.course import _signing
+
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     t0 = time.monotonic()
@@ -1229,6 +1268,7 @@ def score(submissions, config, out, *, workers: int = 1, force: bool = False, pr
     files = _submission_files(submissions)
     problems = config.hidden_problems()
     named = _named(files, config.baselines)
+    signing = _signing.load_signing_key(key)
     out.mkdir(exist_ok=True)
     log = _log(progress)
     private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
@@ -1241,8 +1281,10 @@ def score(submissions, config, out, *, workers: int = 1, force: bool = False, pr
         shutil.rmtree(private, ignore_errors=True)
     entries += skipped
     board = leaderboard(entries, config.reference_baseline)
-    _write_board(out, entries, board, config, problems, started, force, "jtk class challenge")
-    return Board(board, entries, out, mode, time.monotonic() - t0)
+    _write_board(out, entries, board, config, problems, started, force, "jtk class challenge", signing)
+    return Board(board, entries, out, mode, time.monotonic() - t0,
+                 {"public_key": signing.public_key, "fingerprint": signing.fingerprint, "key": str(signing.path),
+                  "created": signing.created})
 
 
 def practice(submission, config=None, *, out=None, baselines: bool = True, force: bool = False,
@@ -1332,53 +1374,84 @@ def _same(a, b, rtol: float, atol: float) -> bool:
     return bool(np.isclose(a, b, rtol=rtol, atol=atol))
 
 
-def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed: int = 0,
-                 names: Sequence[str] | None = None, progress: bool = False) -> pd.DataFrame:
-    """Checks a challenge board: hashes, the board against its rows, and (with the salt) recomputed rows.
+SAMPLE_ALL = "all"  # verify_board(sample=...): score every row again
 
-    Without ``config`` (anyone holding the published folder: ``leaderboard.csv``, ``rows/`` and their
-    manifests): every file's SHA-256 against its manifest and against the board manifest's record of the rows
-    files; then the board is derived again from the rows (:func:`leaderboard`, with the +inf rule of
-    ``_finite_verdict``) and compared row by row — status, every ``kl_*`` / ``diff_*`` / ``frac_finite``
-    and the rank — so the board follows from the rows and the ranks from the scores.
 
-    With ``config`` (the instructor's challenge file with its salt, or the practice file for a practice
-    board) and ``submissions``: a random sample of rows is scored again the same way (submissions in their
-    sandboxed worker, from files whose SHA-256 must be the board's; baselines as on the board) and each
-    ``kl`` compared within ``jtk verify``'s tolerance (:data:`jtk.results.VERIFY_RTOL` on the machine key the
-    rows were computed on, else the cross-machine one).
+def _read_csv(data: bytes) -> pd.DataFrame:
+    """A board's CSV as jtk wrote it: only an empty field is missing, so a name such as ``NA`` or ``null`` stays one."""
+    return pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""])
+
+
+def verify_board(board, *, key=None, fingerprint: str | None = None, config=None, submissions=None,
+                 sample: int | str = 10, seed: int | None = None, names: Sequence[str] | None = None,
+                 workers: int = 1, progress: bool = False) -> pd.DataFrame:
+    """Checks a challenge board: its signature, its hashes, the board against its rows, and (with the salt) its scoring.
+
+    Anyone holding the published folder (``leaderboard.csv``, ``leaderboard.sig``, ``leaderboard.html``, ``rows/``
+    and the manifests) can check, without a secret:
+
+    * with ``key`` or ``fingerprint`` (the instructor's, from the course page): that ``leaderboard.sig`` is a
+      valid Ed25519 signature of the board manifest by that key — a missing signature, another key's and a
+      changed byte are each failed and named;
+    * every file's SHA-256 against the board manifest (the board, the page, each rows CSV and rows manifest),
+      that ``rows/`` holds nothing the manifest does not list, and that every recorded entry is on the board;
+    * that the board follows from the rows: it is derived again (:func:`leaderboard`, with the +inf rule of
+      ``_finite_verdict``) and compared row by row — status, every ``kl_*`` / ``diff_*`` / ``frac_finite`` and
+      the rank.
+
+    Without a key the result proves only that the files agree with each other (``attrs["signature"]`` says so):
+    whoever can write the folder can rewrite them all consistently.
+
+    With ``config`` (the instructor's challenge file with its salt, or the practice file for a practice board)
+    and ``submissions``, the board is scored again: every entry's status is re-derived (an entry that is not
+    ``ok`` is run again on every problem and must come out the same; an ``ok`` one on its sampled rows, at least
+    one, and must come out ``ok``), every submission file must be on the board with the SHA-256 it was scored
+    with, and each sampled row's ``kl`` must agree within the tolerance of the instructor's record of the board
+    (:func:`jtk.course._signing.recorded_board`: same-machine :data:`jtk.results.VERIFY_RTOL` unless that record
+    says the board was scored on another numerics key); the board's own provenance never sets it.
 
     Args:
       board: the board folder or its ``leaderboard.csv``.
+      key: the instructor's public key (44 characters of base64, as ``jtk challenge score`` prints) or a file
+        holding it.
+      fingerprint: the key's fingerprint instead (``xxxx-xxxx-xxxx-xxxx-xxxx``).
       config: None, a challenge TOML path or a :class:`ChallengeConfig`.
-      submissions: the folder of submission files (needed when a sampled row is a submission's).
-      sample: rows to recompute (all if at least their number).
-      seed: picks the sample.
-      names: recompute only these entries' rows (default: every entry with rows).
+      submissions: the folder of submission files (needed when the board has submissions and ``config`` is given).
+      sample: rows of ``ok`` entries to score again (at least one per entry), or ``"all"``.
+      seed: picks the sample; None draws a fresh one, recorded in ``attrs["seed"]`` so the check can be repeated.
+      names: check only these entries' statuses and rows (default: every entry, and every submission file).
+      workers: submissions scored again at once (one worker process each), as :func:`score`'s ``workers``.
       progress: print progress lines to stderr.
 
     Returns:
-      One row per check: ``check`` (sha256, rows, board row, config, salt, recompute, ...), ``item``,
-      ``recorded``, ``recomputed``, ``ok`` and a ``note``; ``attrs["tolerance"]`` says what was compared how.
+      One row per check: ``check`` (signature, sha256, file, rows, board row, config, salt, status, recompute,
+      ...), ``item``, ``recorded``, ``recomputed``, ``ok`` and a ``note``; ``attrs``: ``tolerance`` (what was
+      compared how), ``signature`` (what the signature check proved, or that none was made), ``authenticated``
+      (a key was given and the signature is valid) and ``seed``.
 
     Raises:
-      ValueError: not a challenge board, a bad ``sample`` / ``seed``, a configuration that cannot be read.
+      ValueError: not a challenge board, a bad ``sample`` / ``seed`` / ``key`` / ``fingerprint``, a configuration
+        that cannot be read, submissions needed but not given.
       jtk.results.ManifestMismatch: the board has no readable manifest.
     """
-    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
-        raise ValueError(f"sample must be an int >= 1, got {sample!r}")
     from jtk import results
+    from jtk.course import _signing
 
+    if sample != SAMPLE_ALL and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample must be an int >= 1 or {SAMPLE_ALL!r}, got {sample!r}")
+    if seed is None:
+        seed = secrets.randbelow(2 ** 32)
+    _int("seed", seed, 0)
+    _int("workers", workers, 1)
     path = _board_path(board)
     if not path.is_file():
         raise ValueError(f"board must be a challenge board folder or its leaderboard.csv, got {str(board)!r}")
-    _int("sample", sample, 1)
-    _int("seed", seed, 0)
     manifest = results.read_manifest(path)
     info = manifest.get("challenge")
     if not isinstance(info, dict):
         raise ValueError(f"board: {str(path)!r} is not a jtk challenge board (its manifest records no challenge); "
                          "for testbed results use jtk verify ROWS.csv")
+    manifest_bytes = results.manifest_path(path).read_bytes()
     root = path.parent
     log = _log(progress)
     checks: list[dict] = []
@@ -1387,14 +1460,44 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
         checks.append({"check": check, "item": item, "recorded": recorded, "recomputed": recomputed, "ok": bool(ok),
                        "note": note})
 
+    sig_path = root / _signing.SIGNATURE_FILE
+    sig_bytes = sig_path.read_bytes() if sig_path.is_file() else None
+    authenticated = False
+    if key is not None or fingerprint is not None:
+        ok, want, found, why = _signing.check(manifest_bytes, sig_bytes, key=key, fingerprint_text=fingerprint)
+        add("signature", results.manifest_path(path).name, ok, want, found, why)
+        authenticated = ok
+        signature = (f"signed by the published key {want}" if ok else
+                     f"NOT authenticated: the board is not signed by the published key {want}")
+    else:
+        who = _signing.signer(sig_bytes)
+        signature = ("no key given: this proves only that the board's files agree with each other, not who wrote "
+                     "them (anyone who can edit the folder can rewrite them all consistently); " +
+                     (f"its signature names the key {who}: compare it with the instructor's published fingerprint, "
+                      "or pass --key / --fingerprint" if who else "and the board carries no signature"))
     data = path.read_bytes()
     digest = results.sha256_bytes(data)
     add("sha256", path.name, digest == manifest["sha256"], manifest["sha256"], digest,
         "" if digest == manifest["sha256"] else "the board was edited after it was written, or its hash was")
-    table = pd.read_csv(io.BytesIO(data))
+    table = _read_csv(data)
     add("rows", path.name, len(table) == int(manifest["rows"]), int(manifest["rows"]), len(table))
+    page = root / "leaderboard.html"
+    if info.get("html_sha256") and page.is_file():
+        got = results.sha256_file(page)
+        add("sha256", page.name, got == info["html_sha256"], info["html_sha256"], got,
+            "" if got == info["html_sha256"] else "the page differs from the one the board manifest records")
     record = info.get("rows") or {}
-    entries, rows_by_name, manifests = [], {}, {}
+    on_board = {str(n) for n in table["name"]}
+    for name in record:
+        if name not in on_board:
+            add("rows", name, False, note="the board manifest records rows for it, but the board has no row for it")
+    listed = {str(rec.get("file")) for rec in record.values()}
+    listed |= {str(results.manifest_path(pathlib.PurePosixPath(f)).as_posix()) for f in listed}
+    if (root / "rows").is_dir():
+        for f in sorted((root / "rows").iterdir()):
+            if f"rows/{f.name}" not in listed:
+                add("file", f"rows/{f.name}", False, note="in rows/ but not recorded by the board manifest")
+    entries, rows_by_name = [], {}
     for _, r in table.iterrows():
         name, status = str(r["name"]), str(r["status"])
         rows = None
@@ -1403,6 +1506,7 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
             rpath = root / str(rec["file"])
             try:
                 rdata = rpath.read_bytes()
+                rmdata = results.manifest_path(rpath).read_bytes()
                 rman = results.read_manifest(rpath)
             except (OSError, ValueError) as err:
                 add("sha256", str(rec["file"]), False, rec.get("sha256"), "", f"{type(err).__name__}: {err}")
@@ -1411,8 +1515,14 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
                 ok = got == rec["sha256"] == rman["sha256"]
                 add("sha256", str(rec["file"]), ok, rec["sha256"], got,
                     "" if ok else "the rows file differs from the board manifest's record or from its own manifest")
-                rows = pd.read_csv(io.BytesIO(rdata))
-                rows_by_name[name], manifests[name] = rows, rman
+                if "manifest_sha256" in rec:
+                    got = results.sha256_bytes(rmdata)
+                    ok = got == rec["manifest_sha256"]
+                    add("sha256", str(results.manifest_path(pathlib.PurePosixPath(str(rec["file"])))), ok,
+                        rec["manifest_sha256"], got,
+                        "" if ok else "the rows manifest (its provenance, numerics key) was edited")
+                rows = _read_csv(rdata)
+                rows_by_name[name] = rows
         elif status == "ok":
             add("rows", name, False, "ok", "", "ranked on the board, but the board's manifest records no rows for it")
         seconds = pd.to_numeric(pd.Series([r.get("seconds")]), errors="coerce").iloc[0]
@@ -1435,17 +1545,54 @@ def verify_board(board, *, config=None, submissions=None, sample: int = 10, seed
             f"{first}={d[first]}" if first else "", f"differs from its rows in {differ}" if differ else "")
     tolerance = f"board vs rows: rtol {BOARD_RTOL:g}"
     if config is not None:
-        tolerance += _recompute(config, info, manifest, rows_by_name, manifests, entries, submissions, root, sample,
-                                seed, names, add, log)
+        tolerance += _recompute(config, info, manifest, results.sha256_bytes(manifest_bytes), table, rows_by_name,
+                                submissions, root, sample, seed, names, workers, add, log)
     out = pd.DataFrame(checks, columns=["check", "item", "recorded", "recomputed", "ok", "note"])
-    out.attrs["tolerance"] = tolerance
+    out.attrs.update(tolerance=tolerance, signature=signature, authenticated=authenticated, seed=seed)
     return out
 
 
-def _recompute(config, info: dict, manifest: dict, rows_by_name: dict, manifests: dict, entries: Sequence[Entry],
-               submissions, root: pathlib.Path, sample: int, seed: int, names, add, log) -> str:
-    """Scores a sample of a board's rows again (see :func:`verify_board`); returns the tolerance's text."""
+def _sample_rows(rows_by_name: dict, wanted: Sequence[str], sample: int | str, seed: int) -> dict[str, list[int]]:
+    """Which rows of each ``ok`` entry to score again: ``sample`` random rows of them all, and one of every entry."""
+    candidates = [(n, i) for n in wanted for i in range(len(rows_by_name[n]))]
+    if sample == SAMPLE_ALL:
+        picked = range(len(candidates))
+    else:
+        rng = np.random.default_rng(seed)
+        picked = rng.choice(len(candidates), size=min(sample, len(candidates)), replace=False)
+    chosen: dict[str, set[int]] = {n: set() for n in wanted}
+    for j in picked:
+        n, i = candidates[j]
+        chosen[n].add(i)
+    rng = np.random.default_rng([seed, 1])
+    for n in wanted:  # every entry's status is re-derived: at least one of its rows is scored again
+        if not chosen[n] and len(rows_by_name[n]):
+            chosen[n].add(int(rng.integers(len(rows_by_name[n]))))
+    return {n: sorted(idxs) for n, idxs in chosen.items()}
+
+
+def _recorded_tolerance(manifest_sha256: str) -> tuple[float, float, str]:
+    """(rtol, atol, why) of the re-check, from the instructor's record of the board: never from the board."""
     from jtk import _info, results
+    from jtk.course import _signing
+
+    recorded, where = _signing.recorded_board(manifest_sha256)
+    here = _info.numerics()["numerics_key"]
+    strict = (results.VERIFY_RTOL, results.VERIFY_ATOL)
+    if recorded is None:
+        return (*strict, f"same machine: the instructor's record {str(where)!r} has no entry for this board "
+                         f"manifest, and a board's own provenance never loosens the tolerance")
+    if recorded.get("numerics_key") == here:
+        return (*strict, f"same machine: the instructor's record says it was scored on numerics key {here}")
+    return (results.CROSS_MACHINE_RTOL, results.CROSS_MACHINE_ATOL,
+            f"across machines: the instructor's record says it was scored on numerics key "
+            f"{recorded.get('numerics_key')}, this is {here}")
+
+
+def _recompute(config, info: dict, manifest: dict, manifest_sha256: str, table: pd.DataFrame, rows_by_name: dict,
+               submissions, root: pathlib.Path, sample: int | str, seed: int, names, workers: int, add, log) -> str:
+    """Scores a board again (see :func:`verify_board`); returns the tolerance's text."""
+    from jtk import results
 
     hidden_draw = info.get("draw") == "hidden"
     config_path = None
@@ -1469,74 +1616,105 @@ def _recompute(config, info: dict, manifest: dict, rows_by_name: dict, manifests
         return "; nothing recomputed (the challenge file is not the board's)"
     draws = _Draws(config.salt)
     by_key = {_problem_key(dataclasses.asdict(p)): p for p in problems}
-    kinds = {e.name: e.kind for e in entries}
-    wanted = [n for n in rows_by_name if names is None or n in set(names)]
-    candidates = [(n, i) for n in wanted for i in range(len(rows_by_name[n]))]
-    if not candidates:
-        add("recompute", "rows", False, note=f"no rows to recompute (names {list(names) if names else None})")
-        return ""
-    rng = np.random.default_rng(seed)
-    picked = sorted(rng.choice(len(candidates), size=min(sample, len(candidates)), replace=False))
-    chosen: dict[str, list[int]] = {}
-    for j in picked:
-        n, i = candidates[j]
-        chosen.setdefault(n, []).append(i)
-    files = {}
-    if any(kinds.get(n) == "submission" for n in chosen):
+    board = {str(r["name"]): (str(r["kind"]), str(r["status"]), str(r["message"]) if pd.notna(r["message"]) else "")
+             for _, r in table.iterrows()}
+    for n in names or ():
+        if n not in board:
+            add("status", n, False, note="not on the board")
+    wanted = [n for n in board if names is None or n in set(names)]
+    files: dict[str, pathlib.Path] = {}
+    if any(board[n][0] == "submission" for n in wanted):
         if submissions is None:
-            raise ValueError("submissions: recomputing submission rows needs the folder of submission files "
+            raise ValueError("submissions: re-deriving the submissions' statuses needs the folder of submission files "
                              "(--submissions DIR)")
         files = dict(_named(_submission_files(submissions), config.baselines))
+    if names is None:
+        for n, f in files.items():
+            if n not in board:
+                add("status", n, False, "", "", f"{f.name} is in the submissions folder but has no row on the board")
+        for b in config.baselines:
+            if b not in board:
+                add("status", b, False, "", "", "a baseline of the challenge file has no row on the board")
+    rtol, atol, why = _recorded_tolerance(manifest_sha256)
+    log(f"verify: {'every row' if sample == SAMPLE_ALL else f'sample seed {seed}'}; rows within rtol {rtol:g} ({why})")
+    sampled = _sample_rows(rows_by_name, [n for n in wanted if board[n][1] == "ok" and n in rows_by_name], sample,
+                           seed)
     mode = resolve_sandbox(config.sandbox)
-    here = _info.numerics()["numerics_key"]
-    same_machine = True
     private = tempfile.mkdtemp(prefix="jtk-challenge-submissions-")
-    try:
-        for name, idxs in chosen.items():
-            rows = rows_by_name[name].iloc[idxs]
-            subset = [by_key.get(_problem_key(r)) for _, r in rows.iterrows()]
+
+    def again(name: str) -> list[tuple]:
+        """One entry scored again: its checks (status, then rows), in the order they are added."""
+        found: list[tuple] = []
+
+        def add(*check) -> None:
+            found.append(check)
+
+        kind, status, message = board[name]
+        recorded_rows = rows_by_name.get(name)
+        if name in sampled:  # ok on the board: its sampled rows, which must come out ok
+            recorded_rows = recorded_rows.iloc[sampled[name]]
+            subset = [by_key.get(_problem_key(r)) for _, r in recorded_rows.iterrows()]
             if any(p is None for p in subset):
-                add("recompute", name, False, note="rows name problems the challenge file does not have")
-                continue
-            key = ((manifests[name].get("provenance") or {}).get("numerics") or {}).get("numerics_key")
-            same = key is not None and key == here
-            same_machine = same_machine and same
-            rtol, atol = ((results.VERIFY_RTOL, results.VERIFY_ATOL) if same
-                          else (results.CROSS_MACHINE_RTOL, results.CROSS_MACHINE_ATOL))
-            log(f"verify: recomputing {len(subset)} rows of {name} …")
-            if kinds.get(name) == "baseline":
-                new = _score_baseline(name, subset, config, draws)
+                add("recompute", name, False, "", "", "rows name problems the challenge file does not have")
+                return found
+            expect = "ok"
+        else:  # anything else is run on every problem and must come out as the board says
+            subset, expect = problems, status
+        log(f"verify: scoring {name} again on {len(subset)} problems …")
+        if kind == "baseline":
+            if name not in config.baselines:
+                add("status", name, False, status, "", "a baseline the challenge file does not name")
+                return found
+            new = _score_baseline(name, subset, config, draws)
+        else:
+            source = files.get(name)
+            if source is None:
+                add("status", name, False, status, "", f"no submission file for {name!r} in {str(submissions)!r}")
+                return found
+            folder = tempfile.mkdtemp(dir=private)  # one private folder per submission
+            subs, skipped = _take_submissions([(name, source)], folder, log)
+            want = (info.get("submissions") or {}).get(name)
+            if skipped:
+                new = skipped[0]
+            elif subs[0].sha256 != want:
+                add("sha256", f"submission {source.name}", False, want, subs[0].sha256,
+                    "the file differs from the one scored")
+                return found
             else:
-                source = files.get(name)
-                if source is None:
-                    add("recompute", name, False, note=f"no submission file for {name!r} in {str(submissions)!r}")
-                    continue
-                subs, skipped = _take_submissions([(name, source)], private, log)
-                want = (info.get("submissions") or {}).get(name)
-                if skipped or subs[0].sha256 != want:
-                    add("sha256", f"submission {source.name}", False, want, subs[0].sha256 if subs else "",
-                        skipped[0].message if skipped else "the file differs from the one scored")
-                    continue
                 hidden = _hidden_paths([p for p in (config_path, pathlib.Path(submissions), root,
                                                     pathlib.Path(private)) if p is not None], [source])
                 new = _score_in_worker(name, subs[0].path, subset, config, mode=mode, hidden=hidden, draws=draws,
                                        sha256=subs[0].sha256)
-            got = {} if new.rows is None else {_problem_key(r): r for _, r in new.rows.iterrows()}
-            for _, r in rows.iterrows():
-                item = (f"{name} seed={int(r['seed'])} num_train={int(r['num_train'])} "
-                        f"temperature={float(r['temperature']):g} tau={int(r['tau'])}")
-                n = got.get(_problem_key(r))
-                if n is None:
-                    add("recompute", item, False, float(r["kl"]), "", f"scored again: {new.status} {new.message}")
-                    continue
-                ok = (_same(r["kl"], n["kl"], rtol, atol) and str(r["likelihood"]) == str(n["likelihood"])
-                      and _same(r["frac_finite"], n["frac_finite"], 0.0, 0.0))
-                add("recompute", item, ok, float(r["kl"]), float(n["kl"]), "" if ok else "kl differs from the row")
+        same = new.status == expect
+        note = "" if same else f"scored again: {new.status}" + (f" ({new.message})" if new.message else "")
+        if same and expect != "ok" and new.message != message:
+            note = f"same status; the message now reads {new.message!r}"
+        add("status", name, same, expect, new.status, note)
+        got = {} if new.rows is None else {_problem_key(r): r for _, r in new.rows.iterrows()}
+        for _, r in (recorded_rows if recorded_rows is not None else pd.DataFrame()).iterrows():
+            item = (f"{name} seed={int(r['seed'])} num_train={int(r['num_train'])} "
+                    f"temperature={float(r['temperature']):g} tau={int(r['tau'])}")
+            n = got.get(_problem_key(r))
+            if n is None:
+                add("recompute", item, False, float(r["kl"]), "", f"scored again: {new.status} {new.message}")
+                continue
+            ok = (_same(r["kl"], n["kl"], rtol, atol) and str(r["likelihood"]) == str(n["likelihood"])
+                  and _same(r["frac_finite"], n["frac_finite"], 0.0, 0.0))
+            add("recompute", item, ok, float(r["kl"]), float(n["kl"]), "" if ok else "kl differs from the row")
+        return found
+
+    try:
+        # as score does: the baselines in this process first, then the submissions, ``workers`` at once
+        done = {n: again(n) for n in wanted if board[n][0] == "baseline"}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {n: pool.submit(again, n) for n in wanted if n not in done}
+            for name in wanted:
+                for check in done[name] if name in done else futures[name].result():
+                    add(*check)
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    tol = (f"rtol {results.VERIFY_RTOL:g}, atol {results.VERIFY_ATOL:g}" if same_machine else
-           f"rtol {results.CROSS_MACHINE_RTOL:g}, atol {results.CROSS_MACHINE_ATOL:g} (rows from another machine key)")
-    return f"; recomputed rows: {tol}"
+    rows = "every row" if sample == SAMPLE_ALL else f"sample seed {seed} (repeat with --seed {seed})"
+    return f"; scored again: {rows}; rows within rtol {rtol:g}, atol {atol:g} ({why})"
 
 
 def format_board(board: pd.DataFrame) -> str:
