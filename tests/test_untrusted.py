@@ -37,7 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
 NB1 = "01_coin_joint.ipynb"
 DEEP = b"[" * 100_000  # deeper than any recursive JSON parser's stack
-FORMULA = "=HYPERLINK(\"http://x\",\"y\")"
+FORMULA = "=cmd|'calc'!A0+HYPERLINK(\"x\")"  # a spreadsheet formula (no '/': it is a folder's name too)
 ESCAPE = "\x1b]0;pwned\x07\x1b[2J"  # set the terminal's title, then clear the screen
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
