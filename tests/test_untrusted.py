@@ -43,7 +43,7 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 # ------------------------------------------------------------------ the sanitizer, one rule per sink
-@pytest.mark.parametrize("text", ["=1+2", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "'=1", "'plain"])
+@pytest.mark.parametrize("text", ["=1+2", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "'=1", "'plain", "x\r=1+2", "a\nb"])
 def test_a_csv_cell_never_starts_with_a_formula_character_and_reads_back_as_written(text):
     cell = untrusted.csv_cell(text)
     assert cell[0] not in "=+-@\t\r"
@@ -51,7 +51,7 @@ def test_a_csv_cell_never_starts_with_a_formula_character_and_reads_back_as_writ
     data = untrusted.csv_frame(frame).to_csv(index=False)
     assert not any(cell[:1] in "=+-@\t\r" for line in csv.reader(io.StringIO(data)) for cell in line)
     back = untrusted.read_csv(io.StringIO(data), jtk_written=True)
-    assert list(back["name"]) == [text, "plain"]
+    assert list(back["name"]) == [text.replace("\r", "\n"), "plain"]  # a carriage return is written as a line feed
 
 
 def test_numbers_stay_numbers_in_a_csv():
@@ -138,9 +138,10 @@ def test_two_names_that_slug_alike_keep_two_feedback_pages(tmp_path):
 
 
 # ------------------------------------------------------------------ a class through `jtk grade` and `jtk gradebook`
-def _blank_class(folder: pathlib.Path) -> None:
-    (folder / "blank").mkdir(parents=True)
-    (folder / "blank" / NB1).write_text((EXERCISES / NB1).read_text())
+def _honest_class(folder: pathlib.Path) -> None:
+    """A class with one honest student, who hands in the solution: 2 of 2 points whatever is graded beside it."""
+    (folder / "honest").mkdir(parents=True)
+    (folder / "honest" / NB1).write_text((SOLUTIONS / NB1).read_text())
 
 
 def _cli(*args, timeout=600):
@@ -150,10 +151,10 @@ def _cli(*args, timeout=600):
 
 @pytest.fixture(scope="module")
 def hostile_names(tmp_path_factory):
-    """One class: a blank student (the honest row), and files whose names or contents are the attack."""
+    """One class: an honest student, and files whose names or contents are the attack."""
     tmp = tmp_path_factory.mktemp("names")
     cls = tmp / "class"
-    _blank_class(cls)
+    _honest_class(cls)
     for student in ("deep", "stray", FORMULA, ESCAPE, "ann lee", "ann~lee"):
         (cls / student).mkdir()
     (cls / "deep" / NB1).write_bytes(DEEP)  # a file of 100,000 '[' named like the exercise
@@ -174,8 +175,8 @@ def test_one_deeply_nested_file_is_its_own_students_zero_not_the_classs_end(host
     assert deep["status"] == "unreadable" and deep["score"] == 0 and "nested" in deep["message"], deep
     stray = [r for (s, _), r in rows.items() if s == "stray"]
     assert len(stray) == 1 and stray[0]["score"] == 0 and stray[0]["status"] in ("unreadable", "unmatched"), stray
-    blank = rows["blank", NB1]
-    assert blank["status"] == "graded" and blank["score"] == 1.0  # 1b's honest answer in the exercise: 1 of 2
+    honest = rows["honest", NB1]
+    assert honest["status"] == "graded" and honest["score"] == 2.0
     assert (tmp / "grades.csv").exists()
 
 
@@ -196,7 +197,7 @@ def test_the_gradebook_exports_a_class_with_a_malformed_file(hostile_names):
     roster = pd.DataFrame({"student": names, "name": [f"{n} (display)" for n in names],
                            "id": range(1, len(names) + 1), "sis_user_id": names, "sis_login_id": names,
                            "section": "A"})
-    untrusted.csv_frame(roster).to_csv(tmp / "roster.csv", index=False)
+    roster.to_csv(tmp / "roster.csv", index=False)  # as the LMS gives it: display names are the students' own
     out = tmp / "canvas.csv"
     done = _cli("gradebook", str(tmp / "grades.csv"), "--roster", str(tmp / "roster.csv"), "--format", "canvas",
                 "--out", str(out))
@@ -241,7 +242,7 @@ DEEP_FRAME_1A = '''def coin_joint(biases, prior, flips):
 
 def test_a_deeply_nested_frame_from_the_worker_is_the_students_not_the_graders(tmp_path):
     cls = tmp_path / "class"
-    _blank_class(cls)
+    _honest_class(cls)
     nb = nbformat.read(EXERCISES / NB1, as_version=4)
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex1a-answer":
@@ -252,7 +253,7 @@ def test_a_deeply_nested_frame_from_the_worker_is_the_students_not_the_graders(t
                 "--no-progress", "--seed", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["student"]: r for r in json.loads(done.stdout)}
-    assert rows["forger"]["status"] == "graded" and rows["forger"]["score"] <= rows["blank"]["score"] == 1.0
+    assert rows["forger"]["status"] == "graded" and rows["forger"]["score"] == 0 and rows["honest"]["score"] == 2.0
     first = rows["forger"]["checks"][0]
     assert first["points"] == 0 and first["status"] == "error", first
 

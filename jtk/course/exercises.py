@@ -53,7 +53,6 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import html
 import json
 import os
 import pathlib
@@ -326,6 +325,43 @@ def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = N
         return int(seed)
     digest = hashlib.sha256("\x1f".join((student, grade_id, salt)).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def salt_file(path) -> tuple[str, bool]:
+    """The grading salt kept in the file ``path``, made when missing: ``(salt, created)``.
+
+    A missing file is created with mode 0600 holding 64 fresh hex digits (:func:`secrets.token_hex`). An existing
+    one must be a regular file that only its owner can read or write (no group or other bits): the salt decides
+    every student's hidden cases, so a readable salt is a leaked one. The salt never goes on a command line,
+    where ``ps`` shows it to every user of the machine.
+
+    Raises:
+      ValueError: a file that group or others may read or write, that is not a regular file, or that is empty.
+    """
+    import secrets
+
+    path = pathlib.Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        pass
+    else:
+        salt = secrets.token_hex(32)
+        with os.fdopen(fd, "w") as f:
+            f.write(salt + "\n")
+        return salt, True
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"--salt-file: expected a regular file holding the salt, but {str(path)!r} is not one")
+    if info.st_mode & 0o077:
+        raise ValueError(f"--salt-file: {str(path)!r} has mode {stat.S_IMODE(info.st_mode):04o}, so others on this "
+                         f"machine can read the salt (and every student's hidden cases with it): expected mode 0600; "
+                         f"run chmod 600 {path} (and make a new salt if others may have read it)")
+    salt = path.read_text().strip()
+    if not salt:
+        raise ValueError(f"--salt-file: {str(path)!r} is empty: expected the salt (delete the file and jtk grade "
+                         f"makes a fresh one)")
+    return salt, False
 
 
 # ------------------------------------------------------------------ preparing a submission
@@ -775,6 +811,8 @@ def read_notebook(path):
     except json.JSONDecodeError as err:
         raise Rejected(f"not a readable notebook: not valid JSON (line {err.lineno}, column {err.colno})",
                        "unreadable") from None
+    except RecursionError:  # e.g. 100,000 '[': deeper than the parser's stack, and than any notebook
+        raise Rejected("not a readable notebook: JSON nested deeper than a notebook is", "unreadable") from None
     try:
         nb = nbformat.reads(json.dumps(obj), as_version=4)
         nbformat.validate(nb)
@@ -868,7 +906,11 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
         return _empty_row(sub, source, err.status, f"not graded: {err}")
     if source is None:
         return _empty_row(sub, None, "unmatched", f"no source notebook matches {sub.path.name}")
-    prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
+    try:
+        prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
+    except Exception as err:  # noqa: BLE001 - a notebook whose cells break the overlay is the student's file
+        return _empty_row(sub, source, "unreadable", f"not graded: not a readable notebook: its cells or their "
+                                                     f"metadata are malformed ({type(err).__name__})")
     plans = {prepared.check_cell[c.grade_id]: check_plan(c, prepared.seeds[c.grade_id], timeout) for c in source.checks}
     workdir = None
     try:
@@ -889,8 +931,13 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
-        checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
-                                  prepared.tampered[check.grade_id], done.errors.get(index)))
+        try:
+            checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
+                                      prepared.tampered[check.grade_id], done.errors.get(index)))
+        except Exception as err:  # noqa: BLE001 - answers the judge cannot read are the student's: that check's 0
+            row = _empty_row(sub, source, "graded", "")["checks"][source.checks.index(check)]
+            checks.append({**row, "status": "error", "tampered": bool(prepared.tampered[check.grade_id]),
+                           "message": f"the answers sent for this check could not be judged ({type(err).__name__})"})
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
             "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
             "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
@@ -917,8 +964,8 @@ def _match(path: pathlib.Path, sources: dict[str, Source]) -> str:
     if path.name in sources:
         return path.name
     try:
-        ids = {_nbgrader(c).get("grade_id") for c in read_notebook(path).cells}
-    except Rejected:
+        ids = {g for c in read_notebook(path).cells if isinstance(g := _nbgrader(c).get("grade_id"), str)}
+    except Exception:  # noqa: BLE001 - a file that cannot be read matches nothing; its row says why
         return path.name
     overlap = {name: len(ids & ({c.grade_id for c in s.checks} | s.answer_ids)) for name, s in sources.items()}
     best = max(overlap, key=overlap.get)
@@ -1183,13 +1230,18 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
 
 def write_csv(rows: Sequence[dict], path) -> pathlib.Path:
     """Writes the grades CSV atomically, and the misconception summary beside it (``NAME.misconceptions.csv``
-    and a seaborn figure ``NAME.misconceptions.png``); returns the CSV's path."""
+    and a seaborn figure ``NAME.misconceptions.png``); returns the CSV's path. Text cells go through
+    :func:`jtk.course.untrusted.csv_cell` (no cell starts a formula); read them back with
+    :func:`jtk.course.untrusted.read_csv` (``jtk_written=True``)."""
     _check_rows("rows", rows)
+    from jtk.course import untrusted
+
     path = pathlib.Path(path)
-    _atomic_write(path, grades_frame(rows).to_csv(index=False).encode())
+    _atomic_write(path, untrusted.csv_frame(grades_frame(rows)).to_csv(index=False).encode())
     summary = misconception_summary(rows)
     stem = path.with_suffix("")
-    _atomic_write(stem.with_name(stem.name + ".misconceptions.csv"), summary.to_csv(index=False).encode())
+    _atomic_write(stem.with_name(stem.name + ".misconceptions.csv"),
+                  untrusted.csv_frame(summary).to_csv(index=False).encode())
     from jtk.plots.grading import misconception_figure
 
     fig = misconception_figure(summary, num_students=len({r["student"] for r in rows}))
@@ -1210,7 +1262,8 @@ def feedback_html(row: dict) -> str:
     version that graded it."""
     if not isinstance(row, dict):
         raise TypeError(f"row must be one result dict of grade_class, got {type(row).__name__}")
-    esc = html.escape
+    from jtk.course.untrusted import html as esc
+
     lines = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(row['student'])} — "
              f"{esc(row['notebook'])}</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
              "td,th{padding:.4em;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}"
@@ -1238,19 +1291,19 @@ def feedback_html(row: dict) -> str:
 
 
 def write_feedback(rows: Sequence[dict], directory) -> list[pathlib.Path]:
-    """Writes ``DIRECTORY/<student>/<notebook>.html`` for every row; returns the paths."""
+    """Writes ``DIRECTORY/<student>/<notebook>.html`` for every row, the names mapped by
+    :func:`jtk.course.untrusted.file_name` (a plain name as it is, any other a slug and a hash: two students never
+    share a page); each page names its student as handed in. Returns the paths, in the order of ``rows``."""
+    from jtk.course.untrusted import file_name
+
     _check_rows("rows", rows)
     out = []
     root = pathlib.Path(directory)
     for row in rows:
-        folder = root / _safe_name(row["student"])
+        folder = root / file_name(row["student"])
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / (_safe_name(pathlib.Path(row["notebook"]).stem) + ".html")
+        path = folder / (file_name(pathlib.Path(row["notebook"]).stem) + ".html")
         _atomic_write(path, feedback_html(row).encode())
         out.append(path)
     return out
-
-
-def _safe_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).lstrip(".") or "_"
 

@@ -5,7 +5,9 @@ text goes through one function here, chosen by the sink, never by the text:
 
 * a CSV cell (:func:`csv_cell`, :func:`csv_frame`): no cell starts with a formula character (``= + - @``, tab,
   carriage return); such a cell, and one that starts with ``'``, gets a leading ``'``, which
-  :func:`read_csv` takes off again when it reads a CSV that jtk wrote, so names survive the round trip;
+  :func:`read_csv` takes off again when it reads a CSV that jtk wrote, so names survive the round trip. A
+  carriage return inside a cell is written as a line feed, which the CSV writer quotes (a bare one would end
+  the row in a spreadsheet and start a new one);
 * reading a CSV back (:func:`read_csv`): no guessing of missing values: ``NA``, ``null`` or ``nan`` is text, only
   an empty cell is missing;
 * an HTML page (:func:`html`): escaped, quotes included;
@@ -59,7 +61,10 @@ def csv_cell(value):
         if isinstance(value, (bytes, bytearray)):
             _text("value", value)
         return value
-    return QUOTE + value if value.startswith(FORMULA_START + (QUOTE,)) else value
+    value = QUOTE + value if value.startswith(FORMULA_START + (QUOTE,)) else value
+    # pandas quotes a cell holding "\n" (its line end) but not one holding a bare "\r", which a spreadsheet reads
+    # as the end of a row: the rest of the cell would become a row of its own, free to start a formula
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
