@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", default=None, help="autograder: the zip to write (e.g. autograder.zip)")
     ex.add_argument("--salt", default=None, help="autograder: the secret that seeds each student's hidden cases "
                                                  "(use the one you give jtk grade --salt, so both grade alike)")
+    ex.add_argument("--insecure-marks-without-sandbox", action="store_true",
+                    help="autograder: let the bundle grade where bubblewrap cannot start (marks are then not secure: "
+                         "a notebook can read the solutions and the salt); without it such a machine grades nothing")
     ex.add_argument("--force", action="store_true", help="autograder: overwrite --out; nbgrader: overwrite files "
                                                          "of --course that differ")
     ex.add_argument("--course", default=None, help="nbgrader: the course directory to write source/ and "
@@ -489,7 +492,8 @@ def _autograder(args) -> int:
                      f"student's hidden cases; use the one you give jtk grade --salt); got --out {args.out!r}, "
                      f"--salt {'given' if args.salt is not None else 'missing'}")
     try:
-        out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force)
+        out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force,
+                                          insecure_marks_without_sandbox=args.insecure_marks_without_sandbox)
     except ValueError as err:
         return _fail("exercises autograder", str(err).replace("force=True (--force)", "--force"))
     except (OSError, RuntimeError) as err:
