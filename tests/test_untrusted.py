@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jtk.course import _wire, challenge, exercises, untrusted
+from jtk.course import _judge, _wire, challenge, exercises, untrusted
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -138,6 +138,20 @@ def test_two_names_that_slug_alike_keep_two_feedback_pages(tmp_path):
 
 
 # ------------------------------------------------------------------ a class through `jtk grade` and `jtk gradebook`
+# An answer that raises its own inputs: on old code its feedback page listed its hidden cases, and the next hand-in
+# answered them by lookup.
+LEAK_1A = '''def coin_joint(biases, prior, flips):
+    raise ValueError("LEAK " + repr((list(biases), list(prior), flips)))'''
+
+
+def _answered(answer_1a: str):
+    nb = nbformat.read(EXERCISES / NB1, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex1a-answer":
+            cell.source = answer_1a
+    return nb
+
+
 def _honest_class(folder: pathlib.Path) -> None:
     """A class with one honest student, who hands in the solution: 2 of 2 points whatever is graded beside it."""
     (folder / "honest").mkdir(parents=True)
@@ -158,6 +172,8 @@ def hostile_names(tmp_path_factory):
     for student in ("deep", "stray", FORMULA, ESCAPE, "ann lee", "ann~lee"):
         (cls / student).mkdir()
     (cls / "deep" / NB1).write_bytes(DEEP)  # a file of 100,000 '[' named like the exercise
+    (cls / "leaker").mkdir()
+    nbformat.write(_answered(LEAK_1A), cls / "leaker" / NB1)
     (cls / "stray" / "zz_notes.ipynb").write_bytes(DEEP)  # ... and named like no exercise
     for student in (FORMULA, ESCAPE, "ann lee", "ann~lee"):
         (cls / student / NB1).write_text("{ not json")
@@ -189,6 +205,21 @@ def test_names_reach_the_terminal_csv_and_folders_as_data(hostile_names):
     pages = sorted(p.parent.name for p in (tmp / "feedback").rglob("*.html"))
     assert len(pages) == len({s for s, _ in rows}) and len({p.casefold() for p in pages}) == len(pages), pages
     assert not any("\x1b" in p or p.startswith("=") for p in pages), pages
+
+
+def test_an_answer_that_raises_its_inputs_shows_none_of_its_hidden_cases(hostile_names):
+    tmp, done, rows = hostile_names
+    salt = (tmp / "salt").read_text().strip()
+    check = rows["leaker", NB1]["checks"][0]
+    assert check["points"] == 0 and check["status"] == "failed", check
+    hidden = _judge.cases("coin_joint", exercises.check_seed("leaker", check["id"], salt), True)
+    secrets = _digits(hidden)
+    assert secrets, hidden
+    pages = [p.read_text() for p in (tmp / "feedback").rglob("*.html")]
+    for where, text in {"stdout": done.stdout, "stderr": done.stderr, "csv": (tmp / "grades.csv").read_text(),
+                        **{f"page {k}": page for k, page in enumerate(pages)}}.items():
+        assert not any(d in text for d in secrets), where
+    assert "LEAK" in check["message"]  # a visible case's excerpt: the error is named, its numbers masked
 
 
 def test_the_gradebook_exports_a_class_with_a_malformed_file(hostile_names):
@@ -243,12 +274,8 @@ DEEP_FRAME_1A = '''def coin_joint(biases, prior, flips):
 def test_a_deeply_nested_frame_from_the_worker_is_the_students_not_the_graders(tmp_path):
     cls = tmp_path / "class"
     _honest_class(cls)
-    nb = nbformat.read(EXERCISES / NB1, as_version=4)
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ex1a-answer":
-            cell.source = DEEP_FRAME_1A
     (cls / "forger").mkdir()
-    nbformat.write(nb, cls / "forger" / NB1)
+    nbformat.write(_answered(DEEP_FRAME_1A), cls / "forger" / NB1)
     done = _cli("grade", str(cls), "--source", str(SOLUTIONS), "--json", "--workers", "2", "--timeout", "10",
                 "--no-progress", "--seed", "1")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -393,3 +420,49 @@ def test_a_worker_that_sends_truncated_or_nested_frames_is_invalid_not_a_crash(t
         finally:
             os.close(worker._out)
         assert caught.value.kind in ("invalid", "died")
+
+
+# ------------------------------------------------------------------ only the grader's words reach people
+def _coin_check():
+    source = exercises.load_source(SOLUTIONS / NB1)
+    check = next(c for c in source.checks if any(name == "coin_joint" for name, _ in c.calls))
+    return check, exercises.check_plan(check, seed=1)
+
+
+def _digits(cases) -> set[str]:
+    """Every run of 3 or more digits in the printed inputs of ``cases``: what a leak of them would show."""
+    return {m for args in cases for a in args for m in re.findall(r"\d{3,}", repr(np.asarray(a).tolist()))}
+
+
+def test_a_hidden_case_shows_no_word_of_the_submission_and_none_of_its_inputs():
+    check, plan = _coin_check()
+    assert any(c.hidden for c in plan)
+    leak = "LEAKED " + " ".join(map(str, _digits(c for call in plan if call.hidden for c in call.cases)))
+    wrong = {"npy": _wire._npy(np.full((2, 2), 0.3))}
+    for record in ({"raised": "exception", "text": leak}, {"opaque": "str", "repr": leak}, wrong,
+                   {"raised": "uses_reference", "text": leak}, {"raised": "timeout", "text": leak}):
+        answers = [[{"raised": "not_implemented", "text": ""} for _ in call.cases] if not call.hidden else
+                   [record] * len(call.cases) for call in plan]
+        visible_ok = [[{"npy": _wire._npy(_judge._coin_joint(*args))} for args in call.cases]
+                      if not call.hidden else answers[k] for k, call in enumerate(plan)]
+        row = exercises.score_check(check, plan, visible_ok, "ok", False)
+        assert "LEAKED" not in row["message"] and "hidden" in row["message"], row["message"]
+        hidden_inputs = _digits(c for call in plan if call.hidden for c in call.cases)
+        assert not any(d in row["message"] for d in hidden_inputs), (row["message"], hidden_inputs)
+
+
+def test_a_visible_case_shows_a_short_masked_excerpt_of_the_submissions_words():
+    check, plan = _coin_check()
+    text = "ValueError: my secret is 31415926 and " + "x" * 500
+    answers = [[{"raised": "exception", "text": text}] * len(call.cases) for call in plan]
+    row = exercises.score_check(check, plan, answers, "ok", False)
+    assert "ValueError" in row["message"] and "31415926" not in row["message"] and "x" * 200 not in row["message"]
+    assert len(row["message"]) < 400
+
+
+@pytest.mark.parametrize("text, shown", [("ValueError: bad 3.14159", "ValueError: bad 3.…"),
+                                         ("a\x1b[2Jb\nc", "a\\x1b[2Jb c"), ("ok 12 items", "ok 12 items")])
+def test_an_excerpt_masks_data_and_stays_one_short_line(text, shown):
+    assert untrusted.excerpt(text) == shown
+    assert len(untrusted.excerpt("y" * 1000)) <= untrusted.EXCERPT_CHARS
+    assert "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo" not in untrusted.excerpt("data QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=")

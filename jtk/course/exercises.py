@@ -524,14 +524,16 @@ class _Restart(Exception):
 
 
 def _run_cell(worker, code: str, deadline: float) -> tuple[str, str | None]:
+    """Runs one cell; its fate and, when it raised, an excerpt of what it raised (the submission's words)."""
     from jtk.course.sandbox import WorkerError
+    from jtk.course.untrusted import excerpt
 
     try:
         reply = worker.request({"op": "run", "code": code}, deadline)
     except WorkerError as err:
         return ("timeout" if err.kind == "timeout" else "died"), (None if err.kind != "invalid" else str(err))
     error = reply.get("error")
-    return ("error" if error else "ok"), (str(error)[:500] if error else None)
+    return ("error" if error else "ok"), (excerpt(str(error)) if error else None)
 
 
 _TIMED_OUT = {"raised": "timeout", "text": ""}
@@ -541,6 +543,7 @@ def _run_check(worker, plan: Sequence[Call], deadline: float, answers: list) -> 
     """Makes each call of ``plan`` in the worker; appends one list of answer records per call to ``answers``."""
     from jtk.course import _wire
     from jtk.course.sandbox import WorkerError
+    from jtk.course.untrusted import excerpt
 
     late = False  # after a case runs out of CPU time, the cell's remaining cases are not tried
     for call in plan:
@@ -553,7 +556,7 @@ def _run_check(worker, plan: Sequence[Call], deadline: float, answers: list) -> 
             if reply.get("error"):
                 answers.pop()
                 worker.request({"op": "end"}, deadline)
-                return "error", str(reply["error"])[:500]
+                return "error", excerpt(str(reply["error"]))
             for args in call.cases:
                 if late:
                     got.append(_TIMED_OUT)
@@ -663,6 +666,31 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
 
 
 # ------------------------------------------------------------------ scoring
+HIDDEN_WORDS = {
+    "generic.not_implemented": "not implemented yet.",
+    "generic.timeout": "your function ran out of its CPU time on a hidden case.",
+    "generic.exception": "your function raised an exception on a hidden case.",
+    "uses_reference": "your function called jtk's own answer to this exercise on a hidden case.",
+    "generic.no_result": "no answer was recorded for a hidden case.",
+}
+"""What a hidden case's failure says, by code: the grader's words only, never the case's inputs or anything the
+submission wrote (any other code: "a hidden case got a wrong answer", and the code)."""
+
+
+def _shown_records(records, hidden: bool) -> list:
+    """Answer records with the submission's own words (an exception's text, an object's repr) cut to what a person
+    may read: an excerpt for a visible case (:func:`jtk.course.untrusted.excerpt`), nothing for a hidden one."""
+    from jtk.course.untrusted import excerpt
+
+    out = []
+    for record in records:
+        if isinstance(record, dict):
+            record = {k: (("" if hidden else excerpt(v)) if k in ("text", "repr") and isinstance(v, str) else v)
+                      for k, v in record.items()}
+        out.append(record)
+    return out
+
+
 def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list] | None, fate: str,
                 tampered: bool, error: str | None = None) -> dict:
     """One check's row: points in proportion to the cases passed over every call of the cell, judged here.
@@ -690,7 +718,7 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
             filler = _TIMED_OUT if fate == "timeout" else {"raised": "exception", "text": "the worker died before "
                                                            "answering (os._exit, a crash, or out of memory)"}
             got += [filler] * (len(call.cases) - len(got))
-        results.append(_judge.judge(call.name, list(call.cases), got, call.hidden))
+        results.append(_judge.judge(call.name, list(call.cases), _shown_records(got, call.hidden), call.hidden))
     total = sum(r.total for r in results)
     passed = sum(r.passed for r in results)
     failures = [(r, f) for r in results for f in r.failures]
@@ -712,7 +740,8 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
         status = "failed"
     if failures and status in ("failed", "timeout") and fate not in ("timeout", "died", "not_run"):
         r, f = failures[0]
-        message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {f.message}"
+        said = (HIDDEN_WORDS.get(f.code, f"a hidden case got a wrong answer ({f.code}).") if r.hidden else f.message)
+        message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {said}"
     judged = failures and fate in ("ok", "error") and recorded
     misconception = failures[0][1].code if judged else None
     codes = sorted({f.code for _, f in failures}) if judged else []

@@ -13,6 +13,8 @@ text goes through one function here, chosen by the sink, never by the text:
 * an HTML page (:func:`html`): escaped, quotes included;
 * the terminal (:func:`terminal`): no control character (C0, DEL, C1, and the format characters that reorder
   text, e.g. U+202E); each is shown as its ``\\x..`` / ``\\u....`` escape;
+* what a person reads of a submission's own words about a visible case (:func:`excerpt`): one short line with
+  runs of digits and long tokens masked (about a hidden case, nothing: the grader's own words only);
 * a matplotlib label (:func:`plot_text`): never mathtext: every ``$`` is escaped, so ``$\\oops$`` is drawn as
   written instead of stopping the figure;
 * a file or folder name (:func:`file_name`): a stable, collision-free mapping. A name of letters, digits and
@@ -131,6 +133,21 @@ def plot_text(text) -> str:
     """``text`` as a matplotlib label that is drawn as written: every ``$`` escaped, so no mathtext is parsed, and
     control characters shown as escapes (:func:`terminal`)."""
     return terminal(text).replace("$", r"\$")
+
+
+EXCERPT_CHARS = 100
+"""The most of a submission's own words (an exception's message, a returned object's repr) a person reads."""
+
+_DATA = re.compile(r"\d{3,}|[A-Za-z0-9+/=_-]{24,}")
+
+
+def excerpt(text) -> str:
+    """What a person may read of a submission's own words about a visible case: one line, no control character,
+    at most :data:`EXCERPT_CHARS`, and data-like content masked (a run of 3 or more digits, a token of 24 or more
+    letters and digits such as base64), each by ``…``: enough to name an error, too little to carry data out."""
+    text = terminal(" ".join(_text("text", text).split()))
+    text = _DATA.sub("…", text)
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 1] + "…"
 
 
 def file_name(name) -> str:
