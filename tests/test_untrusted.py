@@ -466,3 +466,45 @@ def test_an_excerpt_masks_data_and_stays_one_short_line(text, shown):
     assert untrusted.excerpt(text) == shown
     assert len(untrusted.excerpt("y" * 1000)) <= untrusted.EXCERPT_CHARS
     assert "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo" not in untrusted.excerpt("data QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=")
+
+
+# ------------------------------------------------------------------ a leaked case is worth nothing next time
+def test_hidden_cases_differ_between_two_hand_ins_and_a_regrade_of_one_is_identical():
+    seed = exercises.check_seed
+    one, two = exercises.handin_id(b"first hand-in"), exercises.handin_id(b"second hand-in")
+    assert one == exercises.handin_id(b"first hand-in") and one != two and len(one) == 64
+    hidden = [seed("alice", "ex1a-check", "s", handin=h) for h in (one, two)]
+    assert hidden[0] != hidden[1] and hidden[0] == seed("alice", "ex1a-check", "s", handin=one)
+    assert seed("alice", "ex1a-check", "s") == seed("alice", "ex1a-check", "s")  # visible cases: the student's own
+    assert seed("alice", "ex1a-check", "s", seed=7, handin=one) == 7  # --seed N: one draw for everybody
+    check, _ = _coin_check()
+    plans = [exercises.check_plan(check, 1, hidden_seed=h) for h in hidden]
+    cases = [[c.cases for c in plan] for plan in plans]
+    assert cases[0][0] == cases[1][0]  # the same visible cases
+    assert repr(cases[0][1]) != repr(cases[1][1])  # other hidden ones
+
+
+def test_the_fixed_edge_cases_are_gates_that_earn_nothing_alone():
+    check, plan = _coin_check()
+    gates = [_judge.check_by_name(call.name).fixed[call.hidden] for call in plan]
+    assert gates == [2, 3]  # the cases written in jtk's source: Fig. 1's two coins; the three edge cases
+
+    def answers(right):
+        return [[{"npy": _wire._npy(_judge._coin_joint(*args) if right(k, i) else np.full((2,) * args[2], 9.0))}
+                 for i, args in enumerate(call.cases)] for k, call in enumerate(plan)]
+
+    only_fixed = exercises.score_check(check, plan, answers(lambda k, i: i < gates[k]), "ok", False)
+    assert only_fixed["points"] == 0 and only_fixed["cases_passed"] == sum(gates)  # was 5/16 of the check
+    one_gate_missed = exercises.score_check(check, plan, answers(lambda k, i: (k, i) != (1, 0)), "ok", False)
+    assert one_gate_missed["points"] == 0 and "edge case" in one_gate_missed["message"]
+    drawn_half = exercises.score_check(check, plan, answers(lambda k, i: i < gates[k] or i % 2), "ok", False)
+    drawn = [range(gates[k], len(call.cases)) for k, call in enumerate(plan)]
+    want = check.points * sum(i % 2 for d in drawn for i in d) / sum(len(d) for d in drawn)
+    assert drawn_half["points"] == pytest.approx(want, abs=1e-4)
+    assert exercises.score_check(check, plan, answers(lambda k, i: True), "ok", False)["points"] == check.points
+    from jtk.course import gradescope
+
+    for row in (only_fixed, one_gate_missed, drawn_half):  # Gradescope's two parts add up to jtk grade's points
+        result = gradescope.results_json([{"student": "a", "notebook": NB1, "status": "graded", "checks": [row]}])
+        assert result["score"] == pytest.approx(row["points"], abs=1e-3)
+        assert sum(t["max_score"] for t in result["tests"]) == pytest.approx(check.points)

@@ -314,17 +314,27 @@ def load_sources(source_dir) -> dict[str, Source]:
 
 
 # ------------------------------------------------------------------ seeds
-def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = None) -> int:
-    """The seed of a check's cases: ``seed`` if given, else a stable hash of (student, grade_id, salt)."""
-    for name, value in (("student", student), ("grade_id", grade_id), ("salt", salt)):
+def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = None, *, handin: str = "") -> int:
+    """The seed of a check's cases: ``seed`` if given, else a stable hash of (student, grade_id, salt), and of the
+    hand-in (:func:`handin_id`) when ``handin`` is given: the hidden cases' seed, so that each hand-in of a
+    student gets other hidden cases (a case leaked by one is worth nothing in the next), while a regrade of the
+    same hand-in draws the same ones."""
+    for name, value in (("student", student), ("grade_id", grade_id), ("salt", salt), ("handin", handin)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"seed must be an int >= 0 or None, got {seed!r}")
     if seed is not None:
         return int(seed)
-    digest = hashlib.sha256("\x1f".join((student, grade_id, salt)).encode()).digest()
+    digest = hashlib.sha256("\x1f".join((student, grade_id, salt) + ((handin,) if handin else ())).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def handin_id(data: bytes) -> str:
+    """The identity of one hand-in: the SHA-256 (hex) of the file's bytes, recorded in its row as ``handin``."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"data must be the hand-in's bytes, got {type(data).__name__}")
+    return hashlib.sha256(data).hexdigest()
 
 
 def salt_file(path) -> tuple[str, bool]:
@@ -468,8 +478,10 @@ class Call:
     compile_seconds: float
 
 
-def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) -> list[Call]:
-    """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process)."""
+def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT, *,
+               hidden_seed: int | None = None) -> list[Call]:
+    """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process);
+    the hidden calls' cases are drawn from ``hidden_seed`` when given (:func:`check_seed` with ``handin``)."""
     if not isinstance(check, SourceCheck):
         raise TypeError(f"check must be a SourceCheck (from load_source), got {type(check).__name__}")
     from jtk.course import _judge
@@ -480,8 +492,9 @@ def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) 
     plan = []
     for (name, hidden), function in zip(check.calls, check.functions):
         spec = _judge.check_by_name(name)
-        plan.append(Call(name, hidden, function, tuple(_judge.cases(name, seed, hidden)), spec.forbidden, spec.seeds,
-                         seconds, float(timeout)))
+        drawn_from = hidden_seed if hidden and hidden_seed is not None else seed
+        plan.append(Call(name, hidden, function, tuple(_judge.cases(name, drawn_from, hidden)), spec.forbidden,
+                         spec.seeds, seconds, float(timeout)))
     return plan
 
 
@@ -722,7 +735,14 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
     total = sum(r.total for r in results)
     passed = sum(r.passed for r in results)
     failures = [(r, f) for r in results for f in r.failures]
-    points = round(check.points * passed / total, 4) if total else 0.0
+    # the cases written in jtk's source are gates: all must pass, and the points come from the drawn cases alone
+    fixed = [min(_judge.check_by_name(call.name).fixed[call.hidden], len(call.cases)) for call in plan]
+    gates_passed = not any(f.case < n for r, n in zip(results, fixed) for f in r.failures)
+    drawn = [(r.hidden, r.total - n, r.total - n - sum(f.case >= n for f in r.failures)) for r, n in zip(results, fixed)]
+    drawn_total, drawn_passed = sum(t for _, t, _ in drawn), sum(p for _, _, p in drawn)
+    if not drawn_total:  # a check with no drawn case: every case counts
+        drawn_total, drawn_passed = total, passed
+    points = round(check.points * drawn_passed / drawn_total, 4) if total and gates_passed else 0.0
     recorded = any(answers)
     if fate == "timeout":
         status, message = "timeout", "the cell ran past its wall-clock limit (code that waits or loops forever?)"
@@ -742,6 +762,9 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
         r, f = failures[0]
         said = (HIDDEN_WORDS.get(f.code, f"a hidden case got a wrong answer ({f.code}).") if r.hidden else f.message)
         message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {said}"
+        if not gates_passed:
+            message += (" A fixed edge case failed: the check's fixed edge cases must all pass before its drawn "
+                        "cases earn points.")
     judged = failures and fate in ("ok", "error") and recorded
     misconception = failures[0][1].code if judged else None
     codes = sorted({f.code for _, f in failures}) if judged else []
@@ -751,7 +774,10 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
     return {"id": check.grade_id, "points": points, "max_points": check.points, "status": status,
             "tampered": bool(tampered), "misconception": misconception, "message": message,
             "cases_passed": passed, "cases_total": total, "cases_timed_out": int(timed_out),
-            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total, "codes": codes}
+            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total,
+            "drawn_cases_passed": drawn_passed, "drawn_cases_total": drawn_total,
+            "hidden_drawn_cases_passed": sum(p for h, _, p in drawn if h),
+            "hidden_drawn_cases_total": sum(t for h, t, _ in drawn if h), "gates_passed": gates_passed, "codes": codes}
 
 
 # ------------------------------------------------------------------ reading submissions
@@ -832,7 +858,15 @@ def read_notebook(path):
     Raises:
       Rejected: what :func:`read_bytes` rejects, or a file that is not a notebook with cells.
     """
-    data = read_bytes(path)
+    return parse_notebook(read_bytes(path))
+
+
+def parse_notebook(data: bytes):
+    """A notebook from a submitted file's bytes (:func:`read_notebook` without the reading).
+
+    Raises:
+      Rejected: bytes that are not a notebook with cells (status ``unreadable``); no message quotes them.
+    """
     try:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -886,7 +920,9 @@ def _empty_row(sub: Submission, source: Source | None, status: str, message: str
     checks = [] if source is None else [
         {"id": c.grade_id, "points": 0.0, "max_points": c.points, "status": "not_run", "tampered": False,
          "misconception": None, "message": message, "cases_passed": 0, "cases_total": 0, "cases_timed_out": 0,
-         "hidden_cases_passed": 0, "hidden_cases_total": 0, "codes": []} for c in source.checks]
+         "hidden_cases_passed": 0, "hidden_cases_total": 0, "drawn_cases_passed": 0, "drawn_cases_total": 0,
+         "hidden_drawn_cases_passed": 0, "hidden_drawn_cases_total": 0, "gates_passed": False, "codes": []}
+        for c in source.checks]
     return {"student": sub.student, "notebook": sub.notebook, "score": 0.0,
             "max_score": source.max_score if source else 0.0, "status": status, "message": message,
             "wall_timeouts": 0, "retried": False, "checks": checks}
@@ -930,17 +966,22 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     if sub.rejected:
         return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
-        nb = read_notebook(sub.path)
+        data = read_bytes(sub.path)
+        nb = parse_notebook(data)
     except Rejected as err:
         return _empty_row(sub, source, err.status, f"not graded: {err}")
     if source is None:
         return _empty_row(sub, None, "unmatched", f"no source notebook matches {sub.path.name}")
+    handin = handin_id(data)
     try:
         prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
     except Exception as err:  # noqa: BLE001 - a notebook whose cells break the overlay is the student's file
         return _empty_row(sub, source, "unreadable", f"not graded: not a readable notebook: its cells or their "
                                                      f"metadata are malformed ({type(err).__name__})")
-    plans = {prepared.check_cell[c.grade_id]: check_plan(c, prepared.seeds[c.grade_id], timeout) for c in source.checks}
+    plans = {prepared.check_cell[c.grade_id]: check_plan(
+        c, prepared.seeds[c.grade_id], timeout, hidden_seed=check_seed(sub.student, c.grade_id, salt, seed,
+                                                                       handin=handin))
+        for c in source.checks}
     workdir = None
     try:
         if sandbox != "bwrap":  # bwrap's worker writes only into its own tmpfs
@@ -969,7 +1010,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
                            "message": f"the answers sent for this check could not be judged ({type(err).__name__})"})
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
             "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
-            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
+            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "handin": handin,
+            "checks": checks}
 
 
 @functools.lru_cache(maxsize=None)

@@ -52,17 +52,26 @@ def _tests(row: dict, hidden_visibility: str, start: int) -> list[dict]:
             tests.append({"name": name, "score": 0.0, "max_score": check["max_points"], "status": "failed",
                           "output": feedback or check["status"], "visibility": "visible"})
             continue
+        # the points come from the drawn cases, once every fixed edge case (a gate) passed: each part's share is
+        # its drawn cases' share, so that the parts add up to the check's points in jtk grade
+        drawn_total = check.get("drawn_cases_total", total) or total
+        hidden_drawn = check.get("hidden_drawn_cases_total", hidden)
+        gates = check.get("gates_passed", True)
         parts = [("visible cases", total - hidden, check["cases_passed"] - check.get("hidden_cases_passed", 0),
-                  "visible")]
+                  drawn_total - hidden_drawn, check.get("drawn_cases_passed", check["cases_passed"])
+                  - check.get("hidden_drawn_cases_passed", check.get("hidden_cases_passed", 0)), "visible")]
         if hidden:
-            parts.append(("hidden cases", hidden, check.get("hidden_cases_passed", 0), hidden_visibility))
-        for label, cases, passed, visibility in parts:
+            parts.append(("hidden cases", hidden, check.get("hidden_cases_passed", 0), hidden_drawn,
+                          check.get("hidden_drawn_cases_passed", check.get("hidden_cases_passed", 0)),
+                          hidden_visibility))
+        for label, cases, passed, drawn, drawn_passed, visibility in parts:
             if not cases:
                 continue
-            share = check["max_points"] * cases / total
             tests.append({
-                "name": f"{name} ({label})", "score": round(check["max_points"] * passed / total, 4),
-                "max_score": round(share, 4), "status": "passed" if passed == cases else "failed",
+                "name": f"{name} ({label})",
+                "score": round(check["max_points"] * drawn_passed / drawn_total, 4) if gates else 0.0,
+                "max_score": round(check["max_points"] * drawn / drawn_total, 4),
+                "status": "passed" if passed == cases else "failed",
                 "output": f"{passed} of {cases} cases passed." + (f" {feedback}" if passed < cases and feedback else ""),
                 "visibility": visibility})
     for i, test in enumerate(tests):
