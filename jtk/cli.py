@@ -1,7 +1,7 @@
 """The ``jtk`` command::
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
-    jtk exercises build|check | autograder --out autograder.zip --salt S [--force]
+    jtk exercises build|check | autograder --out autograder.zip --salt-file F [--force]
     jtk exercises nbgrader --course DIR [--assignment NAME] [--force]
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--gradescope RESULTS.json [--hidden-visibility V]]
@@ -110,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
     ex.add_argument("--out", default=None, help="autograder: the zip to write (e.g. autograder.zip)")
     ex.add_argument("--salt", default=None, help="autograder: the secret that seeds each student's hidden cases "
-                                                 "(use the one you give jtk grade --salt, so both grade alike)")
+                                                 "(deprecated: ps shows it; use --salt-file)")
+    ex.add_argument("--salt-file", default=None, metavar="FILE",
+                    help="autograder: the file holding that secret (the one you give jtk grade --salt-file, so both "
+                         "grade alike; made, mode 0600, when missing)")
     ex.add_argument("--insecure-marks-without-sandbox", action="store_true",
                     help="autograder: let the bundle grade where bubblewrap cannot start (marks are then not secure: "
                          "a notebook can read the solutions and the salt); without it such a machine grades nothing")
@@ -485,12 +488,25 @@ def _exercises(args) -> int:
 
 
 def _autograder(args) -> int:
-    from jtk.course import gradescope
+    from jtk.course import exercises, gradescope
 
+    if args.salt_file is not None and args.salt is not None:
+        return _fail("exercises autograder", "--salt and --salt-file: expected one of them, got both")
+    if args.salt_file is not None:
+        try:
+            args.salt, made = exercises.salt_file(args.salt_file)
+        except ValueError as err:
+            return _fail("exercises autograder", str(err))
+        if made:
+            print(f"jtk exercises autograder: made a new salt in {args.salt_file} (mode 0600): give jtk grade the "
+                  f"same --salt-file", file=sys.stderr)
+    elif args.salt is not None:
+        print("jtk exercises autograder: warning: --salt puts the salt on the command line, where every user of "
+              "this machine sees it (ps); keep it in a file instead: --salt-file FILE", file=sys.stderr)
     if not args.out or args.salt is None:
-        return _fail("exercises autograder", "--out FILE.zip and --salt SECRET are required (the salt seeds each "
-                     f"student's hidden cases; use the one you give jtk grade --salt); got --out {args.out!r}, "
-                     f"--salt {'given' if args.salt is not None else 'missing'}")
+        return _fail("exercises autograder", "--out FILE.zip and --salt-file FILE are required (the salt seeds each "
+                     f"student's hidden cases; use the file you give jtk grade --salt-file); got --out {args.out!r}, "
+                     f"--salt-file {'given' if args.salt is not None else 'missing'}")
     try:
         out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force,
                                           insecure_marks_without_sandbox=args.insecure_marks_without_sandbox)

@@ -138,10 +138,18 @@ def test_two_names_that_slug_alike_keep_two_feedback_pages(tmp_path):
 
 
 # ------------------------------------------------------------------ a class through `jtk grade` and `jtk gradebook`
-# An answer that raises its own inputs: on old code its feedback page listed its hidden cases, and the next hand-in
+# A right answer on every case that looks visible (at most 3 biases, at most 4 flips), which raises its own inputs
+# on the others, the hidden ones: on old code its feedback page listed its hidden cases, and the next hand-in
 # answered them by lookup.
 LEAK_1A = '''def coin_joint(biases, prior, flips):
-    raise ValueError("LEAK " + repr((list(biases), list(prior), flips)))'''
+    if len(biases) > 3 or flips > 4:
+        raise ValueError("LEAK " + repr((list(biases), list(prior), flips)))
+    b, p = np.asarray(biases, float), np.asarray(prior, float)
+    out = np.zeros((2,) * flips)
+    for idx in np.ndindex(*out.shape):
+        h = sum(idx)
+        out[idx] = np.sum(p * b ** h * (1 - b) ** (flips - h))
+    return out'''
 
 
 def _answered(answer_1a: str):
@@ -211,7 +219,8 @@ def test_an_answer_that_raises_its_inputs_shows_none_of_its_hidden_cases(hostile
     tmp, done, rows = hostile_names
     salt = (tmp / "salt").read_text().strip()
     check = rows["leaker", NB1]["checks"][0]
-    assert check["points"] == 0 and check["status"] == "failed", check
+    assert check["points"] < check["max_points"] and check["status"] == "failed", check
+    assert "hidden case" in check["message"] and "LEAK" not in check["message"], check
     hidden = _judge.cases("coin_joint", exercises.check_seed("leaker", check["id"], salt), True)
     secrets = _digits(hidden)
     assert secrets, hidden
@@ -219,7 +228,6 @@ def test_an_answer_that_raises_its_inputs_shows_none_of_its_hidden_cases(hostile
     for where, text in {"stdout": done.stdout, "stderr": done.stderr, "csv": (tmp / "grades.csv").read_text(),
                         **{f"page {k}": page for k, page in enumerate(pages)}}.items():
         assert not any(d in text for d in secrets), where
-    assert "LEAK" in check["message"]  # a visible case's excerpt: the error is named, its numbers masked
 
 
 def test_the_gradebook_exports_a_class_with_a_malformed_file(hostile_names):
