@@ -516,3 +516,16 @@ def test_the_fixed_edge_cases_are_gates_that_earn_nothing_alone():
         result = gradescope.results_json([{"student": "a", "notebook": NB1, "status": "graded", "checks": [row]}])
         assert result["score"] == pytest.approx(row["points"], abs=1e-3)
         assert sum(t["max_score"] for t in result["tests"]) == pytest.approx(check.points)
+
+
+def test_a_notebook_whose_metadata_breaks_the_overlay_is_the_students_unreadable_row(tmp_path):
+    nb = nbformat.read(EXERCISES / NB1, as_version=4)
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    code.metadata["nbgrader"] = {"grade_id": ["not", "a", "name"], "grade": True}  # unhashable where a str goes
+    path = tmp_path / "odd" / NB1
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    sources = exercises.load_sources(SOLUTIONS)
+    sub, = exercises.collect([tmp_path], sources)
+    row = exercises.grade_notebook(sub, sources, sandbox="none")
+    assert row["status"] == "unreadable" and row["score"] == 0 and "malformed" in row["message"], row
