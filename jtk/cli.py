@@ -263,7 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(command: str, message: str, code: int = 2) -> int:
-    print(f"jtk {command}: {message}", file=sys.stderr)
+    from jtk.course.untrusted import terminal
+
+    print(terminal(f"jtk {command}: {message}", newlines=True), file=sys.stderr)  # messages may name students' files
     return code
 
 
@@ -644,6 +646,7 @@ def _grade(args) -> int:
 
 def _gradebook(args) -> int:
     from jtk.course import gradebook
+    from jtk.course.untrusted import terminal
     from jtk.results import OutputError, check_output
 
     def fail(message: str, code: int = 2) -> int:
@@ -694,11 +697,13 @@ def _gradebook(args) -> int:
             return fail(f"{len(missing)} student(s) of {args.grades} are not in the roster {args.roster}, so their "
                         f"grades have nowhere to go: {listed}. Nothing was written; add them to the roster, fix "
                         f"--roster-key, or pass --allow-unmatched to write the others", code=1)
-        print(f"jtk gradebook: warning: left out {len(missing)} student(s) not in the roster: {listed}", file=sys.stderr)
+        print(terminal(f"jtk gradebook: warning: left out {len(missing)} student(s) not in the roster: {listed}"),
+              file=sys.stderr)
     skipped = grades[grades.status == "unmatched"]
     if len(skipped):
-        print("jtk gradebook: note: rows with status unmatched are no notebook of the assignment and get no column: "
-              + ", ".join(f"{s}/{n}" for s, n in zip(skipped.student, skipped.notebook)), file=sys.stderr)
+        print(terminal("jtk gradebook: note: rows with status unmatched are no notebook of the assignment and get no "
+                       "column: " + ", ".join(f"{s}/{n}" for s, n in zip(skipped.student, skipped.notebook))),
+              file=sys.stderr)
     try:
         late = None if deadline is None else gradebook.apply_late_policy(
             grades, submitted, deadline, penalty_per_day=penalty, roster=roster)
