@@ -1,11 +1,11 @@
 """The ``jtk`` command::
 
     jtk sweep --agents mlp ensemble ensemble+ --results DIR [--sweep small|paper] [--grid quick|paper]
-    jtk exercises build|check | autograder --out autograder.zip --salt S [--force]
+    jtk exercises build|check | autograder --out autograder.zip --salt-file F [--force]
     jtk exercises nbgrader --course DIR [--assignment NAME] [--force]
     jtk grade SUBMISSION [...] [--source DIR] [--json] [--csv FILE] [--feedback DIR] [--workers N] [--timeout S] [--only S]
               [--gradescope RESULTS.json [--hidden-visibility V]]
-              [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt S]
+              [--memory BYTES] [--sandbox auto|none|user|bwrap] [--seed N] [--salt-file F]
     jtk gradebook GRADES.csv --roster ROSTER.csv --format canvas|moodle --out FILE [--force] [--roster-key COLUMN]
                   [--moodle-key idnumber|email] [--title NOTEBOOK=TITLE ...] [--allow-unmatched]
                   [--deadline ISO-8601 --submitted TIMES.csv [--penalty-per-day FRACTION]]
@@ -116,7 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--exercises", default="exercises", help="directory of generated exercise notebooks")
     ex.add_argument("--out", default=None, help="autograder: the zip to write (e.g. autograder.zip)")
     ex.add_argument("--salt", default=None, help="autograder: the secret that seeds each student's hidden cases "
-                                                 "(use the one you give jtk grade --salt, so both grade alike)")
+                                                 "(deprecated: ps shows it; use --salt-file)")
+    ex.add_argument("--salt-file", default=None, metavar="FILE",
+                    help="autograder: the file holding that secret (the one you give jtk grade --salt-file, so both "
+                         "grade alike; made, mode 0600, when missing)")
+    ex.add_argument("--insecure-marks-without-sandbox", action="store_true",
+                    help="autograder: let the bundle grade where bubblewrap cannot start (marks are then not secure: "
+                         "a notebook can read the solutions and the salt); without it such a machine grades nothing")
     ex.add_argument("--force", action="store_true", help="autograder: overwrite --out; nbgrader: overwrite files "
                                                          "of --course that differ")
     ex.add_argument("--course", default=None, help="nbgrader: the course directory to write source/ and "
@@ -147,7 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--sandbox", default="auto", choices=["auto", "none", "user", "bwrap"],
                     help="containment of student code (default auto: bwrap if it works, else user if root, else none)")
     gr.add_argument("--seed", type=_nonnegative_int, default=None, help="one seed of the cases for everybody")
-    gr.add_argument("--salt", default="", help="secret mixed into each student's seeds")
+    gr.add_argument("--salt-file", default=None, metavar="FILE",
+                    help="the file holding the secret mixed into each student's seeds: made (mode 0600) when "
+                         "missing, refused when others may read it")
+    gr.add_argument("--salt", default=None, help="the salt itself (deprecated: any user sees it in ps; use "
+                                                 "--salt-file)")
     gr.add_argument("--force", action="store_true", help="overwrite an existing --csv file")
     gr.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -270,7 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(command: str, message: str, code: int = 2) -> int:
-    print(f"jtk {command}: {message}", file=sys.stderr)
+    from jtk.course.untrusted import terminal
+
+    print(terminal(f"jtk {command}: {message}", newlines=True), file=sys.stderr)  # messages may name students' files
     return code
 
 
@@ -502,14 +514,28 @@ def _exercises(args) -> int:
 
 
 def _autograder(args) -> int:
-    from jtk.course import gradescope
+    from jtk.course import exercises, gradescope
 
+    if args.salt_file is not None and args.salt is not None:
+        return _fail("exercises autograder", "--salt and --salt-file: expected one of them, got both")
+    if args.salt_file is not None:
+        try:
+            args.salt, made = exercises.salt_file(args.salt_file)
+        except ValueError as err:
+            return _fail("exercises autograder", str(err))
+        if made:
+            print(f"jtk exercises autograder: made a new salt in {args.salt_file} (mode 0600): give jtk grade the "
+                  f"same --salt-file", file=sys.stderr)
+    elif args.salt is not None:
+        print("jtk exercises autograder: warning: --salt puts the salt on the command line, where every user of "
+              "this machine sees it (ps); keep it in a file instead: --salt-file FILE", file=sys.stderr)
     if not args.out or args.salt is None:
-        return _fail("exercises autograder", "--out FILE.zip and --salt SECRET are required (the salt seeds each "
-                     f"student's hidden cases; use the one you give jtk grade --salt); got --out {args.out!r}, "
-                     f"--salt {'given' if args.salt is not None else 'missing'}")
+        return _fail("exercises autograder", "--out FILE.zip and --salt-file FILE are required (the salt seeds each "
+                     f"student's hidden cases; use the file you give jtk grade --salt-file); got --out {args.out!r}, "
+                     f"--salt-file {'given' if args.salt is not None else 'missing'}")
     try:
-        out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force)
+        out = gradescope.build_autograder(args.out, args.solutions, salt=args.salt, force=args.force,
+                                          insecure_marks_without_sandbox=args.insecure_marks_without_sandbox)
     except ValueError as err:
         return _fail("exercises autograder", str(err).replace("force=True (--force)", "--force"))
     except (OSError, RuntimeError) as err:
@@ -547,12 +573,25 @@ def _grade(args) -> int:
         print(f"jtk grade: {message}", file=sys.stderr)
         return 2
 
+    from jtk.course import untrusted
+
+    if args.salt is not None and args.salt_file is not None:
+        return fail("--salt and --salt-file: expected one of them, got both")
+    salt, made = args.salt or "", False
+    if args.salt is not None:
+        print("jtk grade: warning: --salt puts the salt on the command line, where every user of this machine "
+              "sees it (ps); keep it in a file instead: --salt-file FILE", file=sys.stderr)
     try:
+        if args.salt_file is not None:
+            salt, made = exercises.salt_file(args.salt_file)
         sources = exercises.load_sources(args.source)
         subs = exercises.collect(args.submissions, sources)
         mode = sandbox.resolve(args.sandbox)
     except ValueError as err:
-        return fail(str(err))
+        return fail(untrusted.terminal(str(err)))
+    if made:
+        print(f"jtk grade: made a new salt in {args.salt_file} (mode 0600): keep it, and pass the same file to "
+              f"every regrade, so each student's hidden cases stay the same", file=sys.stderr)
     if not subs:
         return fail(f"no .ipynb submissions found in {' '.join(args.submissions)}")
     if args.only is not None:
@@ -586,20 +625,21 @@ def _grade(args) -> int:
     if args.memory < exercises.MIN_MEMORY:
         return fail(f"--memory: expected at least 2G (the grading worker needs that for Python, JAX, jtk and a "
                     f"student's answer), got {args.memory} bytes")
+    shown = untrusted.terminal  # every name below is the student's: no control character reaches the terminal
     for sub in subs:
         for other in sub.skipped:
-            print(f"jtk grade: not graded: {other} ({sub.student}'s {sub.notebook} is graded from {sub.path}; "
-                  f"one notebook per exercise: {exercises.SAME_EXERCISE_RULE})", file=sys.stderr)
+            print(shown(f"jtk grade: not graded: {other} ({sub.student}'s {sub.notebook} is graded from {sub.path}; "
+                        f"one notebook per exercise: {exercises.SAME_EXERCISE_RULE})"), file=sys.stderr)
         if sub.rejected:
-            print(f"jtk grade: rejected: {sub.path}: {sub.rejected}", file=sys.stderr)
+            print(shown(f"jtk grade: rejected: {sub.path}: {sub.rejected}"), file=sys.stderr)
     rows = exercises.grade_class(subs, sources, workers=args.workers, timeout=args.timeout, memory=args.memory,
-                                 sandbox=mode, seed=args.seed, salt=args.salt, progress=not args.no_progress)
+                                 sandbox=mode, seed=args.seed, salt=salt, progress=not args.no_progress)
     out = sys.stderr if args.json else sys.stdout
-    if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    if args.json:  # JSON escapes C0 controls itself; ASCII escapes keep C1 and bidi controls off a terminal too
+        print(json.dumps(rows, indent=2, ensure_ascii=True))
     table = exercises.grades_frame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.to_string(index=False), file=out)
+        print(shown(table.to_string(index=False), newlines=True), file=out)
     summary = exercises.misconception_summary(rows)
     if len(summary):
         print("\nMisconceptions (students per check and code):", file=out)
@@ -618,16 +658,19 @@ def _grade(args) -> int:
         print(f"Gradescope results written to {args.gradescope}", file=out)
     late = exercises.timeout_summary(rows)
     if late:
-        print(f"jtk grade: {late}", file=out)
+        print(shown(f"jtk grade: {late}"), file=out)
+    print(f"jtk grade: {len(rows)} notebook(s) graded in {time.perf_counter() - started:.0f} s "
+          f"(sandbox: {mode}{'' if mode == 'bwrap' else ', not contained enough for marks: use bwrap'})", file=out)
     faults = exercises.fault_summary(rows)
     if faults:
-        print(f"jtk grade: {faults}", file=sys.stderr)
+        print(shown(f"jtk grade: {faults}"), file=sys.stderr)
         return 3
     return 0
 
 
 def _gradebook(args) -> int:
     from jtk.course import gradebook
+    from jtk.course.untrusted import terminal
     from jtk.results import OutputError, check_output
 
     def fail(message: str, code: int = 2) -> int:
@@ -678,11 +721,13 @@ def _gradebook(args) -> int:
             return fail(f"{len(missing)} student(s) of {args.grades} are not in the roster {args.roster}, so their "
                         f"grades have nowhere to go: {listed}. Nothing was written; add them to the roster, fix "
                         f"--roster-key, or pass --allow-unmatched to write the others", code=1)
-        print(f"jtk gradebook: warning: left out {len(missing)} student(s) not in the roster: {listed}", file=sys.stderr)
+        print(terminal(f"jtk gradebook: warning: left out {len(missing)} student(s) not in the roster: {listed}"),
+              file=sys.stderr)
     skipped = grades[grades.status == "unmatched"]
     if len(skipped):
-        print("jtk gradebook: note: rows with status unmatched are no notebook of the assignment and get no column: "
-              + ", ".join(f"{s}/{n}" for s, n in zip(skipped.student, skipped.notebook)), file=sys.stderr)
+        print(terminal("jtk gradebook: note: rows with status unmatched are no notebook of the assignment and get no "
+                       "column: " + ", ".join(f"{s}/{n}" for s, n in zip(skipped.student, skipped.notebook))),
+              file=sys.stderr)
     try:
         late = None if deadline is None else gradebook.apply_late_policy(
             grades, submitted, deadline, penalty_per_day=penalty, roster=roster)

@@ -141,6 +141,7 @@ def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(t
     with zipfile.ZipFile(bundle) as z:
         names = set(z.namelist())
         assert {"setup.sh", "run_autograder", "salt.txt", "constraints.txt"} <= names
+        assert gradescope.INSECURE_SETTING not in names  # grading without the sandbox is never the default
         assert {f"solutions/{p.name}" for p in (repo / "solutions").glob("*.ipynb")} <= names
         assert any(n.startswith("jtk-") and n.endswith(".whl") for n in names)
         assert stat.S_IMODE(z.getinfo("run_autograder").external_attr >> 16) & 0o111
@@ -271,3 +272,45 @@ def test_the_autograder_scores_a_record_rewrite_as_a_blank_answer(tmp_path):
     result = gradescope.run_autograder(root)
     assert _points(result, "01_coin_joint.ipynb: ex1a-check") == 0, result
     assert _points(result, "01_coin_joint.ipynb: ex1b-check") == pytest.approx(1.0), result
+
+
+# ------------------------------------------------------------------ no sandbox, no marks
+def _no_bwrap(monkeypatch):
+    """This machine as a Docker image without user namespaces: bubblewrap cannot start its sandbox."""
+    from jtk.course import sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
+
+
+def test_the_autograder_refuses_to_grade_without_its_sandbox_and_names_the_fix(tmp_path, monkeypatch):
+    root, repo = _gradescope_root(tmp_path)
+    (root / "submission" / "01_coin_joint.ipynb").write_text((repo / "solutions" / "01_coin_joint.ipynb").read_text())
+    _no_bwrap(monkeypatch)
+    result = gradescope.run_autograder(root)
+    assert result["score"] == 0 and result["tests"] == []
+    out = result["output"]
+    assert "bubblewrap" in out and "sandbox" in out, out
+    assert gradescope.INSECURE_SETTING in out and "not secure" in out, out  # names the opt-in and what it costs
+    assert json.loads((root / "results" / "results.json").read_text()) == result
+
+
+def test_the_autograder_grades_without_its_sandbox_only_when_told_that_marks_are_not_secure(tmp_path, monkeypatch):
+    root, repo = _gradescope_root(tmp_path)
+    (root / "submission" / "01_coin_joint.ipynb").write_text((repo / "solutions" / "01_coin_joint.ipynb").read_text())
+    (root / "source" / gradescope.INSECURE_SETTING).write_text("yes\n")
+    _no_bwrap(monkeypatch)
+    result = gradescope.run_autograder(root)
+    assert result["score"] == 2.0, result["output"]
+    assert "not secure" in result["output"] and "bubblewrap" in result["output"]
+
+
+def test_the_bundle_carries_the_insecure_setting_only_when_asked(tmp_path):
+    import zipfile
+
+    from jtk import cli
+
+    bundle = tmp_path / "a.zip"  # without the flag: test_the_autograder_bundle_grades_a_submission_laid_out_...
+    assert cli.main(["exercises", "autograder", "--out", str(bundle), "--salt", "s3cret",
+                     "--insecure-marks-without-sandbox"]) == 0
+    with zipfile.ZipFile(bundle) as z:
+        assert gradescope.INSECURE_SETTING in z.namelist()

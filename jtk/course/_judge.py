@@ -452,6 +452,8 @@ class Check:
       forbidden: "module:qualname" of the jtk functions that are the answer.
       seeds: 0 to call the answer once per case, ``fn(*args)``; N to call ``fn(*args, s)`` for s = 0 … N − 1
         and judge the list of N answers.
+      fixed: how many of the first (visible, hidden) cases are written in this module rather than drawn: anyone
+        can read them, so they are gates (a check earns nothing unless they all pass) and earn nothing alone.
     """
 
     name: str
@@ -461,18 +463,21 @@ class Check:
     summary: str
     forbidden: tuple[str, ...] = ()
     seeds: int = 0
+    fixed: tuple[int, int] = (0, 0)
 
 
 _CHECKS = {c.name: c for c in [
     Check("coin_joint", "Exercise 1a (coin joint)", _coin_joint_cases, _coin_joint_judge,
           "{n} coins, including the two coins of Fig. 1",
-          ("jtk.envs.coin:Coin.joint", "jtk.envs.coin:Coin.sequence_probability", "jtk.course._judge:_coin_joint")),
+          ("jtk.envs.coin:Coin.joint", "jtk.envs.coin:Coin.sequence_probability", "jtk.course._judge:_coin_joint"),
+          fixed=(2, 3)),
     Check("try_then_commit", "Exercise 1b (value of the joint)", _try_then_commit_cases, _try_then_commit_judge,
           "{n} coins and horizons",
           ("jtk.course._judge:try_then_commit_value",
            # the lab's decision machinery computes the same value for a coin beside the fair one
            "jtk.envs.coin:expected_cumulative_heads", "jtk.envs.coin:_forward", "jtk.envs.coin:_bayes_value",
-           "jtk.envs.coin:decision_table", "jtk.envs.coin:_decision_table", "jtk.envs.coin:decision_summary")),
+           "jtk.envs.coin:decision_table", "jtk.envs.coin:_decision_table", "jtk.envs.coin:decision_summary"),
+          fixed=(2, 3)),
     Check("joint_log_likelihood", "Exercise 2 (Monte Carlo joint log-likelihood)", _joint_ll_cases, _joint_ll_judge,
           "{n} random cases, including large logits",
           ("jtk.likelihood:joint_log_likelihood", "jtk.likelihood:_joint_ll", "jtk.course._judge:_reference_joint_ll",

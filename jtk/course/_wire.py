@@ -66,6 +66,8 @@ def decode_frame(kind: int, payload: bytes):
             return json.loads(payload.decode())
         except (UnicodeDecodeError, ValueError) as err:
             raise WireError(f"a JSON frame that does not parse: {err}"[:200]) from None
+        except RecursionError:  # nesting deeper than the parser's stack: refused like any malformed frame
+            raise WireError("a JSON frame nested deeper than the decoder's stack") from None
     if kind == ord("N"):
         try:
             return np.load(io.BytesIO(payload), allow_pickle=False)

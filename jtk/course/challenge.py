@@ -83,6 +83,7 @@ import numpy as np
 import pandas as pd
 
 from jtk.course import _challenge_worker as wire
+from jtk.course import untrusted
 
 STATUSES = ("ok", "error", "timeout", "memory", "incoherent", "invalid")
 SANDBOXES = ("auto", "bwrap", "none")
@@ -954,7 +955,11 @@ def leaderboard(entries: Sequence[Entry], reference: str | None) -> pd.DataFrame
 
 
 def _figure_png(board: pd.DataFrame) -> bytes | None:
+    """The d_KL^1 vs d_KL^10 figure as PNG bytes, or None when nothing was scored. Entry names are labels through
+    :func:`jtk.course.untrusted.plot_text` (never mathtext), so a name such as ``$\\oops$`` is drawn as written."""
     from matplotlib.figure import Figure
+
+    from jtk.course.untrusted import plot_text
 
     ok = board[board["status"] == "ok"]
     if ok.empty or "kl_1" not in ok or "kl_10" not in ok:
@@ -968,7 +973,7 @@ def _figure_png(board: pd.DataFrame) -> bytes | None:
         ax.errorbar(sub["kl_1"], sub["kl_10"], xerr=sub["kl_1_se"].fillna(0), yerr=sub["kl_10_se"].fillna(0),
                     fmt=marker, color=color, label=kind + "s", capsize=3, ms=7 if kind == "baseline" else 5)
         for _, r in sub.iterrows():
-            ax.annotate(str(r["name"]), (r["kl_1"], r["kl_10"]), textcoords="offset points", xytext=(4, 4),
+            ax.annotate(plot_text(str(r["name"])), (r["kl_1"], r["kl_10"]), textcoords="offset points", xytext=(4, 4),
                         fontsize=8, color=color, fontweight="bold" if kind == "baseline" else "normal")
     ax.set_xlabel(r"$d_{KL}^{1}$ (marginal)")
     ax.set_ylabel(r"$d_{KL}^{10}$ (joint)")
@@ -981,12 +986,18 @@ def _figure_png(board: pd.DataFrame) -> bytes | None:
 
 
 def leaderboard_html(board: pd.DataFrame, title: str = "jtk class challenge") -> str:
-    """A self-contained page: the table and a d_KL^1 vs d_KL^10 figure (embedded PNG)."""
+    """A self-contained page: the table (every cell HTML-escaped) and a d_KL^1 vs d_KL^10 figure (embedded PNG).
+    A figure that cannot be drawn costs the figure, never the page."""
     if not isinstance(board, pd.DataFrame):
         raise TypeError(f"board must be a leaderboard DataFrame, got {type(board).__name__}")
-    png = _figure_png(board)
+    try:
+        png = _figure_png(board)
+    except Exception as err:  # noqa: BLE001 - the table is the board; the figure is a view of it
+        png, failed = None, f"<p>The figure could not be drawn ({html.escape(type(err).__name__)}).</p>"
+    else:
+        failed = "<p>No submission was scored.</p>"
     img = (f'<img alt="d_KL^1 vs d_KL^10" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-           if png else "<p>No submission was scored.</p>")
+           if png else failed)
     table = board.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4f}", escape=True,
                           classes="board", border=0)
     style = ("body{font-family:sans-serif;margin:2em}table.board{border-collapse:collapse;font-size:90%}"
@@ -1014,7 +1025,11 @@ class Board:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name) or "_"
+    """The file name of an entry's rows and record: :func:`jtk.course.untrusted.file_name` (collision-free, so
+    ``alice~smith`` and ``alice_smith`` keep their own files; the board keeps the name as handed in)."""
+    from jtk.course.untrusted import file_name
+
+    return file_name(name)
 
 
 def _hidden_paths(paths: Sequence[pathlib.Path], submissions: Sequence[pathlib.Path]) -> list[str]:
@@ -1377,11 +1392,6 @@ def _same(a, b, rtol: float, atol: float) -> bool:
 SAMPLE_ALL = "all"  # verify_board(sample=...): score every row again
 
 
-def _read_csv(data: bytes) -> pd.DataFrame:
-    """A board's CSV as jtk wrote it: only an empty field is missing, so a name such as ``NA`` or ``null`` stays one."""
-    return pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""])
-
-
 def verify_board(board, *, key=None, fingerprint: str | None = None, config=None, submissions=None,
                  sample: int | str = 10, seed: int | None = None, names: Sequence[str] | None = None,
                  workers: int = 1, progress: bool = False) -> pd.DataFrame:
@@ -1479,7 +1489,7 @@ def verify_board(board, *, key=None, fingerprint: str | None = None, config=None
     digest = results.sha256_bytes(data)
     add("sha256", path.name, digest == manifest["sha256"], manifest["sha256"], digest,
         "" if digest == manifest["sha256"] else "the board was edited after it was written, or its hash was")
-    table = _read_csv(data)
+    table = untrusted.read_csv(io.BytesIO(data))  # an entry named NA is a name, not a missing value
     add("rows", path.name, len(table) == int(manifest["rows"]), int(manifest["rows"]), len(table))
     page = root / "leaderboard.html"
     if info.get("html_sha256") and page.is_file():
@@ -1521,7 +1531,7 @@ def verify_board(board, *, key=None, fingerprint: str | None = None, config=None
                     add("sha256", str(results.manifest_path(pathlib.PurePosixPath(str(rec["file"])))), ok,
                         rec["manifest_sha256"], got,
                         "" if ok else "the rows manifest (its provenance, numerics key) was edited")
-                rows = _read_csv(rdata)
+                rows = untrusted.read_csv(io.BytesIO(rdata))
                 rows_by_name[name] = rows
         elif status == "ok":
             add("rows", name, False, "ok", "", "ranked on the board, but the board's manifest records no rows for it")

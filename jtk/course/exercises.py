@@ -53,7 +53,6 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import html
 import json
 import os
 import pathlib
@@ -315,17 +314,64 @@ def load_sources(source_dir) -> dict[str, Source]:
 
 
 # ------------------------------------------------------------------ seeds
-def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = None) -> int:
-    """The seed of a check's cases: ``seed`` if given, else a stable hash of (student, grade_id, salt)."""
-    for name, value in (("student", student), ("grade_id", grade_id), ("salt", salt)):
+def check_seed(student: str, grade_id: str, salt: str = "", seed: int | None = None, *, handin: str = "") -> int:
+    """The seed of a check's cases: ``seed`` if given, else a stable hash of (student, grade_id, salt), and of the
+    hand-in (:func:`handin_id`) when ``handin`` is given: the hidden cases' seed, so that each hand-in of a
+    student gets other hidden cases (a case leaked by one is worth nothing in the next), while a regrade of the
+    same hand-in draws the same ones."""
+    for name, value in (("student", student), ("grade_id", grade_id), ("salt", salt), ("handin", handin)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str, got {type(value).__name__} {value!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"seed must be an int >= 0 or None, got {seed!r}")
     if seed is not None:
         return int(seed)
-    digest = hashlib.sha256("\x1f".join((student, grade_id, salt)).encode()).digest()
+    digest = hashlib.sha256("\x1f".join((student, grade_id, salt) + ((handin,) if handin else ())).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def handin_id(data: bytes) -> str:
+    """The identity of one hand-in: the SHA-256 (hex) of the file's bytes, recorded in its row as ``handin``."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"data must be the hand-in's bytes, got {type(data).__name__}")
+    return hashlib.sha256(data).hexdigest()
+
+
+def salt_file(path) -> tuple[str, bool]:
+    """The grading salt kept in the file ``path``, made when missing: ``(salt, created)``.
+
+    A missing file is created with mode 0600 holding 64 fresh hex digits (:func:`secrets.token_hex`). An existing
+    one must be a regular file that only its owner can read or write (no group or other bits): the salt decides
+    every student's hidden cases, so a readable salt is a leaked one. The salt never goes on a command line,
+    where ``ps`` shows it to every user of the machine.
+
+    Raises:
+      ValueError: a file that group or others may read or write, that is not a regular file, or that is empty.
+    """
+    import secrets
+
+    path = pathlib.Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        pass
+    else:
+        salt = secrets.token_hex(32)
+        with os.fdopen(fd, "w") as f:
+            f.write(salt + "\n")
+        return salt, True
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"--salt-file: expected a regular file holding the salt, but {str(path)!r} is not one")
+    if info.st_mode & 0o077:
+        raise ValueError(f"--salt-file: {str(path)!r} has mode {stat.S_IMODE(info.st_mode):04o}, so others on this "
+                         f"machine can read the salt (and every student's hidden cases with it): expected mode 0600; "
+                         f"run chmod 600 {path} (and make a new salt if others may have read it)")
+    salt = path.read_text().strip()
+    if not salt:
+        raise ValueError(f"--salt-file: {str(path)!r} is empty: expected the salt (delete the file and jtk grade "
+                         f"makes a fresh one)")
+    return salt, False
 
 
 # ------------------------------------------------------------------ preparing a submission
@@ -432,8 +478,10 @@ class Call:
     compile_seconds: float
 
 
-def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) -> list[Call]:
-    """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process)."""
+def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT, *,
+               hidden_seed: int | None = None) -> list[Call]:
+    """The calls the grader makes for one check cell, with the cases ``seed`` draws (in the grader's process);
+    the hidden calls' cases are drawn from ``hidden_seed`` when given (:func:`check_seed` with ``handin``)."""
     if not isinstance(check, SourceCheck):
         raise TypeError(f"check must be a SourceCheck (from load_source), got {type(check).__name__}")
     from jtk.course import _judge
@@ -444,8 +492,9 @@ def check_plan(check: SourceCheck, seed: int, timeout: float = DEFAULT_TIMEOUT) 
     plan = []
     for (name, hidden), function in zip(check.calls, check.functions):
         spec = _judge.check_by_name(name)
-        plan.append(Call(name, hidden, function, tuple(_judge.cases(name, seed, hidden)), spec.forbidden, spec.seeds,
-                         seconds, float(timeout)))
+        drawn_from = hidden_seed if hidden and hidden_seed is not None else seed
+        plan.append(Call(name, hidden, function, tuple(_judge.cases(name, drawn_from, hidden)), spec.forbidden,
+                         spec.seeds, seconds, float(timeout)))
     return plan
 
 
@@ -488,14 +537,16 @@ class _Restart(Exception):
 
 
 def _run_cell(worker, code: str, deadline: float) -> tuple[str, str | None]:
+    """Runs one cell; its fate and, when it raised, an excerpt of what it raised (the submission's words)."""
     from jtk.course.sandbox import WorkerError
+    from jtk.course.untrusted import excerpt
 
     try:
         reply = worker.request({"op": "run", "code": code}, deadline)
     except WorkerError as err:
         return ("timeout" if err.kind == "timeout" else "died"), (None if err.kind != "invalid" else str(err))
     error = reply.get("error")
-    return ("error" if error else "ok"), (str(error)[:500] if error else None)
+    return ("error" if error else "ok"), (excerpt(str(error)) if error else None)
 
 
 _TIMED_OUT = {"raised": "timeout", "text": ""}
@@ -505,6 +556,7 @@ def _run_check(worker, plan: Sequence[Call], deadline: float, answers: list) -> 
     """Makes each call of ``plan`` in the worker; appends one list of answer records per call to ``answers``."""
     from jtk.course import _wire
     from jtk.course.sandbox import WorkerError
+    from jtk.course.untrusted import excerpt
 
     late = False  # after a case runs out of CPU time, the cell's remaining cases are not tried
     for call in plan:
@@ -517,7 +569,7 @@ def _run_check(worker, plan: Sequence[Call], deadline: float, answers: list) -> 
             if reply.get("error"):
                 answers.pop()
                 worker.request({"op": "end"}, deadline)
-                return "error", str(reply["error"])[:500]
+                return "error", excerpt(str(reply["error"]))
             for args in call.cases:
                 if late:
                     got.append(_TIMED_OUT)
@@ -627,6 +679,31 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
 
 
 # ------------------------------------------------------------------ scoring
+HIDDEN_WORDS = {
+    "generic.not_implemented": "not implemented yet.",
+    "generic.timeout": "your function ran out of its CPU time on a hidden case.",
+    "generic.exception": "your function raised an exception on a hidden case.",
+    "uses_reference": "your function called jtk's own answer to this exercise on a hidden case.",
+    "generic.no_result": "no answer was recorded for a hidden case.",
+}
+"""What a hidden case's failure says, by code: the grader's words only, never the case's inputs or anything the
+submission wrote (any other code: "a hidden case got a wrong answer", and the code)."""
+
+
+def _shown_records(records, hidden: bool) -> list:
+    """Answer records with the submission's own words (an exception's text, an object's repr) cut to what a person
+    may read: an excerpt for a visible case (:func:`jtk.course.untrusted.excerpt`), nothing for a hidden one."""
+    from jtk.course.untrusted import excerpt
+
+    out = []
+    for record in records:
+        if isinstance(record, dict):
+            record = {k: (("" if hidden else excerpt(v)) if k in ("text", "repr") and isinstance(v, str) else v)
+                      for k, v in record.items()}
+        out.append(record)
+    return out
+
+
 def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list] | None, fate: str,
                 tampered: bool, error: str | None = None) -> dict:
     """One check's row: points in proportion to the cases passed over every call of the cell, judged here.
@@ -654,11 +731,18 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
             filler = _TIMED_OUT if fate == "timeout" else {"raised": "exception", "text": "the worker died before "
                                                            "answering (os._exit, a crash, or out of memory)"}
             got += [filler] * (len(call.cases) - len(got))
-        results.append(_judge.judge(call.name, list(call.cases), got, call.hidden))
+        results.append(_judge.judge(call.name, list(call.cases), _shown_records(got, call.hidden), call.hidden))
     total = sum(r.total for r in results)
     passed = sum(r.passed for r in results)
     failures = [(r, f) for r in results for f in r.failures]
-    points = round(check.points * passed / total, 4) if total else 0.0
+    # the cases written in jtk's source are gates: all must pass, and the points come from the drawn cases alone
+    fixed = [min(_judge.check_by_name(call.name).fixed[call.hidden], len(call.cases)) for call in plan]
+    gates_passed = not any(f.case < n for r, n in zip(results, fixed) for f in r.failures)
+    drawn = [(r.hidden, r.total - n, r.total - n - sum(f.case >= n for f in r.failures)) for r, n in zip(results, fixed)]
+    drawn_total, drawn_passed = sum(t for _, t, _ in drawn), sum(p for _, _, p in drawn)
+    if not drawn_total:  # a check with no drawn case: every case counts
+        drawn_total, drawn_passed = total, passed
+    points = round(check.points * drawn_passed / drawn_total, 4) if total and gates_passed else 0.0
     recorded = any(answers)
     if fate == "timeout":
         status, message = "timeout", "the cell ran past its wall-clock limit (code that waits or loops forever?)"
@@ -676,7 +760,11 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
         status = "failed"
     if failures and status in ("failed", "timeout") and fate not in ("timeout", "died", "not_run"):
         r, f = failures[0]
-        message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {f.message}"
+        said = (HIDDEN_WORDS.get(f.code, f"a hidden case got a wrong answer ({f.code}).") if r.hidden else f.message)
+        message = f"{r.title}{' (hidden cases)' if r.hidden else ''}: {passed} of {total} cases passed. {said}"
+        if not gates_passed:
+            message += (" A fixed edge case failed: the check's fixed edge cases must all pass before its drawn "
+                        "cases earn points.")
     judged = failures and fate in ("ok", "error") and recorded
     misconception = failures[0][1].code if judged else None
     codes = sorted({f.code for _, f in failures}) if judged else []
@@ -686,7 +774,10 @@ def score_check(check: SourceCheck, plan: Sequence[Call], answers: Sequence[list
     return {"id": check.grade_id, "points": points, "max_points": check.points, "status": status,
             "tampered": bool(tampered), "misconception": misconception, "message": message,
             "cases_passed": passed, "cases_total": total, "cases_timed_out": int(timed_out),
-            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total, "codes": codes}
+            "hidden_cases_passed": hidden_passed, "hidden_cases_total": hidden_total,
+            "drawn_cases_passed": drawn_passed, "drawn_cases_total": drawn_total,
+            "hidden_drawn_cases_passed": sum(p for h, _, p in drawn if h),
+            "hidden_drawn_cases_total": sum(t for h, t, _ in drawn if h), "gates_passed": gates_passed, "codes": codes}
 
 
 # ------------------------------------------------------------------ reading submissions
@@ -767,7 +858,15 @@ def read_notebook(path):
     Raises:
       Rejected: what :func:`read_bytes` rejects, or a file that is not a notebook with cells.
     """
-    data = read_bytes(path)
+    return parse_notebook(read_bytes(path))
+
+
+def parse_notebook(data: bytes):
+    """A notebook from a submitted file's bytes (:func:`read_notebook` without the reading).
+
+    Raises:
+      Rejected: bytes that are not a notebook with cells (status ``unreadable``); no message quotes them.
+    """
     try:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -775,6 +874,8 @@ def read_notebook(path):
     except json.JSONDecodeError as err:
         raise Rejected(f"not a readable notebook: not valid JSON (line {err.lineno}, column {err.colno})",
                        "unreadable") from None
+    except RecursionError:  # e.g. 100,000 '[': deeper than the parser's stack, and than any notebook
+        raise Rejected("not a readable notebook: JSON nested deeper than a notebook is", "unreadable") from None
     try:
         nb = nbformat.reads(json.dumps(obj), as_version=4)
         nbformat.validate(nb)
@@ -819,7 +920,9 @@ def _empty_row(sub: Submission, source: Source | None, status: str, message: str
     checks = [] if source is None else [
         {"id": c.grade_id, "points": 0.0, "max_points": c.points, "status": "not_run", "tampered": False,
          "misconception": None, "message": message, "cases_passed": 0, "cases_total": 0, "cases_timed_out": 0,
-         "hidden_cases_passed": 0, "hidden_cases_total": 0, "codes": []} for c in source.checks]
+         "hidden_cases_passed": 0, "hidden_cases_total": 0, "drawn_cases_passed": 0, "drawn_cases_total": 0,
+         "hidden_drawn_cases_passed": 0, "hidden_drawn_cases_total": 0, "gates_passed": False, "codes": []}
+        for c in source.checks]
     return {"student": sub.student, "notebook": sub.notebook, "score": 0.0,
             "max_score": source.max_score if source else 0.0, "status": status, "message": message,
             "wall_timeouts": 0, "retried": False, "checks": checks}
@@ -863,13 +966,22 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     if sub.rejected:
         return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
-        nb = read_notebook(sub.path)
+        data = read_bytes(sub.path)
+        nb = parse_notebook(data)
     except Rejected as err:
         return _empty_row(sub, source, err.status, f"not graded: {err}")
     if source is None:
         return _empty_row(sub, None, "unmatched", f"no source notebook matches {sub.path.name}")
-    prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
-    plans = {prepared.check_cell[c.grade_id]: check_plan(c, prepared.seeds[c.grade_id], timeout) for c in source.checks}
+    handin = handin_id(data)
+    try:
+        prepared = prepare(nb, source, lambda gid: check_seed(sub.student, gid, salt, seed), timeout)
+    except Exception as err:  # noqa: BLE001 - a notebook whose cells break the overlay is the student's file
+        return _empty_row(sub, source, "unreadable", f"not graded: not a readable notebook: its cells or their "
+                                                     f"metadata are malformed ({type(err).__name__})")
+    plans = {prepared.check_cell[c.grade_id]: check_plan(
+        c, prepared.seeds[c.grade_id], timeout, hidden_seed=check_seed(sub.student, c.grade_id, salt, seed,
+                                                                       handin=handin))
+        for c in source.checks}
     workdir = None
     try:
         if sandbox != "bwrap":  # bwrap's worker writes only into its own tmpfs
@@ -889,11 +1001,17 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
-        checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
-                                  prepared.tampered[check.grade_id], done.errors.get(index)))
+        try:
+            checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
+                                      prepared.tampered[check.grade_id], done.errors.get(index)))
+        except Exception as err:  # noqa: BLE001 - answers the judge cannot read are the student's: that check's 0
+            row = _empty_row(sub, source, "graded", "")["checks"][source.checks.index(check)]
+            checks.append({**row, "status": "error", "tampered": bool(prepared.tampered[check.grade_id]),
+                           "message": f"the answers sent for this check could not be judged ({type(err).__name__})"})
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
             "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
-            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
+            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "handin": handin,
+            "checks": checks}
 
 
 @functools.lru_cache(maxsize=None)
@@ -917,8 +1035,8 @@ def _match(path: pathlib.Path, sources: dict[str, Source]) -> str:
     if path.name in sources:
         return path.name
     try:
-        ids = {_nbgrader(c).get("grade_id") for c in read_notebook(path).cells}
-    except Rejected:
+        ids = {g for c in read_notebook(path).cells if isinstance(g := _nbgrader(c).get("grade_id"), str)}
+    except Exception:  # noqa: BLE001 - a file that cannot be read matches nothing; its row says why
         return path.name
     overlap = {name: len(ids & ({c.grade_id for c in s.checks} | s.answer_ids)) for name, s in sources.items()}
     best = max(overlap, key=overlap.get)
@@ -1182,13 +1300,18 @@ def _atomic_write(path: pathlib.Path, data: bytes) -> None:
 
 def write_csv(rows: Sequence[dict], path) -> pathlib.Path:
     """Writes the grades CSV atomically, and the misconception summary beside it (``NAME.misconceptions.csv``
-    and a seaborn figure ``NAME.misconceptions.png``); returns the CSV's path."""
+    and a seaborn figure ``NAME.misconceptions.png``); returns the CSV's path. Text cells go through
+    :func:`jtk.course.untrusted.csv_cell` (no cell starts a formula); read them back with
+    :func:`jtk.course.untrusted.read_csv` (``jtk_written=True``)."""
     _check_rows("rows", rows)
+    from jtk.course import untrusted
+
     path = pathlib.Path(path)
-    _atomic_write(path, grades_frame(rows).to_csv(index=False).encode())
+    _atomic_write(path, untrusted.csv_frame(grades_frame(rows)).to_csv(index=False).encode())
     summary = misconception_summary(rows)
     stem = path.with_suffix("")
-    _atomic_write(stem.with_name(stem.name + ".misconceptions.csv"), summary.to_csv(index=False).encode())
+    _atomic_write(stem.with_name(stem.name + ".misconceptions.csv"),
+                  untrusted.csv_frame(summary).to_csv(index=False).encode())
     from jtk.plots.grading import misconception_figure
 
     fig = misconception_figure(summary, num_students=len({r["student"] for r in rows}))
@@ -1209,7 +1332,8 @@ def feedback_html(row: dict) -> str:
     version that graded it."""
     if not isinstance(row, dict):
         raise TypeError(f"row must be one result dict of grade_class, got {type(row).__name__}")
-    esc = html.escape
+    from jtk.course.untrusted import html as esc
+
     lines = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(row['student'])} — "
              f"{esc(row['notebook'])}</title><style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}"
              "td,th{padding:.4em;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}"
@@ -1237,19 +1361,19 @@ def feedback_html(row: dict) -> str:
 
 
 def write_feedback(rows: Sequence[dict], directory) -> list[pathlib.Path]:
-    """Writes ``DIRECTORY/<student>/<notebook>.html`` for every row; returns the paths."""
+    """Writes ``DIRECTORY/<student>/<notebook>.html`` for every row, the names mapped by
+    :func:`jtk.course.untrusted.file_name` (a plain name as it is, any other a slug and a hash: two students never
+    share a page); each page names its student as handed in. Returns the paths, in the order of ``rows``."""
+    from jtk.course.untrusted import file_name
+
     _check_rows("rows", rows)
     out = []
     root = pathlib.Path(directory)
     for row in rows:
-        folder = root / _safe_name(row["student"])
+        folder = root / file_name(row["student"])
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / (_safe_name(pathlib.Path(row["notebook"]).stem) + ".html")
+        path = folder / (file_name(pathlib.Path(row["notebook"]).stem) + ".html")
         _atomic_write(path, feedback_html(row).encode())
         out.append(path)
     return out
-
-
-def _safe_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).lstrip(".") or "_"
 

@@ -132,12 +132,16 @@ def _shown(values, limit: int = 8) -> str:
 
 
 def _read_csv(path, what: str) -> pd.DataFrame:
+    """A CSV as text cells, no missing-value guessing (:func:`jtk.course.untrusted.read_csv`); the grades CSV is
+    jtk's own, so the ``'`` its writer put before a formula-like cell is taken off again."""
+    from jtk.course import untrusted
+
     path = pathlib.Path(path)
     if not path.is_file():
         raise ValueError(f"{what}: expected a CSV file, but {str(path)!r} does not exist"
                          + (" (it is a directory)" if path.is_dir() else ""))
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=False)
+        frame = untrusted.read_csv(path, dtype=str, skipinitialspace=False, jtk_written=what == "grades")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise ValueError(f"{what}: expected a CSV file, could not read {str(path)!r}: "
                          f"{type(err).__name__}: {err}") from None
@@ -525,9 +529,13 @@ def to_moodle(grades: pd.DataFrame, roster: pd.DataFrame, *, key: str = "idnumbe
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """The CSV text of an import table: empty cells for missing grades, numbers without float noise."""
+    """The CSV text of an import table: empty cells for missing grades, numbers without float noise, and no text
+    cell that a spreadsheet would run as a formula (:func:`jtk.course.untrusted.csv_frame`: names come from
+    students)."""
+    from jtk.course import untrusted
+
     _frame("frame", frame)
-    return frame.to_csv(index=False, na_rep="", float_format="%.10g").encode()
+    return untrusted.csv_frame(frame).to_csv(index=False, na_rep="", float_format="%.10g").encode()
 
 
 def late_path(out) -> pathlib.Path:

@@ -27,6 +27,18 @@ from jtk import _checks
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
+INSECURE_SETTING = "insecure_marks_without_sandbox"
+"""The bundle file that lets :func:`run_autograder` grade where bubblewrap cannot start: its name says what it
+costs. Without it, no sandbox means no marks: results.json says why and how to mend it."""
+
+NO_SANDBOX = (
+    "The autograder did not grade this submission: its sandbox (bubblewrap) cannot start on this machine, and "
+    "without it a notebook could read the teacher's solutions and the salt. Mend it: build the autograder on "
+    "Gradescope's Ubuntu base image with the bundle's setup.sh (it installs bubblewrap), on a machine that allows "
+    "unprivileged user namespaces (bwrap --unshare-all true must work as root there). Or, knowing that the marks "
+    "are then not secure, build the bundle with jtk exercises autograder --insecure-marks-without-sandbox (it adds "
+    "the file {setting}). Tell your instructor.")
+
 
 def _tests(row: dict, hidden_visibility: str, start: int) -> list[dict]:
     tests = []
@@ -40,17 +52,26 @@ def _tests(row: dict, hidden_visibility: str, start: int) -> list[dict]:
             tests.append({"name": name, "score": 0.0, "max_score": check["max_points"], "status": "failed",
                           "output": feedback or check["status"], "visibility": "visible"})
             continue
+        # the points come from the drawn cases, once every fixed edge case (a gate) passed: each part's share is
+        # its drawn cases' share, so that the parts add up to the check's points in jtk grade
+        drawn_total = check.get("drawn_cases_total", total) or total
+        hidden_drawn = check.get("hidden_drawn_cases_total", hidden)
+        gates = check.get("gates_passed", True)
         parts = [("visible cases", total - hidden, check["cases_passed"] - check.get("hidden_cases_passed", 0),
-                  "visible")]
+                  drawn_total - hidden_drawn, check.get("drawn_cases_passed", check["cases_passed"])
+                  - check.get("hidden_drawn_cases_passed", check.get("hidden_cases_passed", 0)), "visible")]
         if hidden:
-            parts.append(("hidden cases", hidden, check.get("hidden_cases_passed", 0), hidden_visibility))
-        for label, cases, passed, visibility in parts:
+            parts.append(("hidden cases", hidden, check.get("hidden_cases_passed", 0), hidden_drawn,
+                          check.get("hidden_drawn_cases_passed", check.get("hidden_cases_passed", 0)),
+                          hidden_visibility))
+        for label, cases, passed, drawn, drawn_passed, visibility in parts:
             if not cases:
                 continue
-            share = check["max_points"] * cases / total
             tests.append({
-                "name": f"{name} ({label})", "score": round(check["max_points"] * passed / total, 4),
-                "max_score": round(share, 4), "status": "passed" if passed == cases else "failed",
+                "name": f"{name} ({label})",
+                "score": round(check["max_points"] * drawn_passed / drawn_total, 4) if gates else 0.0,
+                "max_score": round(check["max_points"] * drawn / drawn_total, 4),
+                "status": "passed" if passed == cases else "failed",
                 "output": f"{passed} of {cases} cases passed." + (f" {feedback}" if passed < cases and feedback else ""),
                 "visibility": visibility})
     for i, test in enumerate(tests):
@@ -135,7 +156,8 @@ def _checkout() -> pathlib.Path | None:
     return here if (here / "pyproject.toml").exists() and (here / "jtk").is_dir() else None
 
 
-def build_autograder(out, source="solutions", *, salt: str, force: bool = False) -> pathlib.Path:
+def build_autograder(out, source="solutions", *, salt: str, force: bool = False,
+                     insecure_marks_without_sandbox: bool = False) -> pathlib.Path:
     """Writes Gradescope's autograder bundle (a zip) for the exercises whose sources are in ``source``.
 
     The zip holds, at its top level as Gradescope asks: ``setup.sh`` (installs Python, bubblewrap and jtk at the
@@ -149,6 +171,8 @@ def build_autograder(out, source="solutions", *, salt: str, force: bool = False)
       source: the directory of source (solution) notebooks.
       salt: the secret mixed into every student's case seeds (non-empty).
       force: overwrite ``out``.
+      insecure_marks_without_sandbox: add :data:`INSECURE_SETTING`, so that the autograder grades even where
+        bubblewrap cannot start (marks are then not secure: a notebook can read the solutions and the salt).
 
     Raises:
       ValueError: no source notebooks, an empty salt, an existing ``out`` without ``force``, or jtk not running
@@ -164,6 +188,9 @@ def build_autograder(out, source="solutions", *, salt: str, force: bool = False)
 
     out = _checks.path("out", out)
     _checks.path("source", source)
+    if not isinstance(insecure_marks_without_sandbox, bool):
+        raise TypeError(f"insecure_marks_without_sandbox must be a bool, got "
+                        f"{type(insecure_marks_without_sandbox).__name__}")
     if not isinstance(salt, str):
         raise TypeError(f"salt must be a str (the secret of the hidden cases), got {type(salt).__name__}")
     if out.exists() and not force:
@@ -192,6 +219,9 @@ def build_autograder(out, source="solutions", *, salt: str, force: bool = False)
             for name in sorted(sources):
                 z.write(pathlib.Path(source) / name, f"solutions/{name}")
             z.writestr("salt.txt", salt.strip() + "\n")
+            if insecure_marks_without_sandbox:
+                z.writestr(INSECURE_SETTING, "Grade without a sandbox where bubblewrap cannot start: marks are not "
+                                             "secure.\n")
             z.write(wheels[0], wheels[0].name)
             if (root / "constraints.txt").exists():
                 z.write(root / "constraints.txt", "constraints.txt")
@@ -237,21 +267,29 @@ def run_autograder(root="/autograder") -> dict:
 
     Gradescope's layout: the bundle unpacked in ``ROOT/source``, the student's files in ``ROOT/submission``, their
     identity in ``ROOT/submission_metadata.json``, the result in ``ROOT/results/results.json``. The notebooks are
-    graded as one student's with ``jtk grade``'s engine (one worker, the strongest sandbox available, the bundle's
-    salt); files that are not notebooks are listed in the output. Returns the result written. (A ``root`` that is
-    not a path is the caller's error and raises TypeError.)
+    graded as one student's with ``jtk grade``'s engine (one worker, the bubblewrap sandbox, the bundle's salt);
+    files that are not notebooks are listed in the output. Where bubblewrap cannot start, nothing is graded and
+    the output says how to mend it (:data:`NO_SANDBOX`), unless the bundle holds :data:`INSECURE_SETTING`: then
+    the strongest sandbox available grades, and the output says the marks are not secure. Returns the result
+    written. (A ``root`` that is not a path is the caller's error and raises TypeError.)
     """
     import tempfile
     import time
     import traceback
 
-    from jtk.course import exercises
+    from jtk.course import exercises, sandbox
 
     root = _checks.path("root", root)
     started = time.perf_counter()
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     try:
+        mode = sandbox.resolve("auto")
+        insecure = (root / "source" / INSECURE_SETTING).is_file()
+        if mode != "bwrap" and not insecure:
+            result = {"score": 0.0, "execution_time": int(time.perf_counter() - started), "tests": [],
+                      "output": NO_SANDBOX.format(setting=INSECURE_SETTING)}
+            return _write_result(results_dir, result)
         sources = exercises.load_sources(root / "source" / "solutions")
         salt = (root / "source" / "salt.txt").read_text().strip()
         submitted, ignored, rejected = _submitted(root / "submission")
@@ -264,8 +302,11 @@ def run_autograder(root="/autograder") -> dict:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             subs = exercises.collect([pathlib.Path(tmp)], sources) if submitted else []
-            rows = exercises.grade_class(subs, sources, workers=1, salt=salt, progress=False)
+            rows = exercises.grade_class(subs, sources, workers=1, salt=salt, sandbox=mode, progress=False)
         result = results_json(rows, execution_time=time.perf_counter() - started)
+        if mode != "bwrap":
+            result["output"] += (f"\nGraded without bubblewrap (sandbox: {mode}), as the bundle's {INSECURE_SETTING} "
+                                 f"allows: these marks are not secure.")
         if rejected:
             result["output"] += "\nNot graded: " + "; ".join(rejected[:20])
         if ignored:
@@ -274,6 +315,10 @@ def run_autograder(root="/autograder") -> dict:
         result = {"score": 0.0, "execution_time": int(time.perf_counter() - started), "tests": [],
                   "output": f"The autograder failed: {type(err).__name__}: {err}. Tell your instructor.\n"
                             + traceback.format_exc()[-1500:]}
+    return _write_result(results_dir, result)
+
+
+def _write_result(results_dir: pathlib.Path, result: dict) -> dict:
     from jtk.results import write_atomic
 
     write_atomic(results_dir / "results.json", (json.dumps(result, indent=1, ensure_ascii=False) + "\n").encode())
