@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from jtk import _info, cli, results
-from jtk.course import _signing, challenge
+from jtk.course import _signing, challenge, untrusted
 
 CONFIG = dict(grid="quick", seeds=2, baselines=["mlp"], time_limit_s=120.0, memory_limit_mb=3072, practice_seeds=1,
               num_train=[10], temperatures=[0.5], num_test=100, num_samples=50)
@@ -93,6 +93,11 @@ SUBMISSIONS = {
 EXPECTED = {"mlp": "ok", "honest": "ok", "NA": "ok", "raises": "error", "all_inf": "invalid"}
 
 
+def _read_csv(data: bytes) -> pd.DataFrame:
+    """A board's CSV as verify reads it (no NA guessing)."""
+    return untrusted.read_csv(io.BytesIO(data))
+
+
 def _write_config(path, **overrides):
     cfg = {**CONFIG, "salt": "5eed" * 8, "sandbox": "auto", **overrides}
     path.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in cfg.items()))
@@ -153,8 +158,8 @@ def _forge(out, edit):
     mpath = results.manifest_path(csv)
     manifest = json.loads(mpath.read_text())
     record = manifest["challenge"]["rows"]
-    lb = challenge._read_csv(csv.read_bytes())
-    rows = {n: challenge._read_csv((out / rec["file"]).read_bytes()) for n, rec in record.items()}
+    lb = _read_csv(csv.read_bytes())
+    rows = {n: _read_csv((out / rec["file"]).read_bytes()) for n, rec in record.items()}
     status = dict(zip(lb["name"], lb["status"]))
     message = {n: m if isinstance(m, str) else "" for n, m in zip(lb["name"], lb["message"])}
     edit(rows, status, message)
@@ -212,9 +217,9 @@ def _forge_unsampled(board, tmp_path):
     for i in range(4):
         out = _copy(board, tmp_path, f"unsampled-{i}")
         _forge(out, _lower_rows("honest", which=[i]))
-        lb = challenge._read_csv((out / "leaderboard.csv").read_bytes())  # the forged order, which picks the rows
-        rows = {n: challenge._read_csv((out / "rows" / f"{n}.csv").read_bytes())
-                for n in lb.loc[lb["status"] == "ok", "name"]}
+        lb = _read_csv((out / "leaderboard.csv").read_bytes())  # the forged order, which picks the rows
+        record = json.loads(results.manifest_path(out / "leaderboard.csv").read_text())["challenge"]["rows"]
+        rows = {n: _read_csv((out / record[n]["file"]).read_bytes()) for n in lb.loc[lb["status"] == "ok", "name"]}
         if i not in challenge._sample_rows(rows, list(rows), 1, 0)["honest"]:
             return out
     raise AssertionError("every honest row is sampled")
@@ -234,7 +239,7 @@ def test_score_signs_the_board_and_prints_the_public_key(board):
     assert not any(p.suffix == ".pem" for p in out.rglob("*"))
     sig = json.loads((out / _signing.SIGNATURE_FILE).read_text())
     assert sig["public_key"] == key.public_key and sig["fingerprint"] == key.fingerprint
-    lb = challenge._read_csv((out / "leaderboard.csv").read_bytes()).set_index("name")
+    lb = _read_csv((out / "leaderboard.csv").read_bytes()).set_index("name")
     assert {n: lb.loc[n, "status"] for n in EXPECTED} == EXPECTED
     manifest = json.loads(results.manifest_path(out / "leaderboard.csv").read_text())["challenge"]
     assert manifest["numerics_key"] == _info.numerics()["numerics_key"]
@@ -392,9 +397,9 @@ def test_a_board_written_again_over_an_old_one_keeps_none_of_its_rows(board, tmp
     out = _copy(board, tmp_path)
     shutil.copy(out / "rows" / "honest.csv", out / "rows" / "gone.csv")
     shutil.copy(out / "rows" / "honest.manifest.json", out / "rows" / "gone.manifest.json")
-    lb = challenge._read_csv((out / "leaderboard.csv").read_bytes())
+    lb = _read_csv((out / "leaderboard.csv").read_bytes())
     record = json.loads(results.manifest_path(out / "leaderboard.csv").read_text())["challenge"]
-    entries = [challenge.Entry(r["name"], r["kind"], r["status"], rows=challenge._read_csv(
+    entries = [challenge.Entry(r["name"], r["kind"], r["status"], rows=_read_csv(
         (out / record["rows"][r["name"]]["file"]).read_bytes()) if r["name"] in record["rows"] else None,
         sha256=record["submissions"].get(r["name"])) for _, r in lb.iterrows()]
     cfg = challenge.load_config(board["config"])
@@ -480,6 +485,6 @@ def test_the_numerics_tolerance_comes_from_the_instructors_record(board, tmp_pat
 
 def test_names_pandas_would_guess_are_read_as_names():
     data = b"name,kind,status,kl_1\nNA,submission,ok,0.5\nnull,submission,error,\nNaN,submission,ok,inf\n"
-    table = challenge._read_csv(data)
+    table = _read_csv(data)
     assert list(table["name"]) == ["NA", "null", "NaN"]
     assert np.isnan(table.loc[1, "kl_1"]) and np.isinf(table.loc[2, "kl_1"]) and table.loc[0, "kl_1"] == 0.5
