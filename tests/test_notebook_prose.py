@@ -68,7 +68,6 @@ ALLOWED: dict[str, list[tuple[str, str]]] = {
         (r"95 %", "the nominal coverage of ±1.96 σ"),
         (r"probability exactly 0\.95", "what probability matching guarantees (a theorem, checked by the cell "
                                         "below it)"),
-        (r"nominal 0\.95", "the nominal coverage of ±1.96 σ"),
     ],
     "05_tal_batchmig.ipynb": [
         (r"noise variance 0\.01", "the oracle's noise variance (jtk.envs.gp.NOISE_VAR), a definition"),

@@ -82,3 +82,28 @@ def test_active_learning_figures_put_legends_beside_the_data():
                            "test_log_likelihood": [0.1, 0.2, 0.0, 0.05], "split": [0, 0, 0, 0]})
     ax = aplots.plot_tal_criteria(curves)
     assert_legends_off_the_data(ax.figure)
+
+
+# The labs are laid out for a 1366-pixel-wide screen: a figure up to about 11.5 inches wide (at the inline backend's
+# 100 dpi) is shown unscaled, so its text keeps the size it was drawn at.
+MAX_WIDTH_IN = 11.5
+MIN_FONT_PT = 10
+
+
+def assert_readable(fig):
+    """Every visible text of ``fig`` is at least 10 pt, and the figure is not scaled down in the notebook."""
+    fig.canvas.draw()
+    assert fig.get_size_inches()[0] <= MAX_WIDTH_IN, fig.get_size_inches()
+    small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_PT]
+    assert not small, small
+    plt.close(fig)
+
+
+def test_lab_04_figures_use_10_pt_text_at_the_notebooks_width():
+    methods = ("BLR", "BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS")
+    results = {m: _result(m, seed=i) for i, m in enumerate(methods)}
+    assert_readable(rplots.plot_fits(results))
+    assert_readable(rplots.plot_coverage_profile({"BLR": results["BLR"]}))
+    table = pd.concat([r.per_input().assign(f_main=f) for f in (0.5, 1.0) for r in results.values()])
+    assert_readable(rplots.plot_sweep(table, [1.2, -5.0]))

@@ -22,8 +22,11 @@ from matplotlib.figure import Figure
 __all__ = ["set_alt_text", "alt_text", "LiveFigure"]
 
 
-def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kwargs):
-    """A legend beside the plotting area (right of an axes, or right of a whole figure), never over the data."""
+def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 10, **kwargs):
+    """A legend beside the plotting area (right of an axes, or right of a whole figure), never over the data.
+
+    10 pt: the smallest text the labs use, readable in a notebook laid out for a 1366-pixel-wide screen.
+    """
     if handles is None:
         handles, labels = (ax_or_fig.get_legend_handles_labels() if hasattr(ax_or_fig, "get_legend_handles_labels")
                            else ax_or_fig.axes[0].get_legend_handles_labels())
@@ -32,6 +35,14 @@ def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kw
         return ax_or_fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5), borderaxespad=0, **kw)
     # a figure: in the strip that ``tight_layout(rect=...)`` kept free on the right
     return ax_or_fig.legend(handles, labels, loc="center right", bbox_to_anchor=(1.0, 0.5), **kw)
+
+
+def legend_beside_figure(fig, handles, labels, fontsize: int = 10, **kwargs):
+    """A figure legend on the right, with just its width kept free of panels (however long its labels are)."""
+    legend = legend_outside(fig, handles, labels, fontsize=fontsize, **kwargs)
+    width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.bbox.width
+    fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
+    return legend
 
 
 class _AltBundle:
