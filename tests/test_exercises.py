@@ -145,7 +145,7 @@ def test_prepare_restores_edited_deleted_and_duplicated_checks():
 
 def test_prepare_skips_untouched_demonstrations_but_runs_what_the_student_wrote():
     nb = _student()
-    demo = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "coin A, two flips" in c.source)
+    demo = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "two flips: shape" in c.source)
     run = exercises.prepare(nb, SOURCE, lambda gid: 1).run
     assert demo not in run and 1 in run  # the import cell before the first answer runs
     nb.cells[demo].source += "\nhelper = 1"
