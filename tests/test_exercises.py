@@ -172,7 +172,7 @@ def test_a_failed_check_in_a_notebook_shows_its_message_not_a_traceback():
     NotebookClient(nb, allow_errors=True, kernel_name="python3", timeout=120).execute()
     (check,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     (error,) = [o for o in check.outputs if o.output_type == "error"]
-    assert len(error.traceback) == 1 and "❌ Exercise 2" in error.traceback[0], error.traceback
+    assert len(error.traceback) == 1 and "✗ Exercise 2" in error.traceback[0], error.traceback
     assert "not implemented yet" in error.traceback[0] and "checks.py" not in error.traceback[0]
 
 
