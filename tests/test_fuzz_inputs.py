@@ -1255,7 +1255,9 @@ for fn, arg, nargs, exc in [
         (PCOINS.decision_alt, "table", 2, TE), (PCOINS.plot_decision, "table", 2, TE),
         (WBANDIT.curves_view, "explorer", 4, TE), (WBANDIT.regret_table, "explorer", 1, TE),
         (WBANDIT.run_times, "explorer", 1, TE), (WBANDIT.expected_seconds, "explorer", 2, TE),
-        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE)]:
+        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE),
+        (PTESTBED.kl_paired_differences, "results", 2, TE), (PTESTBED.kl_comparison_title, "results", 2, TE),
+        (WENS.kl_prior_effect, "results", 1, TE), (A.paired_gaps, "df", 2, TE)]:
     case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
 
 

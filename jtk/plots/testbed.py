@@ -512,6 +512,7 @@ def kl_paired_differences(results: pd.DataFrame, tau: int, level: float = 0.95) 
     Returns:
       DataFrame indexed by num_train: difference (mean over seeds), half_width, within_noise, seeds.
     """
+    _checks.frame("results", results, ["agent", "num_train", "seed", "tau", "kl"])
     agents = list(dict.fromkeys(results["agent"]))
     if len(agents) != 2:
         raise ValueError(f"results must hold two agents to compare, got {agents}")
@@ -527,6 +528,7 @@ def kl_paired_differences(results: pd.DataFrame, tau: int, level: float = 0.95) 
 
 def kl_comparison_title(results: pd.DataFrame, taus: Sequence[int]) -> str:
     """What a Fig. 5 title may claim: for each τ, where the second agent's paired difference is beyond noise."""
+    _checks.frame("results", results, ["agent", "num_train", "seed", "tau", "kl"])
     agents = list(dict.fromkeys(results["agent"]))
     n_seeds = results["seed"].nunique()
     head = f"Mean over {n_seeds} seed{'s' if n_seeds != 1 else ''} ± 1 s.e."
