@@ -85,7 +85,7 @@ def make_submission(name: str, kind: str):
             cell.source = WRONG[name][gid]
     if kind == "tampered":
         for cell in _cells(nb, "grade", True):
-            cell.source = 'print("✅ passed")'
+            cell.source = 'print("✓ passed")'
             cell.metadata["nbgrader"]["points"] = 100
     return nb
 

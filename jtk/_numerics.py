@@ -100,3 +100,38 @@ def solve_triangular(low: jax.Array, b: jax.Array, transpose: bool = False) -> j
         return x.at[i].set((b[i] - jnp.tensordot(coef, x, 1)) / low[i, i])
 
     return jax.lax.fori_loop(0, m, step, jnp.zeros_like(b))
+
+
+def paired_interval(values, baseline, level: float = 0.95) -> tuple[float, float, bool]:
+    """Mean of the paired differences ``values − baseline`` and the half-width of its Student-t interval.
+
+    What a figure title or a sentence that compares two methods states: the run's difference and its interval,
+    and whether that interval contains 0 ("within noise"). Pairs are the same problem or split for both methods
+    (same data, same seed), so the spread between problems cancels.
+
+    Args:
+      values: one method's score per pair [n].
+      baseline: the other method's score on the same pairs [n].
+      level: confidence level of the two-sided interval.
+
+    Returns:
+      (mean difference, half-width, within_noise); half-width NaN and within_noise True for fewer than 2 pairs.
+
+    >>> d, half, within = paired_interval([1.0, 2.0, 3.0], [0.0, 1.5, 2.0])
+    >>> round(d, 3), round(half, 3), within
+    (0.833, 0.717, False)
+    """
+    import scipy.stats
+
+    a, b = np.asarray(values, np.float64), np.asarray(baseline, np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"values and baseline must be 1-D of the same length, got shapes {a.shape} and {b.shape}")
+    if not (0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    d = a - b
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"values and baseline must be finite, got differences {d}")
+    if len(d) < 2:
+        return (float(d.mean()) if len(d) else float("nan")), float("nan"), True
+    half = float(scipy.stats.t.ppf((1 + level) / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+    return float(d.mean()), half, bool(abs(d.mean()) <= half)

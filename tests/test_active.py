@@ -1,6 +1,7 @@
 """TIG / MIG / BatchMIG, the TAL loop and the PPC metrics of Wang, Sun & Grosse (2021)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.stats
 from hypothesis import given, settings, strategies as st
@@ -263,3 +264,19 @@ def test_prediction_gram_gives_the_same_evaluation_and_tal_as_kernel_refits():
         active.evaluate_prediction(split, [0], oracle, gram=2.0 * gram)
     with pytest.raises(TypeError, match="prediction_model must be a GP with a given kernel"):
         active.evaluate_prediction(split, [0], GPRegression(noise_var=0.01), gram=gram)
+
+
+def test_paired_gaps_are_scipys_paired_t_intervals():
+    act = active
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=6)
+    df = pd.DataFrame({"criterion": ["batchmig"] * 6 + ["mig"] * 6, "split": list(range(6)) * 2,
+                       "test_log_likelihood": np.concatenate([base + 0.5 + 0.1 * rng.normal(size=6), base])})
+    gaps = act.paired_gaps(df, [("batchmig", "mig")])
+    row = gaps.loc["batchmig − mig"]
+    wide = df.pivot(index="split", columns="criterion", values="test_log_likelihood")
+    ci = scipy.stats.ttest_rel(wide["batchmig"], wide["mig"]).confidence_interval()
+    assert (row.difference - row.half_width, row.difference + row.half_width) == pytest.approx((ci.low, ci.high))
+    assert not row.within_noise and row.n == 6
+    with pytest.raises(ValueError, match="'tig'"):
+        act.paired_gaps(df, [("tig", "mig")])

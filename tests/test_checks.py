@@ -79,7 +79,7 @@ RIGHT = {
 def test_right_answers_pass(name, hidden, capsys):
     checks.CHECKS[name](RIGHT[name], seed=0, hidden=hidden)
     out = capsys.readouterr().out
-    assert out.startswith("✅") and ("hidden" in out) == hidden
+    assert out.startswith("✓") and ("hidden" in out) == hidden
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))

@@ -49,7 +49,8 @@ for fn, arg, nargs, exc in [
         (PREG.sweep_curves, "table", 3, TE), (PREG.sweep_alt, "table", 2, TE), (PREG.plot_sweep, "table", 2, TE),
         (PREG.heatmap_grids, "table", 3, TE), (PREG.heatmaps_alt, "table", 2, TE),
         (PREG.plot_heatmaps, "table", 2, TE), (PTESTBED.kl_vs_num_train_alt, "results", 1, TE),
-        (PCOINS.decision_alt, "table", 2, TE), (PCOINS.plot_decision, "table", 2, TE)]:
+        (PCOINS.decision_alt, "table", 2, TE), (PCOINS.plot_decision, "table", 2, TE),
+        (PTESTBED.kl_paired_differences, "results", 2, TE), (PTESTBED.kl_comparison_title, "results", 2, TE)]:
     case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
 case(PACTIVE.toy_view_alt, "view-empty", call(PACTIVE.toy_view_alt, {}), VE, "view x_grid")
 case(PACTIVE.plot_toy_view, "view-list", call(PACTIVE.plot_toy_view, [1]), TE, "view")

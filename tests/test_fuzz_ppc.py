@@ -136,6 +136,7 @@ case(jtk.ppc.active.make_toy_state, "unknown-kwarg", call(jtk.ppc.active.make_to
 case(jtk.ppc.active.make_toy_state, "models-empty", call(jtk.ppc.active.make_toy_state, models={}), VE, "models")
 
 # active learning: the helpers around the criteria
+case(A.paired_gaps, "df-text", call(A.paired_gaps, "bad-text", None), TE, "df")
 case(A.check_covariance, "not-square", call(A.check_covariance, np.zeros((3, 2))), VE, "cov")
 case(A.check_covariance, "nan", call(A.check_covariance, np.full((3, 3), np.nan)), VE, "cov")
 case(A.check_covariance, "str", call(A.check_covariance, np.full((2, 2), "a")), TE, "cov")

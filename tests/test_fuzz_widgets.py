@@ -80,7 +80,8 @@ for fn, arg, nargs, exc in [
         (WENS.kl_vs_num_train_figure, "results", 1, TE), (WENS.kl_wins, "results", 1, TE),
         (WBANDIT.curves_view, "explorer", 4, TE), (WBANDIT.regret_table, "explorer", 1, TE),
         (WBANDIT.run_times, "explorer", 1, TE), (WBANDIT.expected_seconds, "explorer", 2, TE),
-        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE)]:
+        (WBANDIT.pulls_view, "explorer", 6, TE), (WBANDIT.figure_data, "explorer", 5, TE),
+        (WENS.kl_prior_effect, "results", 1, TE)]:
     case(fn, f"{arg}-text", call(fn, "bad-text", *[None] * (nargs - 1)), exc, arg)
 case(WBANDIT.run_status, "temperature-0", call(WBANDIT.run_status, "mlp", 2, 0.0), VE, "temperature")
 case(WBANDIT.run_status, "elapsed-neg", call(WBANDIT.run_status, "mlp", 2, 0.1, elapsed=-1.0), VE, "elapsed")

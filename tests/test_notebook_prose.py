@@ -68,7 +68,6 @@ ALLOWED: dict[str, list[tuple[str, str]]] = {
         (r"95 %", "the nominal coverage of ±1.96 σ"),
         (r"probability exactly 0\.95", "what probability matching guarantees (a theorem, checked by the cell "
                                         "below it)"),
-        (r"nominal 0\.95", "the nominal coverage of ±1.96 σ"),
     ],
     "05_tal_batchmig.ipynb": [
         (r"noise variance 0\.01", "the oracle's noise variance (jtk.envs.gp.NOISE_VAR), a definition"),
@@ -243,3 +242,37 @@ def test_checker_ignores_untagged_and_later_outputs(tmp_path):
         cell["metadata"]["tags"] = [TAG]
     path.write_text(json.dumps(nb), encoding="utf-8")
     assert any(f": {numeral} is not printed" in p for p in check_notebook(path))
+
+
+# ------------------------------------------------------------------ short labs
+LAB_CORE_WORDS = 720  # "about 700": one idea in short steps; research material goes to an appendix or the docs
+APPENDIX = re.compile(r"^#{1,6}\s+Appendix\b", re.M)
+
+
+def core_words(path: pathlib.Path) -> int:
+    """Words of Markdown in a lab before its optional appendix (a heading that starts with "Appendix")."""
+    words = 0
+    for cell in json.loads(pathlib.Path(path).read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        if APPENDIX.search(_source(cell)):
+            break
+        words += len(_source(cell).split())
+    return words
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != "00_start_here.ipynb"], ids=lambda p: p.name)
+def test_each_lab_core_is_short(path):
+    assert core_words(path) <= LAB_CORE_WORDS, f"{path.name}: {core_words(path)} words of prose before its appendix"
+
+
+def test_core_words_stop_at_the_appendix():
+    nb = {"cells": [{"cell_type": "markdown", "source": "# Lab\none two"},
+                    {"cell_type": "code", "source": "x = 1 2 3"},
+                    {"cell_type": "markdown", "source": "## Appendix (optional) · more\nfour five six"}]}
+    path = ROOT / "tests" / "data" / "_words_probe.ipynb"
+    try:
+        path.write_text(json.dumps(nb), encoding="utf-8")
+        assert core_words(path) == 4
+    finally:
+        path.unlink(missing_ok=True)

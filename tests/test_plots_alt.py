@@ -261,3 +261,19 @@ def test_sweep_alt_and_misconception_alt():
     summary = pd.DataFrame({"check": ["c1", "c2"], "code": ["M1", "M2"], "students": [2, 5]})
     assert gplots.misconception_alt(summary, 10).endswith("hit it: c2 M2: 5; c1 M1: 2.")
     assert layout.alt_text(gplots.misconception_figure(summary, 10)) == gplots.misconception_alt(summary, 10)
+
+
+
+def test_a_blank_answer_is_not_a_misconception_bar():
+    """One blank student: "not implemented" on seven checks is one note in the title, not seven bars."""
+    checks = [f"ex{i}-check" for i in range(7)]
+    summary = pd.DataFrame({"check": checks + ["ex1-check"], "code": ["generic.not_implemented"] * 7 + ["jll.mean_of_logs"],
+                            "students": [1] * 7 + [2]})
+    fig = gplots.misconception_figure(summary, 3)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 1 and "not_implemented" not in " ".join(t.get_text() for t in ax.get_yticklabels())
+    assert "up to 1 student left a check blank" in ax.get_title()
+    alt = gplots.misconception_alt(summary, 3)
+    assert alt.endswith("hit it: ex1-check jll.mean_of_logs: 2.") and "not_implemented" not in alt
+    only_blank = gplots.misconception_figure(summary.iloc[:7], 3)
+    assert not only_blank.axes[0].patches and "no misconception was hit" in layout.alt_text(only_blank)

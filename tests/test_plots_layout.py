@@ -82,3 +82,53 @@ def test_active_learning_figures_put_legends_beside_the_data():
                            "test_log_likelihood": [0.1, 0.2, 0.0, 0.05], "split": [0, 0, 0, 0]})
     ax = aplots.plot_tal_criteria(curves)
     assert_legends_off_the_data(ax.figure)
+
+
+# The labs are laid out for a 1366-pixel-wide screen: a figure up to about 11.5 inches wide (at the inline backend's
+# 100 dpi) is shown unscaled, so its text keeps the size it was drawn at.
+MAX_WIDTH_IN = 11.5
+MIN_FONT_PT = 10
+
+
+def assert_readable(fig):
+    """Every visible text of ``fig`` is at least 10 pt, and the figure is not scaled down in the notebook."""
+    fig.canvas.draw()
+    assert fig.get_size_inches()[0] <= MAX_WIDTH_IN, fig.get_size_inches()
+    small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_PT]
+    assert not small, small
+    plt.close(fig)
+
+
+def test_lab_04_figures_use_10_pt_text_at_the_notebooks_width():
+    methods = ("BLR", "BD", "CD", "VD", "Ens", "EnsAdvA", "EnsBS")
+    results = {m: _result(m, seed=i) for i, m in enumerate(methods)}
+    assert_readable(rplots.plot_fits(results))
+    assert_readable(rplots.plot_coverage_profile({"BLR": results["BLR"]}))
+    table = pd.concat([r.per_input().assign(f_main=f) for f in (0.5, 1.0) for r in results.values()])
+    assert_readable(rplots.plot_sweep(table, [1.2, -5.0]))
+
+
+def test_ppc_study_labels_do_not_collide():
+    """Lab 05's labelled scatter: seven models, some nearly on top of each other (metacorrelation 0.907–0.913)."""
+    per_model = pd.DataFrame({
+        "pearson": [0.913, 0.910, 0.907, 0.738, 0.622, 0.398, 0.35],
+        "batchmig_log_likelihood": [0.077, 0.105, 0.062, -0.012, 0.099, -0.05, 0.02],
+        "xll": [-1.0, -1.01, -1.0, -1.1, -1.2, -1.4, -1.3],
+        "variance_pearson": [0.914, 0.987, 0.960, 0.692, 0.919, 0.5, 0.6],
+        "tig_log_likelihood": [0.05, 0.04, 0.05, 0.03, 0.0527, 0.02, 0.01]},
+        index=["GP-RBF (ML-II)", "oracle, M=100", "GP-RBF l=2", "GP-RBF l=1", "oracle, M=20", "GP-RBF l=0.5",
+               "oracle, M=5"])
+    axes = aplots.plot_ppc_study(per_model)
+    fig = axes[0].figure
+    fig.canvas.draw()
+    assert fig.get_size_inches()[0] <= MAX_WIDTH_IN
+    for ax in axes:
+        boxes = [t.get_window_extent() for t in ax.texts]
+        assert len(boxes) == len(per_model)
+        inside = ax.get_window_extent()
+        for i, a in enumerate(boxes):
+            assert inside.x0 <= a.x0 and a.x1 <= inside.x1 and inside.y0 <= a.y0 and a.y1 <= inside.y1, ax.texts[i]
+            for j, b in enumerate(boxes[:i]):
+                assert not a.overlaps(b), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    plt.close(fig)

@@ -6,7 +6,9 @@
 * every lab notebook has its site page and every lab its exercise;
 * the README is a landing page: at most 200 lines, its local links resolve, and it holds the labs table the labs
   page includes;
-* `.ci/check-links` finds a broken link, a missing anchor and a remote script, and passes a sound page.
+* `.ci/check-links` finds a broken link, a missing anchor and a remote script, and passes a sound page;
+* `.ci/check-source-links` passes README.md and the notebooks of notebooks/, exercises/ and solutions/ (every link,
+  anchor, section reference and repository path in them resolves), and finds each kind of broken one.
 """
 
 from __future__ import annotations
@@ -154,3 +156,47 @@ def test_build_site_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     assert ".ci/build-site build/site" in ci
     assert 'pip install -c constraints.txt -e ".[docs]"' in ci
+
+
+def _check_source_links():
+    loader = importlib.machinery.SourceFileLoader("check_source_links", str(ROOT / ".ci" / "check-source-links"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("check_source_links", loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_readme_and_notebooks_references_resolve():
+    problems, checked = _check_source_links().check(ROOT)
+    assert not problems, "\n".join(problems)
+    assert checked >= 20, checked
+
+
+def _notebook(*markdown: str) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": m} for m in markdown],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_check_source_links_finds_each_kind_of_broken_reference(tmp_path):
+    module = _check_source_links()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n## Evaluate your own agent\n\ntext\n")
+    (tmp_path / "README.md").write_text("# jtk\n\n## Quickstart\n\n[guide](docs/guide.md#evaluate-your-own-agent)\n")
+    (tmp_path / "notebooks" / "00_start.ipynb").write_text(_notebook(
+        "## Intro\nSee `docs/guide.md`, section \"Evaluate your own agent\", and [up](#intro).",
+        "Read the README section \"Quickstart\"; ```\n[not a link](nowhere.md)\n```"))
+    problems, checked = module.check(tmp_path)
+    assert problems == [] and checked == 5, problems
+    (tmp_path / "notebooks" / "01_lab.ipynb").write_text(_notebook(
+        "[gone](../docs/old.md) [moved](../docs/guide.md#class-challenge) [self](#nowhere)",
+        "the README section \"Labs without an install\" and `docs/guide.md`, section \"Quickstart\"",
+        "a section \"Missing\" of this page; `benchmarks/results/none.csv`"))
+    problems, _ = module.check(tmp_path)
+    text = "\n".join(problems)
+    assert "no file '../docs/old.md'" in text and "#class-challenge" in text and "#nowhere" in text
+    assert "README.md has no section 'Labs without an install'" in text
+    assert "docs/guide.md has no section 'Quickstart'" in text
+    assert "01_lab.ipynb has no section 'Missing'" in text and "'benchmarks/results/none.csv' does not exist" in text
+    assert len(problems) == 7, problems

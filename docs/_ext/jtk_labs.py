@@ -101,7 +101,7 @@ def lab_markdown(stem: str) -> str:
         ex_title, _, ex_intro = ex_cells[0].partition("\n")
         parts += ["## The exercise", "",
                   f"Download {_download(exercise)}, fill in the answer cells and run the check cell under each "
-                  "one: it prints a ✅ line, or names the case, the expected and the received value.", "",
+                  "one: it prints a ✓ line, or names the case, the expected and the received value.", "",
                   "**" + ex_title.lstrip("# ").strip() + "**", "", _relink(ex_intro.strip()), ""]
     return "\n".join(parts)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from jtk.course._answers import Raised, _Budget, capture, encode
 
-PASS = "✅"
+PASS = "✓"  # U+2713, in the text fonts (DejaVu, Liberation); an emoji check mark is an empty box without an emoji font
 
 NAMES = ("coin_joint", "try_then_commit", "joint_log_likelihood", "prior_member", "blr_posterior",
          "batch_mig_step", "thompson_action")
@@ -50,7 +50,7 @@ class CheckFailed(AssertionError):
         self.code = code
 
     def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
-        return [f"\x1b[31m❌ {self}\x1b[0m"]
+        return [f"\x1b[31m✗ {self}\x1b[0m"]
 
 
 

@@ -1324,7 +1324,7 @@ def write_csv(rows: Sequence[dict], path) -> pathlib.Path:
     return path
 
 
-_STATUS_MARK = {"passed": "✅", "failed": "❌", "error": "⚠️", "timeout": "⏱️", "not_run": "–"}
+_STATUS_MARK = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "◔", "not_run": "–"}  # text symbols, no emoji fonts needed
 
 
 def feedback_html(row: dict) -> str:

@@ -14,7 +14,7 @@ import pandas as pd
 import scipy.stats
 
 from jtk import _checks
-from jtk.plots.layout import _frame, fixed_digits, legend_outside, set_alt_text
+from jtk.plots.layout import _frame, fixed_digits, legend_outside, place_labels, set_alt_text
 
 CRITERION_LABELS = {"batchmig": "BatchMIG", "mig": "MIG", "tig": "TIG", "random": "random"}
 CRITERION_STYLES = {  # colour, line style, marker: ≥ 3:1 on white, apart under simulated colour-vision deficiencies
@@ -163,7 +163,7 @@ def plot_ppc_study(per_model: pd.DataFrame, axes=None):
     _frame("per_model", per_model)
     with_tig = {"variance_pearson", "tig_log_likelihood"} <= set(per_model.columns)
     if axes is None:
-        _, axes = plt.subplots(1, 3 if with_tig else 2, figsize=(13 if with_tig else 9, 3.8))
+        _, axes = plt.subplots(1, 3 if with_tig else 2, figsize=(11 if with_tig else 8, 4.2))
     panels = [("pearson", "batchmig_log_likelihood", "metacorrelation (PPCs)", "BatchMIG test log-lik."),
               ("pearson", "xll", "metacorrelation (PPCs)", "XLL (mean over references)")]
     if with_tig:
@@ -172,13 +172,14 @@ def plot_ppc_study(per_model: pd.DataFrame, axes=None):
     for ax, (xc, yc, xl, yl) in zip(np.ravel(axes), panels):
         x, y = per_model[xc].to_numpy(), per_model[yc].to_numpy()
         ax.scatter(x, y, color="tab:red" if yc != "tig_log_likelihood" else "tab:purple")
-        for name, xi, yi in zip(per_model.index, x, y):
-            ax.annotate(str(name), (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points")
         ok = np.isfinite(x) & np.isfinite(y)
         r = scipy.stats.pearsonr(x[ok], y[ok])[0] if ok.sum() > 2 else np.nan
         ax.set_title(f"Pearson r = {r:.3f}")
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
+        ax.margins(0.25)  # room for the labels inside the axes
         set_alt_text(ax, ppc_panel_alt(per_model, xc, yc, xl, yl, r))
     plt.tight_layout()
+    for ax, (xc, yc, *_) in zip(np.ravel(axes), panels):  # after the layout: labels placed where they will be drawn
+        place_labels(ax, per_model[xc].to_numpy(), per_model[yc].to_numpy(), list(per_model.index), fontsize=9)
     return axes

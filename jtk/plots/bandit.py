@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib import patheffects, ticker
 
 from jtk import _checks
-from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text
+from jtk.plots.layout import _frame, LiveFigure, fixed_digits, legend_outside, set_alt_text
 from jtk.plots.testbed import KL_LABEL, agent_style
 
 REWARD_LABEL = r"mean reward $\bar{R}_x$"  # mathtext: the bar sits over the R (a plain "R̄_x" shows a literal _x)
@@ -97,7 +97,7 @@ def plot_regret_curves(curves, ax=None, average: bool = False, title: str | None
     ax.set_xlabel("time step t")
     ax.set_ylabel("average regret per step" if average else "cumulative regret")
     ax.set_title(title or ("Thompson sampling on the neural bandit (mean ± s.e. over problems)"), fontsize=10)
-    ax.legend(fontsize=8)
+    legend_outside(ax)  # beside the axes: inside, it covered curves or points
     set_alt_text(ax, f"{ax.get_title()}: {regret_curves_alt(all_stats, average)}")
     return ax
 
@@ -150,7 +150,7 @@ def plot_regret_vs_kl(points: pd.DataFrame, metric: str = "kl_10", ax=None,
     if correlation is not None:
         title += f": r = {correlation['r']:.2f} [{correlation['lo']:.2f}, {correlation['hi']:.2f}]"
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    legend_outside(ax)  # beside the axes: inside, it covered curves or points
     set_alt_text(ax, regret_vs_kl_alt(points, metric, correlation))
     return ax
 

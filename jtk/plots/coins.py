@@ -160,10 +160,10 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
     vmax = max(max(float(np.max(joints[m])) for m in names), 1e-12)
     rows = 2 if marginals else 1
     cell = 0.45 * max(2, 2 ** ((n + 1) // 2))
-    width, height = max(3.4, cell + 1.6) * len(names), (2.2 if marginals else 0) + cell + 1.4
+    width, height = max(3.4, cell + 1.6) * len(names) + 1.0, (2.2 if marginals else 0) + cell + 1.4
     fig = Figure(figsize=(width, height))
     # A fixed layout in inches (constrained layout would cost a second draw on every slider move).
-    left, right, top, bottom, col_gap, row_gap = 0.7, 0.1, 0.55, 0.5, 0.75, 0.6
+    left, right, top, bottom, col_gap, row_gap = 0.7, 1.1, 0.55, 0.5, 0.75, 0.6  # right: the colour bar
     axis_w = (width - left - right - col_gap * (len(names) - 1)) / len(names)
     axis_h = (height - top - bottom - row_gap * (rows - 1)) / rows
     gs = fig.add_gridspec(rows, len(names), height_ratios=[1, 2.2] if marginals else [1],
@@ -183,7 +183,7 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
             ax.set_title(f"{name}: one flip (marginal)")
         ax = fig.add_subplot(gs[rows - 1, j])
         grid, rlab, clab = joint_as_grid(joints[name])
-        ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0, vmax=vmax)  # one colour scale for all coins
+        image = ax.imshow(grid, cmap=SEQUENTIAL_CMAP, vmin=0, vmax=vmax)  # one colour scale for all coins
         if grid.size <= 64:
             for (r, c), v in np.ndenumerate(grid):
                 ax.text(c, r, f"{v:.3g}", ha="center", va="center",
@@ -194,6 +194,10 @@ def plot_joint_grids(joints: Mapping[str, np.ndarray], marginals: Mapping[str, f
         ax.set_ylabel(f"flips 1–{a}" if a > 1 else "flip 1")
         ax.set_xlabel(f"flips {a + 1}–{n}" if n - a > 1 else (f"flip {n}" if n > 1 else ""))
         ax.set_title(f"{name}: joint of {n} flip{'s' if n > 1 else ''}")
+    # One colour bar for all the heat maps, right of the last one: the same colour is the same probability in each.
+    box = ax.get_position()
+    cax = fig.add_axes((box.x1 + 0.25 / width, box.y0, 0.15 / width, box.height))
+    fig.colorbar(image, cax=cax, label="probability")
     fig.suptitle(title or f"Equal marginals, different joints ({n} flip{'s' if n > 1 else ''})")
     set_alt_text(fig, f"{fig.get_suptitle()}. {joint_grids_alt(joints, marginals)}")
     return fig

@@ -1,4 +1,4 @@
-"""Confidence intervals for coverage fractions, for figures and widgets (no matplotlib import).
+"""Confidence intervals for coverage fractions and paired differences, for figures and widgets (no matplotlib import).
 
 A coverage p over k repetitions is a binomial proportion. The normal-approximation bar p ± sqrt(p(1 − p)/k)
 collapses to zero width at p = 0 or 1 (a widget at k = 2 said "1.00 ± 0.00"); the Wilson score interval does not,
@@ -8,6 +8,8 @@ and it stays inside [0, 1].
 from __future__ import annotations
 
 import numpy as np
+
+from jtk._numerics import paired_interval  # noqa: F401 - the figures' and notebooks' name for it
 
 WILSON_Z = 1.959963984540054  # the standard normal's 97.5 % quantile: 95 % intervals, as scipy's default
 
@@ -44,3 +46,4 @@ def coverage_yerr(coverage, k) -> np.ndarray:
     p = np.asarray(coverage, np.float64)
     lo, hi = wilson_interval(p, k)
     return np.stack([np.maximum(p - lo, 0.0), np.maximum(hi - p, 0.0)])
+

@@ -11,6 +11,8 @@ it: its ``text/plain`` form is the alternative and ``image/png`` has the metadat
 
 from __future__ import annotations
 
+import numpy as np
+
 import io
 import math
 import re
@@ -22,8 +24,11 @@ from matplotlib.figure import Figure
 __all__ = ["set_alt_text", "alt_text", "LiveFigure"]
 
 
-def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kwargs):
-    """A legend beside the plotting area (right of an axes, or right of a whole figure), never over the data."""
+def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 10, **kwargs):
+    """A legend beside the plotting area (right of an axes, or right of a whole figure), never over the data.
+
+    10 pt: the smallest text the labs use, readable in a notebook laid out for a 1366-pixel-wide screen.
+    """
     if handles is None:
         handles, labels = (ax_or_fig.get_legend_handles_labels() if hasattr(ax_or_fig, "get_legend_handles_labels")
                            else ax_or_fig.axes[0].get_legend_handles_labels())
@@ -32,6 +37,55 @@ def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 7, **kw
         return ax_or_fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5), borderaxespad=0, **kw)
     # a figure: in the strip that ``tight_layout(rect=...)`` kept free on the right
     return ax_or_fig.legend(handles, labels, loc="center right", bbox_to_anchor=(1.0, 0.5), **kw)
+
+
+def legend_beside_figure(fig, handles, labels, fontsize: int = 10, **kwargs):
+    """A figure legend on the right, with just its width kept free of panels (however long its labels are)."""
+    legend = legend_outside(fig, handles, labels, fontsize=fontsize, **kwargs)
+    width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.bbox.width
+    fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
+    return legend
+
+
+# Offsets (points) and alignments tried in turn for a point's label: beside it, then above or below, then further.
+_LABEL_SPOTS = [((4, 3), "left", "bottom"), ((4, -3), "left", "top"), ((-4, 3), "right", "bottom"),
+                ((-4, -3), "right", "top"), ((0, 8), "center", "bottom"), ((0, -8), "center", "top"),
+                ((4, 14), "left", "bottom"), ((4, -14), "left", "top"), ((-4, 14), "right", "bottom"),
+                ((-4, -14), "right", "top"), ((0, 22), "center", "bottom"), ((0, -22), "center", "top")]
+
+
+def place_labels(ax, xs, ys, texts, fontsize: int = 10) -> list:
+    """Labels beside scattered points that overlap neither each other nor the axes' edges, where room allows.
+
+    Each label takes the first spot of a fixed list (right, left, above, below, further out) whose box overlaps no
+    label placed before it and stays inside the axes; a label with no free spot keeps the first one. Labels are
+    placed from the top point down.
+
+    Returns:
+      The ``Annotation`` artists, in the order of ``texts``.
+    """
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    order = sorted(range(len(texts)), key=lambda i: -float(ys[i]) if np.isfinite(ys[i]) else np.inf)
+    placed, artists = [], [None] * len(texts)
+    for i in order:
+        for k, (offset, ha, va) in enumerate(_LABEL_SPOTS):
+            ann = ax.annotate(str(texts[i]), (xs[i], ys[i]), xytext=offset, textcoords="offset points", ha=ha,
+                              va=va, fontsize=fontsize)
+            box = ann.get_window_extent(renderer)
+            fits = (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1)
+            if fits and not any(box.overlaps(other) for other in placed):
+                break
+            ann.remove()
+        else:
+            offset, ha, va = _LABEL_SPOTS[0]
+            ann = ax.annotate(str(texts[i]), (xs[i], ys[i]), xytext=offset, textcoords="offset points", ha=ha,
+                              va=va, fontsize=fontsize)
+            box = ann.get_window_extent(renderer)
+        placed.append(box)
+        artists[i] = ann
+    return artists
 
 
 class _AltBundle:

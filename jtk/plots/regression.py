@@ -18,7 +18,7 @@ import pandas as pd
 from jtk import _checks
 from jtk.regression.coverage import Z95, CoverageResult
 from jtk.plots.intervals import coverage_yerr, wilson_interval  # noqa: F401 (re-exported for plot users)
-from jtk.plots.layout import _frame, legend_outside, set_alt_text
+from jtk.plots.layout import _frame, legend_beside_figure, legend_outside, set_alt_text
 
 # The public surface: each figure's plot_* function, its *_alt text alternative and the data it draws. method_style and
 # band_text are the figures' (and the coverage app's) shared helpers, not in __all__.
@@ -125,7 +125,7 @@ def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | No
         _checks.integer("rep", rep, minimum=0, maximum=results[m].k - 1)
     cols = min(4, len(methods))
     rows = int(np.ceil(len(methods) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), sharex=True, sharey=True,
+    fig, axes = plt.subplots(rows, cols, figsize=(2.75 * cols, 2.6 * rows), sharex=True, sharey=True,
                              squeeze=False)
     for ax, m in zip(axes.ravel(), methods):
         plot_fit(ax, results[m], rep)
@@ -133,8 +133,8 @@ def plot_fits(results: Mapping[str, CoverageResult], methods: Sequence[str] | No
         ax.axis("off")
     if suptitle:
         fig.suptitle(suptitle)
-    fig.tight_layout(rect=(0, 0, 0.88, 1))
-    legend_outside(fig, *axes[0, 0].get_legend_handles_labels())
+    fig.tight_layout()
+    legend_beside_figure(fig, *axes[0, 0].get_legend_handles_labels())
     return fig
 
 
@@ -194,15 +194,15 @@ def plot_sweep(table: pd.DataFrame, coordinates: Sequence[float], param: str = "
         region = "in" if bool(d["in_distribution"].iloc[0]) else "out of"
         x_at = float(d["coordinate"].iloc[0])
         for ax, what in zip(row, ("deviation |pred − truth|", "uncertainty σ", "coverage of ±1.96 σ")):
-            ax.set_title(f"x = {x_at:.2f} ({region} distribution)", fontsize=9)
+            ax.set_title(f"x = {x_at:.2f} ({region} distribution)", fontsize=10)
             ax.set_xlabel(param)
             ax.set_ylabel(what)
         row[0].set_yscale("log")
         row[1].set_yscale("log")
         row[2].axhline(0.95, color="k", ls=":", lw=1)
         row[2].set_ylim(-0.02, 1.02)
-    fig.tight_layout(rect=(0, 0, 0.9, 1))
-    legend_outside(fig, *axes[0, 2].get_legend_handles_labels())
+    fig.tight_layout()
+    legend_beside_figure(fig, *axes[0, 2].get_legend_handles_labels())
     set_alt_text(fig, sweep_alt(table, coordinates, param, methods))
     return fig
 
@@ -277,7 +277,7 @@ def plot_heatmaps(table: pd.DataFrame, grid_shape: tuple[int, int], methods: Seq
             if train_range is not None:
                 lo, hi = train_range
                 ax.add_patch(plt.Rectangle((lo, lo), hi - lo, hi - lo, fill=False, ec="w", lw=1.2, ls="--"))
-            ax.set_title(f"{m}: {name}", fontsize=9)
+            ax.set_title(f"{m}: {name}", fontsize=10)
             ax.set_xlabel("x1")
             ax.set_ylabel("x2")
             fig.colorbar(im, ax=ax, fraction=0.046)

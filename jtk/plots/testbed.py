@@ -28,6 +28,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from jtk import _checks
+from jtk.plots.intervals import paired_interval
 from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text  # noqa: F401 - LiveFigure is re-exported here
 
 # The public surface (docs/accessibility.md): each figure, its plot_* function and its *_alt text alternative. The
@@ -36,7 +37,8 @@ from jtk.plots.layout import _frame, LiveFigure, fixed_digits, set_alt_text  # n
 __all__ = ["PROB_CMAP", "AGENT_STYLES", "CLASS_MARKERS", "KL_LABEL", "probability_map_alt", "ProbabilityMap",
            "plot_probability_map", "environment_alt", "EnvironmentFigure", "plot_environment", "agent_alt",
            "AgentFigure", "plot_agent_predictions", "kl_tau_alt", "KLTauFigure", "plot_kl_vs_tau", "comparison_alt",
-           "ComparisonFigure", "plot_ensemble_comparison", "kl_vs_num_train_alt", "plot_kl_vs_num_train"]
+           "ComparisonFigure", "plot_ensemble_comparison", "kl_vs_num_train_alt", "kl_paired_differences",
+           "kl_comparison_title", "plot_kl_vs_num_train"]
 
 ENVIRONMENT_KEYS = ("axis", "probs", "x_train", "y_train", "temperature", "seed")  # jtk.widgets.joint.environment_update
 AGENT_KEYS = ("axis", "agent", "mean", "samples", "x_train", "y_train", "num_train")  # jtk.widgets.joint.agent_update
@@ -493,9 +495,54 @@ def kl_vs_num_train_alt(results: pd.DataFrame, taus: Sequence[int] | None = None
                                for a in dict.fromkeys(best))
             parts.append(f"d_KL^{tau} against num_train: lowest {groups}")
     n_seeds = results["seed"].nunique()
+    claim = kl_comparison_title(results, taus).split("\n")[1:]
     return (f"Mean d_KL^τ in nats over {n_seeds} seed{'s' if n_seeds != 1 else ''} (± 1 standard error) against "
             f"num_train from {results['num_train'].min():g} to {results['num_train'].max():g}, log scale, for "
-            f"{', '.join(agents)}. " + "; ".join(parts) + ".")
+            f"{', '.join(agents)}. " + "; ".join(parts) + "." + (f" {claim[0]}." if claim else ""))
+
+
+def kl_paired_differences(results: pd.DataFrame, tau: int, level: float = 0.95) -> pd.DataFrame:
+    """The second agent's d_KL^τ minus the first's, paired by seed, at each num_train, with its t-interval.
+
+    Args:
+      results: DataFrame with columns agent (two agents, the baseline first), num_train, seed, tau, kl.
+      tau: which τ.
+      level: confidence level of the intervals.
+
+    Returns:
+      DataFrame indexed by num_train: difference (mean over seeds), half_width, within_noise, seeds.
+    """
+    _checks.frame("results", results, ["agent", "num_train", "seed", "tau", "kl"])
+    agents = list(dict.fromkeys(results["agent"]))
+    if len(agents) != 2:
+        raise ValueError(f"results must hold two agents to compare, got {agents}")
+    base, other = agents
+    wide = results[results["tau"] == tau].pivot_table(index=["num_train", "seed"], columns="agent", values="kl")
+    rows = {}
+    for n, g in wide.groupby(level="num_train"):
+        g = g.dropna()
+        d, half, within = paired_interval(g[other].to_numpy(), g[base].to_numpy(), level)
+        rows[n] = {"difference": d, "half_width": half, "within_noise": within, "seeds": len(g)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("num_train")
+
+
+def kl_comparison_title(results: pd.DataFrame, taus: Sequence[int]) -> str:
+    """What a Fig. 5 title may claim: for each τ, where the second agent's paired difference is beyond noise."""
+    _checks.frame("results", results, ["agent", "num_train", "seed", "tau", "kl"])
+    agents = list(dict.fromkeys(results["agent"]))
+    n_seeds = results["seed"].nunique()
+    head = f"Mean over {n_seeds} seed{'s' if n_seeds != 1 else ''} ± 1 s.e."
+    if len(agents) != 2 or n_seeds < 2:
+        return head
+    parts = []
+    for tau in taus:
+        diff = kl_paired_differences(results, tau)
+        beyond = diff[~diff["within_noise"]]
+        if not beyond.empty:
+            sides = ", ".join(f"{'lower' if row.difference < 0 else 'higher'} at {n:g}" for n, row in beyond.iterrows())
+            parts.append(f"τ = {tau}: {sides}, within noise elsewhere")
+    claim = "; ".join(parts) if parts else f"within noise at every num_train and τ = {', '.join(map(str, taus))}"
+    return f"{head}\n{agents[1]} − {agents[0]} (paired 95 % intervals over seeds): {claim}"
 
 
 def plot_kl_vs_num_train(results: pd.DataFrame, taus: Sequence[int] | None = None) -> Figure:
@@ -526,8 +573,6 @@ def plot_kl_vs_num_train(results: pd.DataFrame, taus: Sequence[int] | None = Non
         ax.set_ylabel(KL_LABEL % tau + " (nats)")
         ax.set_title(f"τ = {tau}" + (" (marginal)" if tau == 1 else " (joint)"))
         ax.legend(frameon=False)
-    n_seeds = results["seed"].nunique()
-    fig.suptitle(f"Prior functions help joint predictions: mean over {n_seeds} seed{'s' if n_seeds != 1 else ''} "
-                 "± 1 s.e.")
+    fig.suptitle(kl_comparison_title(results, taus))
     set_alt_text(fig, kl_vs_num_train_alt(results, taus))
     return fig

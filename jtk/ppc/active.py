@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from jtk import _checks, _memory
-from jtk._numerics import numpy_rng, serial_blas
+from jtk._numerics import numpy_rng, paired_interval, serial_blas
 
 if TYPE_CHECKING:  # imported where used: jtk.ppc.active stays free of JAX at import
     from jtk.envs.gp import GPSplit, ReLUKernelGP
@@ -657,6 +657,34 @@ def summarize(df: pd.DataFrame, value: str = "test_log_likelihood", by: str | Se
     g = df.groupby(by)[value]
     out = pd.DataFrame({"mean": g.mean(), "stderr": g.std(ddof=1) / np.sqrt(g.count()), "n": g.count()})
     return out.sort_values("mean", ascending=False)
+
+
+def paired_gaps(df: pd.DataFrame, pairs: Sequence[tuple[str, str]], value: str = "test_log_likelihood",
+                by: str = "criterion", pair_on: str = "split", level: float = 0.95) -> pd.DataFrame:
+    """Differences between criteria on the same splits, with their t-intervals: what a comparison may claim.
+
+    Args:
+      df: one row per (criterion, split), e.g. the last round of :func:`tal_comparison`.
+      pairs: (a, b) criteria to compare, a − b each.
+      value: the score column.
+      by: the column naming the criterion.
+      pair_on: the column the two criteria share (the split).
+      level: confidence level of the intervals.
+
+    Returns:
+      DataFrame indexed by "a − b": difference, half_width, within_noise, n (splits both scored).
+    """
+    _checks.frame("df", df, [value, by, pair_on])
+    wide = df.pivot_table(index=pair_on, columns=by, values=value)
+    rows = {}
+    for a, b in pairs:
+        for name in (a, b):
+            if name not in wide.columns:
+                raise ValueError(f"pairs names {name!r}, which is not a {by} of df ({list(wide.columns)})")
+        both = wide[[a, b]].dropna()
+        d, half, within = paired_interval(both[a].to_numpy(), both[b].to_numpy(), level)
+        rows[f"{a} − {b}"] = {"difference": d, "half_width": half, "within_noise": within, "n": len(both)}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 # ------------------------------------------------------------------ a researcher's own data (§5.1, UCI protocol)

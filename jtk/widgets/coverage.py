@@ -132,7 +132,7 @@ def explorer_alt(fit: Mapping[str, Any], sweep: pd.DataFrame, f_main, method: st
 
 def draw(fig, results, f_main, method: str, k: int, x: float):
     """Redraws the two panels of the explorer on ``fig`` (cleared first); stores its text alternative."""
-    from jtk.plots.layout import legend_outside, set_alt_text
+    from jtk.plots.layout import legend_beside_figure, set_alt_text
     from matplotlib.figure import Figure
     from jtk.plots.regression import method_style
 
@@ -148,7 +148,7 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     if d["x_train"] is not None:
         ax1.plot(d["x_train"], d["y_train"], "k.", ms=3, label="training set 1")
     ax1.axvline(d["x_at"], color="k", lw=0.8)
-    ax1.set_title(f"f_main = {f_main}, x = {d['x_at']:.2f}: {d['coverage_text']}", fontsize=9)
+    ax1.set_title(f"f_main = {f_main}, x = {d['x_at']:.2f}: {d['coverage_text']}", fontsize=10)
     ax1.set_xlabel("x")
     ax1.set_ylabel("y")
     s = sweep_panel_data(results, method, k, x)
@@ -160,13 +160,10 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("f_main")
     ax2.set_ylabel("coverage of ±1.96 σ")
-    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main (95 % Wilson)", fontsize=9)
+    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main (95 % Wilson)", fontsize=10)
     handles, labels = ax1.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    legend = legend_outside(fig, handles + h2, labels + l2, fontsize=8)
-    # Keep just the legend's width free on the right, then put the legend right beside the panel.
-    width = legend.get_window_extent().width / fig.bbox.width
-    fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
+    legend = legend_beside_figure(fig, handles + h2, labels + l2)
     legend.set_loc("center left")
     legend.set_bbox_to_anchor((ax2.get_position().x1 + 0.008, 0.5), transform=fig.transFigure)
     set_alt_text(fig, explorer_alt(d, s, f_main, method))

@@ -112,6 +112,17 @@ def kl_vs_num_train_figure(results: pd.DataFrame):
     return tb_plots.plot_kl_vs_num_train(results)
 
 
+def kl_prior_effect(results: pd.DataFrame, tau: int = 10, digits: int = 2) -> pd.DataFrame:
+    """ensemble+ − ensemble in d_KL^τ at each num_train, paired by seed: the difference, its 95 % interval's
+    half-width (Student t over the seeds) and whether the interval holds 0, as strings of ``digits`` significant
+    digits (what a notebook prints under ``nbval-check-output`` and quotes)."""
+    _checks.frame("results", results, ["agent", "num_train", "seed", "tau", "kl"])
+    table = tb_plots.kl_paired_differences(results, _checks.integer("tau", tau, minimum=1))
+    shown = significant_frame(table[["difference", "half_width"]], _checks.integer("digits", digits, minimum=1))
+    shown["within noise"] = table["within_noise"].map({True: "within noise", False: "beyond noise"})
+    return shown
+
+
 def kl_summary(results: pd.DataFrame, digits: int | None = None) -> pd.DataFrame:
     """Mean d_KL^τ over seeds: rows (tau, agent), columns num_train (the Fig. 5 numbers).
 

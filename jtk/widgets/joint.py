@@ -237,6 +237,8 @@ def temperature_figure(model: JointPredictions, temperatures: Sequence[float] = 
         im = tb_plots.plot_probability_map(ax, v["axis"], v["probs"], v["x_train"], v["y_train"],
                                            f"temperature ρ = {t:g}")
     fig.colorbar(im, ax=list(axes), label="P(y = 1 | x)", shrink=0.85)
+    # The class markers' legend under the maps, outside every panel (the same markers in each).
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False, fontsize=10)
     fig.suptitle(f"Environment seed {seed} with {num_train} training points: the temperature sets the label noise")
     return fig
 
