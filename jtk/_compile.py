@@ -27,13 +27,28 @@ The options are passed per program (``jax.jit(..., compiler_options=...)``), so 
 and other JAX code in the process is unaffected. ``JTK_FAST_COMPILE=0`` restores XLA's defaults;
 ``JTK_COMPILER_OPTIONS`` (a JSON object, e.g. ``'{"xla_gpu_autotune_level": 4}'``) adds options of your own on top,
 for every jtk program, checked against this jaxlib before the first program compiles.
+
+Compiled programs are kept, serialized, beside JAX's persistent compilation cache (:func:`executable_dir`): a
+top-level call looks its program up by a key made of the function, the values of its static arguments, the shapes
+and dtypes of the others, the compiler options, the jtk sources, the jax and jaxlib versions and the device
+(:func:`program_key`), and a program found there is loaded and run without tracing, lowering or compiling it. JAX's
+own cache saves only the compile; a warm run still traced and lowered every program, which was most of a warm
+testbed run on a GPU (docs/platforms.md, "Ahead-of-time compiled programs"). A program whose static arguments
+have no stable description (a function, an object printed with its address) is not kept; ``JTK_EXECUTABLE_CACHE=0``
+turns the store off; an entry that fails to load is compiled again and rewritten.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
+import hashlib
 import os
+import pathlib
+import pickle
 import threading
+import weakref
 from typing import Any, Callable
 
 import jax
@@ -137,17 +152,120 @@ def _top_level() -> bool:
     return _trace_state_clean is not None and _trace_state_clean()
 
 
+class _Unstable(Exception):
+    """A static argument with no description that is the same in every process: its program is not kept."""
+
+
+def _static_description(value: Any) -> Any:
+    """A description of a static argument that is equal in two processes exactly when the argument is: dataclasses
+    by their type and every field (also those left out of their repr), containers item by item, plain values by
+    type and repr. Raises :class:`_Unstable` for anything else (a function, an object printed with its address)."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes, np.generic)):
+        return (type(value).__name__, repr(value))
+    if isinstance(value, enum.Enum):
+        return (type(value).__module__, type(value).__qualname__, value.name)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__module__, type(value).__qualname__,
+                tuple((f.name, _static_description(getattr(value, f.name))) for f in dataclasses.fields(value)))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_static_description(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), _static_description(v)) for k, v in value.items())))
+    text = repr(value)
+    if callable(value) or " at 0x" in text or "object at" in text:
+        raise _Unstable(text[:80])
+    return (type(value).__module__, type(value).__qualname__, text)
+
+
+@functools.lru_cache(maxsize=1)
+def _source_digest() -> str:
+    """SHA-256 of every jtk source file (path and contents): a program kept by another version of jtk is never
+    loaded, whatever changed in it."""
+    root = pathlib.Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _platform_description() -> str:
+    import jaxlib
+
+    devices = jax.devices()
+    return repr((jax.__version__, getattr(jaxlib, "__version__", "?"), jax.default_backend(),
+                 devices[0].device_kind, len(devices), getattr(devices[0], "platform_version", ""),
+                 bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision),
+                 str(jax.config.jax_default_prng_impl)))
+
+
+def _leaf_signature(leaf: Any) -> str:
+    """The abstract value a jitted call sees for ``leaf`` (shape, dtype, weak type); a ShapeDtypeStruct gives the
+    one of the array it stands for."""
+    from jax.api_util import shaped_abstractify
+
+    return repr(shaped_abstractify(leaf))
+
+
+def executable_dir() -> pathlib.Path | None:
+    """Where serialized programs are kept: ``xla-programs`` beside JAX's persistent compilation cache directory
+    (jtk turns that on at import, in ``$JTK_CACHE_DIR``), or None when there is no such cache or
+    ``JTK_EXECUTABLE_CACHE=0``."""
+    if os.environ.get("JTK_EXECUTABLE_CACHE", "1") == "0":
+        return None
+    base = jax.config.jax_compilation_cache_dir
+    if not base:
+        return None
+    return pathlib.Path(base) / "xla-programs"
+
+
+_ALL: "weakref.WeakSet[_Jit]" = weakref.WeakSet()
+
+
+def clear_programs() -> None:
+    """Drops this process's loaded and compiled kept programs (as ``jax.clear_caches`` does JAX's): later calls
+    load them again from :func:`executable_dir`."""
+    for program in list(_ALL):
+        program._programs.clear()
+
+
+def _identity(fun: Callable, keep: bool | str) -> str:
+    """The name a kept program's key starts with: ``keep`` itself when it is a string (a program built by wrapping
+    a function, ``jit(vmap(f, ...), keep="module.name")``), else the function's module and qualified name, for a
+    plain module-level function of jtk (no closure: two programs of one name would share a key otherwise)."""
+    import inspect
+
+    if isinstance(keep, str):
+        return keep
+    if not inspect.isfunction(fun) or fun.__closure__ or "<" in fun.__qualname__ \
+            or not fun.__module__.startswith("jtk."):
+        raise ValueError(f"keep=True needs a module-level function of jtk without a closure, got {fun!r}; pass "
+                         f"keep='module.name' for a wrapped one")
+    return f"{fun.__module__}.{fun.__qualname__}"
+
+
 class _Jit:
     """``jax.jit(fun, **kwargs)`` built on first use, when the backend (and so the options) is known.
 
     Called inside another jitted function, vmap or grad, it is a plain ``jax.jit`` (JAX refuses compiler options
-    on a nested jit; the outer program's options apply to the whole of it anyway).
+    on a nested jit; the outer program's options apply to the whole of it anyway). Called at the top level, it runs
+    the compiled program kept for its key (:meth:`compiled`), loading or compiling it once per process.
     """
 
-    def __init__(self, fun: Callable, kwargs: dict[str, Any], long_running: bool = False):
+    def __init__(self, fun: Callable, kwargs: dict[str, Any], long_running: bool = False, keep: bool | str = False):
         self._fun, self._kwargs, self._jitted, self._long_running = fun, kwargs, None, long_running
         self._nested = jax.jit(fun, **kwargs)  # inside another transformation: no options, no backend needed
         self._lock = threading.Lock()  # chunks run in threads (jtk.executors.local_threads): build it once
+        static = kwargs.get("static_argnums", ())
+        self._static = frozenset((static,) if isinstance(static, int) else static)
+        self._programs: dict[str, Any] = {}  # key -> jax.stages.Compiled, this process's
+        _ALL.add(self)
+        if "static_argnames" in kwargs or "donate_argnums" in kwargs or "donate_argnames" in kwargs:
+            self._static = None  # keyword statics and donation: the plain jit path only
+        self._identity = _identity(fun, keep) if keep else None
+        if self._identity is None:
+            self._static = None
         functools.update_wrapper(self, fun, updated=())
 
     def _get(self):
@@ -158,16 +276,100 @@ class _Jit:
                                            **self._kwargs)
         return self._jitted
 
+    def program_key(self, *args) -> tuple[str, tuple] | None:
+        """(key, dynamic arguments) of a call with ``args``, or None where the program cannot be kept (static
+        arguments with no stable description, keyword-only statics). The key hashes the function's module and
+        name, the static arguments' descriptions, the tree and abstract values of the others, the compiler
+        options, the jtk sources and the platform (jax, jaxlib, backend, device kind and count)."""
+        if self._static is None:
+            return None
+        try:
+            statics = tuple(_static_description(a) for i, a in enumerate(args) if i in self._static)
+        except _Unstable:
+            return None
+        dynamic = tuple(a for i, a in enumerate(args) if i not in self._static)
+        leaves, tree = jax.tree_util.tree_flatten(dynamic)
+        h = hashlib.sha256()
+        for part in (self._identity, repr(statics), str(tree),
+                     "|".join(_leaf_signature(x) for x in leaves),
+                     repr(sorted((compiler_options(self._long_running) or {}).items())), _source_digest(),
+                     _platform_description()):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest(), dynamic
+
+    def lookup(self, key: str):
+        """The compiled program kept under ``key`` (this process's, else loaded from :func:`executable_dir`), or
+        None."""
+        found = self._programs.get(key)
+        if found is not None:
+            return found
+        folder = executable_dir()
+        path = folder / f"{key}.bin" if folder is not None else None
+        if path is None or not path.is_file():
+            return None
+        from jax.experimental import serialize_executable
+
+        try:
+            payload, in_tree, out_tree = pickle.loads(path.read_bytes())
+            found = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+        except Exception:  # noqa: BLE001 - a torn or foreign entry: compile again and overwrite it
+            return None
+        self._programs[key] = found
+        return found
+
+    def store(self, key: str, compiled) -> None:
+        """Keeps ``compiled`` under ``key`` for this process and, serialized, in :func:`executable_dir`."""
+        self._programs[key] = compiled
+        folder = executable_dir()
+        if folder is None:
+            return
+        from jax.experimental import serialize_executable
+
+        try:
+            blob = pickle.dumps(serialize_executable.serialize(compiled))
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = folder / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            partial.write_bytes(blob)
+            os.replace(partial, folder / f"{key}.bin")  # atomic: a reader sees the whole entry or none
+        except Exception:  # noqa: BLE001 - a backend that cannot serialize, a read-only disk: this process only
+            pass
+
+    def compiled(self, *args):
+        """The compiled program for a top-level call with ``args`` (kept, loaded, or lowered and compiled and
+        then kept), or None where it cannot be kept."""
+        found = self.program_key(*args)
+        if found is None:
+            return None
+        key, _ = found
+        program = self.lookup(key)
+        if program is None:
+            program = self._get().lower(*args).compile()
+            self.store(key, program)
+        return program
+
     def __call__(self, *args, **kwargs):
-        return (self._get() if _top_level() else self._nested)(*args, **kwargs)
+        if not _top_level():
+            return self._nested(*args, **kwargs)
+        if not kwargs:
+            found = self.program_key(*args)
+            if found is not None:
+                key, dynamic = found
+                program = self.lookup(key)
+                if program is None:
+                    program = self._get().lower(*args).compile()
+                    self.store(key, program)
+                return program(*dynamic)
+        return self._get()(*args, **kwargs)
 
     def __getattr__(self, name):  # lower, trace, _cache_size, ...: the jitted function's own
-        if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock", "_long_running"):
+        if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock", "_long_running",
+                                             "_static", "_programs", "_identity"):
             raise AttributeError(name)
         return getattr(self._get(), name)
 
 
-def jit(fun: Callable | None = None, *, long_running: bool = False, **kwargs) -> Any:
+def jit(fun: Callable | None = None, *, long_running: bool = False, keep: bool | str = False, **kwargs) -> Any:
     """``jax.jit`` with :func:`compiler_options`; use like ``jax.jit`` (``jit(f, static_argnums=0)`` or
     ``@functools.partial(jit, static_argnums=0)``).
 
@@ -175,8 +377,11 @@ def jit(fun: Callable | None = None, *, long_running: bool = False, **kwargs) ->
       fun: the function to compile.
       long_running: the program runs for seconds per call (trains many networks): compile it with
         :data:`LONG_RUNNING_CPU_OPTIONS`, which give a faster program for a slower compile.
+      keep: keep the compiled program, serialized, for later processes (the module docstring): True for a
+        module-level function of jtk, or a unique name (``"module.name"``) for a program built by wrapping one.
+        Its static arguments (``static_argnums``) are then part of its key.
       **kwargs: ``jax.jit``'s own (``static_argnums``, ``donate_argnums``, ...).
     """
     if fun is None:
-        return functools.partial(jit, long_running=long_running, **kwargs)
-    return _Jit(fun, kwargs, long_running)
+        return functools.partial(jit, long_running=long_running, keep=keep, **kwargs)
+    return _Jit(fun, kwargs, long_running, keep)

@@ -135,3 +135,65 @@ def test_a_jtk_jit_called_inside_jit_vmap_or_grad_works():
     np.testing.assert_allclose(outer(x), np.sin(np.asarray(x)) * 2.0 + 1.0, rtol=1e-6)
     np.testing.assert_allclose(jax.vmap(inner)(x), inner(x), rtol=1e-6)
     np.testing.assert_allclose(jax.grad(lambda v: inner(v).sum())(x), 2.0 * np.cos(np.asarray(x)), rtol=1e-6)
+
+
+def _program(x, n):
+    return jnp.cumsum(jnp.sin(x) ** n)
+
+
+def test_kept_programs_load_in_a_new_process_without_tracing(tmp_path, monkeypatch):
+    """A kept program is written once; a new _Jit of the same name (what a new process builds) runs the stored
+    executable without tracing or lowering (it never builds its jax.jit); another static value, shape or jtk
+    source is another program."""
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    x = jnp.linspace(0.0, 3.0, 101)
+    expected = np.asarray(jax.jit(_program, static_argnums=1)(x, 2))
+    first = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    np.testing.assert_array_equal(first(x, 2), expected)
+    assert len(list(tmp_path.glob("*.bin"))) == 1
+    again = _compile.jit(_program, static_argnums=1, keep="tests.program")  # a new process's
+    np.testing.assert_array_equal(again(x, 2), expected)
+    assert again._jitted is None  # loaded: nothing traced, lowered or compiled
+    again(x, 3)  # another static value
+    again(jnp.linspace(0.0, 1.0, 7), 2)  # another shape
+    assert len(list(tmp_path.glob("*.bin"))) == 3
+    monkeypatch.setattr(_compile, "_source_digest", lambda: "another jtk")
+    other = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    other(x, 2)
+    assert other._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 4  # never loads another jtk's
+
+
+def test_a_torn_entry_is_compiled_again_and_the_store_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    x = jnp.arange(5.0)
+    _compile.jit(_program, static_argnums=1, keep="tests.torn")(x, 1)
+    (entry,) = tmp_path.glob("*.bin")
+    whole = entry.stat().st_size
+    entry.write_bytes(entry.read_bytes()[:100])  # cut short, as by a killed writer on a disk without rename
+    second = _compile.jit(_program, static_argnums=1, keep="tests.torn")
+    np.testing.assert_allclose(second(x, 1), np.cumsum(np.sin(np.arange(5.0))), rtol=1e-6)
+    assert second._jitted is not None and entry.stat().st_size == whole  # compiled again, rewritten whole
+    third = _compile.jit(_program, static_argnums=1, keep="tests.torn")
+    third(x, 1)
+    assert third._jitted is None
+    monkeypatch.undo()
+    monkeypatch.setenv("JTK_EXECUTABLE_CACHE", "0")
+    assert _compile.executable_dir() is None
+
+
+def test_only_programs_with_a_stable_name_and_static_arguments_are_kept():
+    with pytest.raises(ValueError, match="keep=True"):
+        _compile.jit(lambda x: x, keep=True)
+    with pytest.raises(ValueError, match="keep=True"):
+        _compile.jit(_program, keep=True)  # not a module of jtk: its name is no promise
+    program = _compile.jit(_program, static_argnums=1, keep="tests.unstable")
+    assert program.program_key(jnp.zeros(2), 2) is not None
+    assert program.program_key(jnp.zeros(2), object()) is None  # printed with its address: not kept
+    assert program.program_key(jnp.zeros(2), jnp.sin) is None  # a function: not kept
+    from jtk.testbed import bandit
+
+    # dataclasses are described by every field: two agents differing in one setting are two programs
+    a, b = bandit.make_policy("ensemble", num_members=3), bandit.make_policy("ensemble", num_members=4)
+    assert _compile._static_description(a) != _compile._static_description(b)
+    assert _compile._static_description(a) == _compile._static_description(bandit.make_policy("ensemble",
+                                                                                              num_members=3))

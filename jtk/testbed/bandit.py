@@ -326,12 +326,12 @@ def online_agents() -> list[str]:
 
 
 # ------------------------------------------------------------------ runner
-@functools.partial(_compile.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,), keep=True)
 def _init(policy: Policy, keys, actions, probs, hyper):
     return jax.vmap(policy.init, (0, 0, 0, None))(keys, actions, probs, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,), keep=True)
 def _run_chunk(policy: Policy, states, keys, actions, probs, hyper, t0):
     """CHUNK steps of every problem: states and keys [J], t0 the step before the chunk."""
 
