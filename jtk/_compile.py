@@ -33,9 +33,13 @@ top-level call looks its program up by a key made of the function, the values of
 and dtypes of the others, the compiler options, the jtk sources, the jax and jaxlib versions and the device
 (:func:`program_key`), and a program found there is loaded and run without tracing, lowering or compiling it. JAX's
 own cache saves only the compile; a warm run still traced and lowered every program, which was most of a warm
-testbed run on a GPU (docs/platforms.md, "Ahead-of-time compiled programs"). A program whose static arguments
-have no stable description (a function, an object printed with its address) is not kept; ``JTK_EXECUTABLE_CACHE=0``
-turns the store off; an entry that fails to load is compiled again and rewritten.
+testbed run on a GPU (docs/platforms.md, "Kept programs"). A stored program is found without tracing the code, so
+the key also holds what could make it stale: the jtk sources, the module-level constants and bindings of the jtk
+modules loaded now (a constant set by hand or a function monkeypatched gives another key), and the static
+arguments' types must be jtk's own (a researcher's subclass defined in a notebook is compiled as usual, not kept).
+A program whose static arguments have no stable description (a function, an object printed with its address) is
+not kept; ``JTK_EXECUTABLE_CACHE=0`` turns the store off; an entry that fails to load is compiled again and
+rewritten. Only programs built with ``keep`` are kept: the testbed's grid programs and the bandit's.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ import hashlib
 import os
 import pathlib
 import pickle
+import sys
 import threading
+import types
 import weakref
 from typing import Any, Callable
 
@@ -165,6 +171,8 @@ def _static_description(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return (type(value).__module__, type(value).__qualname__, value.name)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if not type(value).__module__.startswith("jtk."):
+            raise _Unstable(f"{type(value).__qualname__} is defined outside jtk: its source is not in the key")
         return (type(value).__module__, type(value).__qualname__,
                 tuple((f.name, _static_description(getattr(value, f.name))) for f in dataclasses.fields(value)))
     if isinstance(value, (tuple, list)):
@@ -198,6 +206,24 @@ def _platform_description() -> str:
                  devices[0].device_kind, len(devices), getattr(devices[0], "platform_version", ""),
                  bool(jax.config.jax_enable_x64), str(jax.config.jax_default_matmul_precision),
                  str(jax.config.jax_default_prng_impl)))
+
+
+def _runtime_state() -> str:
+    """What the sources on disk do not show about the jtk modules loaded now: every module-level constant (an
+    upper-case name bound to a number, string or tuple, read by programs while they trace) and what every
+    module-level function, class and program name is bound to. A constant set by hand (``--patch``) or a function
+    replaced at run time (a monkeypatch) changes it, so a program kept before is not loaded in its place."""
+    h = hashlib.sha256()
+    for name in sorted(n for n in sys.modules if n == "jtk" or n.startswith("jtk.")):
+        module = sys.modules[name]
+        for attr, value in list(vars(module).items()):
+            if attr.isupper() and isinstance(value, (bool, int, float, str, tuple, frozenset)):
+                h.update(f"{name}.{attr}={value!r}\0".encode())
+            elif isinstance(value, _Jit):
+                h.update(f"{name}.{attr}:{value._fun.__module__}.{getattr(value._fun, '__qualname__', '?')}\0".encode())
+            elif isinstance(value, (types.FunctionType, type)):
+                h.update(f"{name}.{attr}:{value.__module__}.{value.__qualname__}\0".encode())
+    return h.hexdigest()
 
 
 def _leaf_signature(leaf: Any) -> str:
@@ -278,9 +304,10 @@ class _Jit:
 
     def program_key(self, *args) -> tuple[str, tuple] | None:
         """(key, dynamic arguments) of a call with ``args``, or None where the program cannot be kept (static
-        arguments with no stable description, keyword-only statics). The key hashes the function's module and
-        name, the static arguments' descriptions, the tree and abstract values of the others, the compiler
-        options, the jtk sources and the platform (jax, jaxlib, backend, device kind and count)."""
+        arguments with no stable description, keyword-only statics). The key hashes the program's name, the static
+        arguments' descriptions, the tree and abstract values of the others and the compiler options: what tells
+        two programs apart in one process, as jax.jit's own cache does. On disk the key adds the jtk sources, the
+        loaded modules' constants and bindings, and the platform (:meth:`_disk_key`)."""
         if self._static is None:
             return None
         try:
@@ -290,13 +317,21 @@ class _Jit:
         dynamic = tuple(a for i, a in enumerate(args) if i not in self._static)
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
         h = hashlib.sha256()
-        for part in (self._identity, repr(statics), str(tree),
-                     "|".join(_leaf_signature(x) for x in leaves),
-                     repr(sorted((compiler_options(self._long_running) or {}).items())), _source_digest(),
-                     _platform_description()):
+        for part in (self._identity, repr(statics), str(tree), "|".join(_leaf_signature(x) for x in leaves),
+                     repr(sorted((compiler_options(self._long_running) or {}).items()))):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest(), dynamic
+
+    @staticmethod
+    def _disk_key(key: str) -> str:
+        """The file name of ``key``'s program: also the jtk sources, the loaded jtk modules' constants and
+        bindings (:func:`_runtime_state`: computed on a miss in this process only) and the platform."""
+        h = hashlib.sha256()
+        for part in (key, _source_digest(), _runtime_state(), _platform_description()):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()
 
     def lookup(self, key: str):
         """The compiled program kept under ``key`` (this process's, else loaded from :func:`executable_dir`), or
@@ -305,7 +340,7 @@ class _Jit:
         if found is not None:
             return found
         folder = executable_dir()
-        path = folder / f"{key}.bin" if folder is not None else None
+        path = folder / f"{self._disk_key(key)}.bin" if folder is not None else None
         if path is None or not path.is_file():
             return None
         from jax.experimental import serialize_executable
@@ -318,8 +353,28 @@ class _Jit:
         self._programs[key] = found
         return found
 
+    def build(self, key: str, lowered):
+        """Compiles ``lowered`` (this program, lowered for the call of ``key``) and keeps it (:meth:`store`).
+
+        The compile bypasses JAX's persistent cache: an executable that JAX loaded from its cache serializes
+        without its machine code on the CPU (jaxlib 0.10: loading that copy later fails with "Function ... not
+        found"), so only a program compiled here is written to the store. Where this JAX has no per-thread switch
+        for its cache, the program is kept for this process only.
+        """
+        try:
+            from jax._src.config import enable_compilation_cache
+        except ImportError:  # pragma: no cover - another JAX: compile as usual, keep in memory only
+            compiled = lowered.compile()
+            self._programs[key] = compiled
+            return compiled
+        with enable_compilation_cache(False):
+            compiled = lowered.compile()
+        self.store(key, compiled)
+        return compiled
+
     def store(self, key: str, compiled) -> None:
-        """Keeps ``compiled`` under ``key`` for this process and, serialized, in :func:`executable_dir`."""
+        """Keeps ``compiled`` under ``key`` for this process and, serialized, in :func:`executable_dir` (a program
+        compiled without JAX's persistent cache: :meth:`build`)."""
         self._programs[key] = compiled
         folder = executable_dir()
         if folder is None:
@@ -329,9 +384,10 @@ class _Jit:
         try:
             blob = pickle.dumps(serialize_executable.serialize(compiled))
             folder.mkdir(parents=True, exist_ok=True)
-            partial = folder / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            name = self._disk_key(key)
+            partial = folder / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
             partial.write_bytes(blob)
-            os.replace(partial, folder / f"{key}.bin")  # atomic: a reader sees the whole entry or none
+            os.replace(partial, folder / f"{name}.bin")  # atomic: a reader sees the whole entry or none
         except Exception:  # noqa: BLE001 - a backend that cannot serialize, a read-only disk: this process only
             pass
 
@@ -344,8 +400,7 @@ class _Jit:
         key, _ = found
         program = self.lookup(key)
         if program is None:
-            program = self._get().lower(*args).compile()
-            self.store(key, program)
+            program = self.build(key, self._get().lower(*args))
         return program
 
     def __call__(self, *args, **kwargs):
@@ -357,8 +412,7 @@ class _Jit:
                 key, dynamic = found
                 program = self.lookup(key)
                 if program is None:
-                    program = self._get().lower(*args).compile()
-                    self.store(key, program)
+                    program = self.build(key, self._get().lower(*args))
                 return program(*dynamic)
         return self._get()(*args, **kwargs)
 

@@ -3,6 +3,7 @@ programs (the testbed's training) with level 1 only; an option the jaxlib does n
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -157,10 +158,24 @@ def test_kept_programs_load_in_a_new_process_without_tracing(tmp_path, monkeypat
     again(x, 3)  # another static value
     again(jnp.linspace(0.0, 1.0, 7), 2)  # another shape
     assert len(list(tmp_path.glob("*.bin"))) == 3
+    from jtk.testbed import bandit
+
+    monkeypatch.setattr(bandit, "CHUNK", 100)  # a constant set by hand (programs read such constants as they trace)
+    patched = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    patched(x, 2)
+    assert patched._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 4  # not the kept one
+    monkeypatch.undo()
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    monkeypatch.setattr(bandit, "make_problems", lambda *a, **k: None)  # a function replaced at run time
+    replaced = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    replaced(x, 2)
+    assert replaced._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 5
+    monkeypatch.undo()
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
     monkeypatch.setattr(_compile, "_source_digest", lambda: "another jtk")
     other = _compile.jit(_program, static_argnums=1, keep="tests.program")
     other(x, 2)
-    assert other._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 4  # never loads another jtk's
+    assert other._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 6  # never loads another jtk's
 
 
 def test_a_torn_entry_is_compiled_again_and_the_store_can_be_turned_off(tmp_path, monkeypatch):
@@ -190,6 +205,12 @@ def test_only_programs_with_a_stable_name_and_static_arguments_are_kept():
     assert program.program_key(jnp.zeros(2), 2) is not None
     assert program.program_key(jnp.zeros(2), object()) is None  # printed with its address: not kept
     assert program.program_key(jnp.zeros(2), jnp.sin) is None  # a function: not kept
+
+    @dataclasses.dataclass(frozen=True)
+    class Researchers:  # defined outside jtk (a notebook's subclass, say): its source is in no key
+        width: int = 3
+
+    assert program.program_key(jnp.zeros(2), Researchers()) is None
     from jtk.testbed import bandit
 
     # dataclasses are described by every field: two agents differing in one setting are two programs
@@ -197,3 +218,24 @@ def test_only_programs_with_a_stable_name_and_static_arguments_are_kept():
     assert _compile._static_description(a) != _compile._static_description(b)
     assert _compile._static_description(a) == _compile._static_description(bandit.make_policy("ensemble",
                                                                                               num_members=3))
+
+
+def test_a_program_in_jaxs_persistent_cache_is_kept_whole(tmp_path, monkeypatch):
+    """JAX's persistent cache already holds the program (an earlier run, another version of jtk): the kept copy is
+    compiled afresh, since one loaded from that cache serializes without its machine code on the CPU, and the new
+    process's copy runs."""
+    if not jax.config.jax_compilation_cache_dir:
+        pytest.skip("JAX's persistent compilation cache is off")
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    previous = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        x = jnp.linspace(0.0, 2.0, 33)
+        expected = np.asarray(jax.jit(_program, static_argnums=1)(x, 5))  # now in JAX's cache
+        jax.clear_caches()
+        np.testing.assert_array_equal(_compile.jit(_program, static_argnums=1, keep="tests.cached")(x, 5), expected)
+        loaded = _compile.jit(_program, static_argnums=1, keep="tests.cached")
+        np.testing.assert_array_equal(loaded(x, 5), expected)
+        assert loaded._jitted is None
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)

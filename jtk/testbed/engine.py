@@ -437,9 +437,10 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
     lowered = [low for agent, chunk, name, likelihood_ in tasks if isinstance(agent, agents_base.JaxAgent)
                for low in _lower_chunk(agent, chunk, name, likelihood_, seen)]
     def compile_and_keep(program, key, low):
-        compiled = low.compile()
-        if key is not None:
-            program.store(key, compiled)  # the run's calls, and later runs, find it
+        if key is None:
+            low.compile()
+        else:
+            program.build(key, low)  # the run's calls, and later runs, find it
 
     if lowered:
         with concurrent.futures.ThreadPoolExecutor(max(1, min(len(lowered), threads or executors.host_cores())),
