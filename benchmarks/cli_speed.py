@@ -11,6 +11,8 @@ same cache with jtk's store turned off (``JTK_EXECUTABLE_CACHE=0``: every progra
 before the store). Each row: the command's wall time, the CLI's own "420 problems in … s" (the run itself), the
 1-minute load average before and after, the device, the date and the commit. Rows are appended to
 benchmarks/results/cli_speed.csv (or --out).
+
+    python benchmarks/cli_speed.py --docs    # one table per device, from the stored rows: docs/platforms.md
 """
 
 from __future__ import annotations
@@ -49,6 +51,39 @@ def _device(env: dict) -> str:
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
 
 
+# The goals each row is read against (wall time of the whole command, or the CLI's own run time), per device kind.
+GOALS = {("gpu", "mlp", "cold", "wall_s"): 5.0, ("gpu", "mlp", "warm", "wall_s"): 3.0,
+         ("gpu", "mlp", "warm", "run_s"): 1.0, ("gpu", "ensemble+_K100", "cold", "wall_s"): 4.0,
+         ("cpu", "mlp", "cold", "wall_s"): 6.0}
+
+
+def write_docs(path: pathlib.Path, page: pathlib.Path = ROOT / "docs" / "platforms.md") -> str:
+    """Section 'cli-speed' of docs/platforms.md: one table per device from the stored rows, each row with its
+    date, commit and load, beside the goal it is read against."""
+    sys.path.insert(0, str(ROOT))
+    from jtk._docs import md_table, write_section
+
+    rows = pd.read_csv(path)
+    parts = ["Written by `python benchmarks/cli_speed.py --docs` from `benchmarks/results/cli_speed.csv`: "
+             "`jtk testbed --agent A --grid paper` from a fresh process (`python -m jtk.cli`), cold = empty "
+             "caches, warm = the caches the cold run filled, warm-nostore = the same with jtk's store of compiled "
+             "programs off (`JTK_EXECUTABLE_CACHE=0`). `wall`: the whole command; `run`: the CLI's own "
+             "\"420 problems in … s\". Load: the 1-minute load average before and after the run.", ""]
+    for device, table in rows.groupby("device", sort=False):
+        kind = "gpu" if device.startswith("gpu") else "cpu"
+        goal = [" / ".join(f"{what[:-2]} ≤ {GOALS[(kind, r.agent, r.run, what)]:g} s"
+                           for what in ("wall_s", "run_s") if (kind, r.agent, r.run, what) in GOALS)
+                for r in table.itertuples()]
+        out = table.assign(goal=goal, load=[f"{a:.1f} → {b:.1f}" for a, b in zip(table.load_before,
+                                                                               table.load_after)])
+        out = out[["date", "commit", "agent", "run", "wall_s", "run_s", "goal", "load", "cpus"]].rename(
+            columns={"wall_s": "wall (s)", "run_s": "run (s)"})
+        parts += [f"**{device}**", "", md_table(out, "{:.2f}", index=False), ""]
+    text = "\n".join(parts)
+    write_section("cli-speed", text, page)
+    return text
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent", choices=sorted(AGENTS), default="mlp")
@@ -57,7 +92,11 @@ def main(argv=None) -> None:
     parser.add_argument("--tag", default="", help="a label for the machine (cpu, h200, ...)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "cli_speed.csv")
+    parser.add_argument("--docs", action="store_true", help="write docs/platforms.md's tables from --out; run nothing")
     args = parser.parse_args(argv)
+    if args.docs:
+        print(write_docs(args.out))
+        return
     name, extra = AGENTS[args.agent]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     device = _device(env)

@@ -318,7 +318,7 @@ class _Jit:
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
         h = hashlib.sha256()
         for part in (self._identity, repr(statics), str(tree), "|".join(_leaf_signature(x) for x in leaves),
-                     repr(sorted((compiler_options(self._long_running) or {}).items()))):
+                     jax.default_backend(), repr(sorted((compiler_options(self._long_running) or {}).items()))):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest(), dynamic
@@ -416,7 +416,11 @@ class _Jit:
                 return program(*dynamic)
         return self._get()(*args, **kwargs)
 
-    def __getattr__(self, name):  # lower, trace, _cache_size, ...: the jitted function's own
+    def _cache_size(self) -> int:
+        """Programs this process holds for this function: kept ones and those of its jax.jit."""
+        return len(self._programs) + (self._jitted._cache_size() if self._jitted is not None else 0)
+
+    def __getattr__(self, name):  # lower, trace, ...: the jitted function's own
         if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock", "_long_running",
                                              "_static", "_programs", "_identity"):
             raise AttributeError(name)
