@@ -375,7 +375,7 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
         leaves, tree = jax.tree_util.tree_flatten(args)  # arrays by shape and dtype, static arguments by value
         key = (program, tree, tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else a for a in leaves))
         if key not in seen:
-            kept_key = program.program_key(*args) if isinstance(program, _compile._Jit) else None
+            kept_key = program.program_key(*args) if hasattr(program, "program_key") else None  # a kept program
             kept = program.lookup(kept_key[0]) if kept_key is not None else None
             if kept is not None:
                 seen[key] = kept.out_info
