@@ -24,7 +24,8 @@ def _memory_maps() -> int:
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """After each test module, drop JAX's compiled programs (they are reloaded from the persistent cache on use).
+    """After each test module, drop JAX's compiled programs and jtk's kept ones (they are reloaded from the
+    persistent cache and jtk's store on use).
 
     One process runs the whole suite; every compiled CPU program keeps its own memory mappings, and late in a full
     run the process died twice inside JAX's executable (de)serialisation with a NULL pointer in libc, consistent
@@ -35,7 +36,10 @@ def _release_compiled_programs():
     import jax
 
     if os.environ.get("JTK_TEST_KEEP_PROGRAMS") != "1":
+        from jtk import _compile
+
         jax.clear_caches()
+        _compile.clear_programs()  # jtk's kept programs too (loaded again from its store on use)
         gc.collect()
     if os.environ.get("JTK_TEST_MAPS") == "1":
         print(f"\n[memory maps after module: {_memory_maps()}]", flush=True)

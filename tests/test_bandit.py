@@ -80,6 +80,36 @@ def test_runs_are_reproducible_and_independent_of_chunking(problems):
     assert not np.array_equal(a.actions, c.actions)
 
 
+def test_seeds_in_one_program_are_the_runs_of_each_seed(problems, tmp_path):
+    """run_seeds: every (seed, problem) is a row of one program, and each seed's numbers are those of its own run,
+    on shared problems or on problems of its own; a stopped program continues from its checkpoint."""
+    own = [bandit.make_problems(2, seeds=[0, 1]), bandit.make_problems(2, seeds=[5])]
+    many = bandit.run_seeds("ensemble+", [3, 7], own, horizon=300, agent_kwargs={"num_members": 3}, progress=False)
+    for seed, probs, res in zip([3, 7], own, many):
+        alone = bandit.run("ensemble+", problems=probs, horizon=300, agent_seed=seed, progress=False,
+                           agent_kwargs={"num_members": 3})
+        np.testing.assert_array_equal(res.regret, alone.regret)
+        np.testing.assert_array_equal(res.actions, alone.actions)
+        assert res.problems.seeds == probs.seeds
+    assert many[0].seconds == pytest.approx(2 * many[1].seconds)  # the run's time, shared by rows
+    shared = bandit.run_seeds("mlp", 2, problems, horizon=250, progress=False)
+    np.testing.assert_array_equal(shared[1].regret, bandit.run("mlp", problems=problems, horizon=250, agent_seed=1,
+                                                               progress=False).regret)
+    ckpt = tmp_path / "seeds.npz"
+    bandit.run_seeds("mlp", [0, 1], own, horizon=250, progress=False, checkpoint=ckpt, checkpoint_seconds=0)
+    more = bandit.run_seeds("mlp", [0, 1], own, horizon=500, progress=False, checkpoint=ckpt)
+    whole = bandit.run_seeds("mlp", [0, 1], own, horizon=500, progress=False)
+    np.testing.assert_array_equal(more[1].regret, whole[1].regret)
+    with pytest.raises(ValueError, match="different run"):
+        bandit.run_seeds("mlp", [0, 2], own, horizon=500, progress=False, checkpoint=ckpt)
+    with pytest.raises(ValueError, match="one BanditProblems per seed"):
+        bandit.run_seeds("mlp", [0, 1, 2], own, horizon=10, progress=False)
+    with pytest.raises(ValueError, match="share input_dim"):
+        bandit.run_seeds("mlp", [0, 1], [own[0], bandit.make_problems(3, seeds=1)], horizon=10, progress=False)
+    with pytest.raises(TypeError, match="problems must be"):
+        bandit.run_seeds("mlp", [0], "problems", horizon=10, progress=False)
+
+
 def test_a_stopped_run_continues_from_its_checkpoint(problems, tmp_path):
     """A run that saved its state after 250 steps and was stopped continues to 500 steps from there, with the
     numbers of a run that was never stopped; a checkpoint of another run is refused, not silently reused."""

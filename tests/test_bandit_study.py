@@ -109,35 +109,41 @@ def test_equal_subset_is_what_every_agent_ran(study):
 def test_runs_resume_after_a_kill_and_the_page_quotes_the_paper(study, tmp_path, monkeypatch):
     out = tmp_path / "out"
     base = ["--preset", "subset", "--horizon", "250", "--dims", "2", "--seeds", "2", "--out-dir", str(out)]
-    real_run = study.bandit.run
+    real_run = study.bandit.run_seeds
     calls = []
 
-    def killed_at_dropout(agent, **kw):
-        calls.append((kw["name"], kw["agent_seed"], tuple(kw["problems"].seeds)))
+    def killed_at_dropout(agent, agent_seeds, problems, **kw):
+        calls.append((kw["name"], tuple(agent_seeds), tuple(tuple(p.seeds) for p in problems)))
         if kw["name"] == "dropout":
-            raise KeyboardInterrupt  # the session is stopped during dropout's first run
-        return real_run(agent, progress=False, **kw)
+            raise KeyboardInterrupt  # the session is stopped during dropout's program
+        return real_run(agent, agent_seeds, problems, progress=False, **kw)
 
-    monkeypatch.setattr(study.bandit, "run", killed_at_dropout)
+    monkeypatch.setattr(study.bandit, "run_seeds", killed_at_dropout)
     with pytest.raises(KeyboardInterrupt):
         study.main(base + ["--agents", "mlp", "dropout", "--problems", "3"])
+    # one program per agent: mlp's two seeds together, then dropout's (cheapest first)
+    assert calls == [("mlp", (0, 1), ((0, 1, 2), (0, 1, 2))), ("dropout", (0, 1), ((0, 1, 2), (0, 1, 2)))]
     regret = pd.read_csv(out / "bandit_paper_regret.csv")  # the subset writes the paper preset's run CSV
-    assert list(zip(regret.agent, regret.agent_seed, regret.seed)) == [("mlp", 0, 0), ("mlp", 0, 1), ("mlp", 0, 2)]
+    assert list(zip(regret.agent, regret.agent_seed, regret.seed)) == [("mlp", s, p) for s in (0, 1) for p in range(3)]
     assert (regret.horizon == 250).all()
+    # each seed's rows are those of its own run (bandit.run, one seed)
+    alone = real_run("mlp", [1], study.bandit.make_problems(2, seeds=3), horizon=250, progress=False)[0]
+    np.testing.assert_array_equal(regret[regret.agent_seed == 1].total_regret, alone.total_regret.astype(float))
 
     calls.clear()
-    monkeypatch.setattr(study.bandit, "run", lambda agent, **kw: calls.append(kw["name"]) or real_run(
-        agent, progress=False, **kw))
+    monkeypatch.setattr(study.bandit, "run_seeds", lambda agent, seeds, problems, **kw: calls.append(kw["name"])
+                        or real_run(agent, seeds, problems, progress=False, **kw))
     study.main(base + ["--agents", "mlp", "dropout", "--problems", "2"])
-    assert calls == ["dropout", "mlp", "dropout"]  # seed 0: dropout only (mlp's row is kept); then seed 1
+    assert calls == ["dropout"]  # mlp's rows are kept
     regret2 = pd.read_csv(out / "bandit_paper_regret.csv")
-    pd.testing.assert_frame_equal(regret2.head(3), regret)  # finished rows neither rerun nor lost
-    assert len(regret2) == 3 + 2 + 2 + 2
+    pd.testing.assert_frame_equal(regret2.head(6), regret)  # finished rows neither rerun nor lost
+    assert len(regret2) == 6 + 2 * 2
     assert not list((out / ".bandit_paper_checkpoints").glob("*.npz"))  # stored runs leave no checkpoint
 
     points = pd.read_csv(out / "bandit_subset_points.csv").set_index(["agent", "agent_seed"])
     assert len(points) == 4 and (points.problems == 2).all()
-    assert points.loc[("mlp", 0), "total_regret"] == pytest.approx(regret[regret.seed < 2].total_regret.mean())
+    first = regret[(regret.agent_seed == 0) & (regret.seed < 2)]
+    assert points.loc[("mlp", 0), "total_regret"] == pytest.approx(first.total_regret.mean())
     # the x of each point is the agent's 2-D paper-grid score of the same seed, copied from the measured rows
     scores = pd.read_csv(out / "bandit_testbed_2d.csv")
     assert set(scores.source) == {"testbed_mlp_paper.csv", "zoo_dropout_paper.csv"}
@@ -158,6 +164,27 @@ def test_runs_resume_after_a_kill_and_the_page_quotes_the_paper(study, tmp_path,
     study.main(["--preset", "subset", "--report-only", "--horizon", "250", "--dims", "2", "--seeds", "2",
                 "--problems", "2", "--agents", "mlp", "dropout", "--out-dir", str(out)])
     assert calls == [] and (out / "bandit_subset_summary.csv").read_text() == summary
+
+
+def test_problems_drawn_per_seed_run_and_report_by_index(study, tmp_path, monkeypatch):
+    """--preset figs89 (problems drawn per seed): seed s runs problem seeds s·J + i, the report counts them by
+    their index i, and rows of the fixed draw (seed 1 on problem 0) are neither reused nor reported."""
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setitem(study.bandit.PRESETS, "figs89", {**study.bandit.PRESETS["figs89"], "num_seeds": 3})
+    fixed = pd.DataFrame({"agent": "mlp", "input_dim": 2, "agent_seed": [1], "seed": [0], "horizon": 250,
+                          "total_regret": [1.0], "seconds": [1.0]})
+    fixed.to_csv(out / "bandit_paper_regret.csv", index=False)
+    study.main(["--preset", "figs89", "--horizon", "250", "--dims", "2", "--seeds", "2", "--problems", "2",
+                "--agents", "mlp", "--runs-only", "--out-dir", str(out)])
+    regret = pd.read_csv(out / "bandit_paper_regret.csv")
+    assert sorted(zip(regret.agent_seed, regret.seed)) == [(0, 0), (0, 1), (1, 0), (1, 3), (1, 4)]  # J = 3: 3, 4
+    view = study.problem_view(regret, 3, "per-seed")
+    assert sorted(zip(view.agent_seed, view.seed)) == [(0, 0), (0, 1), (1, 0), (1, 1)]  # the fixed row is out
+    assert study.bandit.problem_seeds(2, 20, "per-seed") == list(range(40, 60))
+    assert study.bandit.problem_seeds(2, 20) == list(range(20))
+    with pytest.raises(ValueError, match="draw"):
+        study.bandit.problem_seeds(0, 20, "random")
 
 
 def test_report_only_without_an_earlier_run_says_what_is_missing(study, tmp_path, capsys):

@@ -3,6 +3,7 @@ programs (the testbed's training) with level 1 only; an option the jaxlib does n
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -135,3 +136,124 @@ def test_a_jtk_jit_called_inside_jit_vmap_or_grad_works():
     np.testing.assert_allclose(outer(x), np.sin(np.asarray(x)) * 2.0 + 1.0, rtol=1e-6)
     np.testing.assert_allclose(jax.vmap(inner)(x), inner(x), rtol=1e-6)
     np.testing.assert_allclose(jax.grad(lambda v: inner(v).sum())(x), 2.0 * np.cos(np.asarray(x)), rtol=1e-6)
+
+
+def _program(x, n):
+    return jnp.cumsum(jnp.sin(x) ** n)
+
+
+def test_kept_programs_load_in_a_new_process_without_tracing(tmp_path, monkeypatch):
+    """A kept program is written once; a new _Jit of the same name (what a new process builds) runs the stored
+    executable without tracing or lowering (it never builds its jax.jit); another static value, shape or jtk
+    source is another program."""
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    x = jnp.linspace(0.0, 3.0, 101)
+    expected = np.asarray(jax.jit(_program, static_argnums=1)(x, 2))
+    first = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    np.testing.assert_array_equal(first(x, 2), expected)
+    assert len(list(tmp_path.glob("*.bin"))) == 1
+    again = _compile.jit(_program, static_argnums=1, keep="tests.program")  # a new process's
+    np.testing.assert_array_equal(again(x, 2), expected)
+    assert again._jitted is None  # loaded: nothing traced, lowered or compiled
+    again(x, 3)  # another static value
+    again(jnp.linspace(0.0, 1.0, 7), 2)  # another shape
+    assert len(list(tmp_path.glob("*.bin"))) == 3
+    from jtk.testbed import bandit
+
+    monkeypatch.setattr(bandit, "CHUNK", 100)  # a constant set by hand (programs read such constants as they trace)
+    patched = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    patched(x, 2)
+    assert patched._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 4  # not the kept one
+    monkeypatch.undo()
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    monkeypatch.setattr(bandit, "make_problems", lambda *a, **k: None)  # a function replaced at run time
+    replaced = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    replaced(x, 2)
+    assert replaced._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 5
+    monkeypatch.undo()
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    monkeypatch.setattr(_compile, "_source_digest", lambda: "another jtk")
+    other = _compile.jit(_program, static_argnums=1, keep="tests.program")
+    other(x, 2)
+    assert other._jitted is not None and len(list(tmp_path.glob("*.bin"))) == 6  # never loads another jtk's
+
+
+def test_a_torn_entry_is_compiled_again_and_the_store_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    x = jnp.arange(5.0)
+    _compile.jit(_program, static_argnums=1, keep="tests.torn")(x, 1)
+    (entry,) = tmp_path.glob("*.bin")
+    whole = entry.stat().st_size
+    entry.write_bytes(entry.read_bytes()[:100])  # cut short, as by a killed writer on a disk without rename
+    second = _compile.jit(_program, static_argnums=1, keep="tests.torn")
+    np.testing.assert_allclose(second(x, 1), np.cumsum(np.sin(np.arange(5.0))), rtol=1e-6)
+    assert second._jitted is not None and entry.stat().st_size == whole  # compiled again, rewritten whole
+    third = _compile.jit(_program, static_argnums=1, keep="tests.torn")
+    third(x, 1)
+    assert third._jitted is None
+    monkeypatch.undo()
+    monkeypatch.setenv("JTK_EXECUTABLE_CACHE", "0")
+    assert _compile.executable_dir() is None
+
+
+def test_only_programs_with_a_stable_name_and_static_arguments_are_kept():
+    with pytest.raises(ValueError, match="keep=True"):
+        _compile.jit(lambda x: x, keep=True)
+    with pytest.raises(ValueError, match="keep=True"):
+        _compile.jit(_program, keep=True)  # not a module of jtk: its name is no promise
+    program = _compile.jit(_program, static_argnums=1, keep="tests.unstable")
+    assert program.program_key(jnp.zeros(2), 2) is not None
+    assert program.program_key(jnp.zeros(2), object()) is None  # printed with its address: not kept
+    assert program.program_key(jnp.zeros(2), jnp.sin) is None  # a function: not kept
+
+    @dataclasses.dataclass(frozen=True)
+    class Researchers:  # defined outside jtk (a notebook's subclass, say): its source is in no key
+        width: int = 3
+
+    assert program.program_key(jnp.zeros(2), Researchers()) is None
+    from jtk.testbed import bandit
+
+    # dataclasses are described by every field: two agents differing in one setting are two programs
+    a, b = bandit.make_policy("ensemble", num_members=3), bandit.make_policy("ensemble", num_members=4)
+    assert _compile._static_description(a) != _compile._static_description(b)
+    assert _compile._static_description(a) == _compile._static_description(bandit.make_policy("ensemble",
+                                                                                              num_members=3))
+
+
+def test_a_program_in_jaxs_persistent_cache_is_kept_whole(tmp_path, monkeypatch):
+    """JAX's persistent cache already holds the program (an earlier run, another version of jtk): the kept copy is
+    compiled afresh, since one loaded from that cache serializes without its machine code on the CPU, and the new
+    process's copy runs."""
+    if not jax.config.jax_compilation_cache_dir:
+        pytest.skip("JAX's persistent compilation cache is off")
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    previous = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        x = jnp.linspace(0.0, 2.0, 33)
+        expected = np.asarray(jax.jit(_program, static_argnums=1)(x, 5))  # now in JAX's cache
+        jax.clear_caches()
+        np.testing.assert_array_equal(_compile.jit(_program, static_argnums=1, keep="tests.cached")(x, 5), expected)
+        # loaded in this process, where it was compiled before: it runs, or it is compiled again and runs
+        loaded = _compile.jit(_program, static_argnums=1, keep="tests.cached")
+        np.testing.assert_array_equal(loaded(x, 5), expected)
+        np.testing.assert_array_equal(loaded(x, 5), expected)
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
+
+
+def test_the_store_drops_the_least_recently_used_programs_past_its_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(_compile, "executable_dir", lambda: tmp_path)
+    program = _compile.jit(_program, static_argnums=1, keep="tests.trim")
+    program(jnp.zeros(3), 1)
+    (first,) = tmp_path.glob("*.bin")
+    size = first.stat().st_size
+    monkeypatch.setenv("JTK_CACHE_MAX_GB", str(2.5 * size / 2 ** 30))  # the store: 1.25 programs
+    import os
+
+    os.utime(first, (1, 1))  # long unused
+    program(jnp.zeros(4), 1)
+    assert [p.name for p in tmp_path.glob("*.bin")] != [first.name] and not first.exists()
+    assert len(list(tmp_path.glob("*.bin"))) == 1
+    monkeypatch.setenv("JTK_CACHE_MAX_GB", "0")
+    assert _compile.store_limit_bytes() == -1

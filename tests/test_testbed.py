@@ -428,8 +428,12 @@ def _evaluate_compiling_ahead(agent, monkeypatch, request=None):
     cores of busy processes (``busy_cpus``)."""
     from jax import monitoring
 
+    from jtk import _compile
+
     plain = testbed.evaluate(agent, AHEAD_GRID, progress=False).drop(columns=["train_seconds", "eval_seconds"])
     jax.clear_caches()
+    monkeypatch.setattr(_compile, "executable_dir", lambda: None)  # kept programs: this process's only
+    _compile.clear_programs()  # so that the run below compiles them (ahead) instead of finding them
     if request is not None:
         request.getfixturevalue("busy_cpus")
     compiled = []
@@ -508,8 +512,13 @@ def test_compile_ahead_lowers_each_program_once_and_skips_other_agents():
     agent = jtk.agents.make("mlp", num_steps=41)
     chunks = engine.make_chunks(testbed.problems("paper"), agent)  # five minibatch sizes, one training program
     tasks = [(agent, c, "mlp", "auto") for c in chunks]
-    seen: dict = {}
-    lowered = [low for t in tasks for low in engine._lower_chunk(*t, seen)]
+    from jtk import _compile
+
+    _compile.clear_programs()  # none kept in this process, and none loaded from the store:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compile, "executable_dir", lambda: None)
+        seen: dict = {}
+        lowered = [low for t in tasks for _, _, low in engine._lower_chunk(*t, seen)]
     names = sorted(re.search(r"module @(\w+)", low.as_text()).group(1) for low in lowered)
     assert len(chunks) > 5 and names == ["jit__eval_chunk"] * 2 + ["jit__finish_states", "jit__make_training",
                                                                    "jit__start_states"]  # scoring at τ = 1 and 10

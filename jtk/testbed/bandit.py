@@ -61,7 +61,12 @@ PRESETS = {
                "runs": "paper"},
     "lab": {"horizon": 2_000, "num_seeds": 8, "input_dims": (2, 10), "agent_seeds": 5,
             "agent_kwargs": {"ensemble": {"num_members": 10}, "ensemble+": {"num_members": 10}}},
+    # Figs. 8/9 as §5 runs them: d = 50, 10 initialisation seeds, each on its own 20 problems
+    # (problem_seeds(s, 20, "per-seed")); seed 0's problems are 0-19, so its rows are the paper preset's.
+    "figs89": {"horizon": 50_000, "num_seeds": 20, "input_dims": (50,), "agent_seeds": 10, "agent_kwargs": {},
+               "runs": "paper", "problem_draw": "per-seed"},
 }
+PROBLEM_DRAWS = ("fixed", "per-seed")
 PAPER_AGENTS = ("mlp", "ensemble", "dropout", "bbb", "ensemble+", "hypermodel")
 # Figs. 8/9 (§5): Pearson r of log total regret (d = 50, T = 50 000) with log d_KL^τ of the 2-D testbed, and the
 # bootstrap 5th and 95th percentiles, as printed in the figures.
@@ -101,6 +106,25 @@ def _make_problem(seed, input_dim: int, num_actions: int, temperature):
     actions = sample_inputs(k_actions, num_actions, input_dim)
     params = sample_prior_params(k_env, input_dim, (50, 50), 2)
     return actions, jax.nn.softmax(environment_logits(params, actions, temperature), axis=-1)[:, 1]
+
+
+def problem_seeds(agent_seed: int, num_problems: int, draw: str = "fixed") -> list[int]:
+    """The bandit problem seeds that initialisation seed ``agent_seed`` runs on.
+
+    Args:
+      agent_seed: the initialisation seed s ≥ 0.
+      num_problems: problems per seed J ≥ 1.
+      draw: "fixed": every seed runs problems 0..J-1 (the paper and lab presets); "per-seed": seed s runs its own
+        problems s·J..s·J + J-1, as §5 varies the problems with the seed (seed 0 keeps 0..J-1).
+
+    Returns:
+      J problem seeds.
+    """
+    agent_seed = _checks.integer("agent_seed", agent_seed, minimum=0)
+    num_problems = _checks.integer("num_problems", num_problems, minimum=1)
+    _checks.one_of("draw", draw, PROBLEM_DRAWS)
+    first = agent_seed * num_problems if draw == "per-seed" else 0
+    return list(range(first, first + num_problems))
 
 
 def make_problems(input_dim: int = 2, seeds: Iterable[int] | int = 5, num_actions: int | None = None,
@@ -302,12 +326,12 @@ def online_agents() -> list[str]:
 
 
 # ------------------------------------------------------------------ runner
-@functools.partial(_compile.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,), keep=True)
 def _init(policy: Policy, keys, actions, probs, hyper):
     return jax.vmap(policy.init, (0, 0, 0, None))(keys, actions, probs, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,), keep=True)
 def _run_chunk(policy: Policy, states, keys, actions, probs, hyper, t0):
     """CHUNK steps of every problem: states and keys [J], t0 the step before the chunk."""
 
@@ -416,58 +440,154 @@ def run(agent, input_dim: int = 2, horizon: int = 1000, seeds: Iterable[int] | i
         raise TypeError(f"problems must be jtk.testbed.bandit.BanditProblems, got {type(problems).__name__}")
     else:
         num_seeds, dim = len(problems.seeds), problems.input_dim
-    _memory.check_budget(f"bandit regret and actions: seeds {num_seeds} × horizon {horizon} × 8 bytes × 3, plus "
-                         f"replay buffers seeds × replay_capacity × (input_dim + 2) float32",
-                         _memory.nbytes(3, num_seeds, horizon + CHUNK, dtype=np.float64)
-                         + _memory.nbytes(num_seeds, replay_capacity, dim + 2),
-                         "lower horizon, replay_capacity or the number of seeds")
+    _check_run_memory(num_seeds, horizon, replay_capacity, dim)
     policy = make_policy(agent, steps_per_obs=steps_per_obs, batch_size=batch_size,
                          replay_capacity=replay_capacity, **agent_kwargs)
     if problems is None:
         problems = make_problems(input_dim, seeds, num_actions, temperature)
-    if name is None:
-        name = agent if isinstance(agent, str) else type(getattr(policy, "agent", policy)).__name__
+    return _simulate(policy, _result_name(agent, policy, name), [problems], [agent_key], horizon, progress,
+                     checkpoint, checkpoint_seconds)[0]
+
+
+def run_seeds(agent, agent_seeds: Iterable[int] | int, problems: BanditProblems | list[BanditProblems],
+              horizon: int = 1000, *, steps_per_obs: int = 1, batch_size: int = 128, replay_capacity: int = 10_000,
+              agent_kwargs: dict | None = None, name: str | None = None, progress: bool = True, checkpoint=None,
+              checkpoint_seconds: float = 60.0) -> list[BanditResult]:
+    """Runs Thompson sampling with one agent for several initialisation seeds in one program.
+
+    Every (seed, problem) pair is one row of the same vmapped scan that :func:`run` runs for one seed, so a whole
+    study of an agent at one d (the paper's 10 seeds × 20 problems) is one compiled program and one loop over
+    chunks of steps, with the state on the device between chunks. Each row's numbers are those of
+    ``run(agent, problems=problems_s, agent_seed=s)``: the keys of a row depend only on its seed, its problem
+    and the step, and the rows of a vmap do not interact.
+
+    Args:
+      agent: as :func:`run`.
+      agent_seeds: distinct initialisation seeds S (an int S means 0..S-1).
+      problems: the problems of every seed, or a list of one :class:`BanditProblems` per seed (the paper draws the
+        problems per seed), all of one input_dim, num_actions and temperature.
+      horizon, steps_per_obs, batch_size, replay_capacity, agent_kwargs, name, progress: as :func:`run`.
+      checkpoint: as :func:`run`: one file for the whole program (every seed's state).
+      checkpoint_seconds: as :func:`run`.
+
+    Returns:
+      one :class:`BanditResult` per seed, in the order of ``agent_seeds``; each one's ``seconds`` is the run's wall
+      time times its share of the rows (its problems over all), so summed over seeds it is the run's wall time.
+    """
+    agent_seeds = _checks.seeds("agent_seeds", agent_seeds, unique=True)
+    horizon = _checks.integer("horizon", horizon, minimum=1)
+    agent_kwargs = _checks.mapping("agent_kwargs", agent_kwargs)
+    replay_capacity = _checks.integer("replay_capacity", replay_capacity, minimum=1)
+    problems_list = [problems] * len(agent_seeds) if isinstance(problems, BanditProblems) else problems
+    if isinstance(problems_list, (str, bytes)) or not isinstance(problems_list, (list, tuple)) or not all(
+            isinstance(p, BanditProblems) for p in problems_list):
+        raise TypeError(f"problems must be jtk.testbed.bandit.BanditProblems or a list of them (one per seed), got "
+                        f"{_checks.describe(problems)}")
+    if len(problems_list) != len(agent_seeds):
+        raise ValueError(f"problems must hold one BanditProblems per seed: {len(agent_seeds)} agent_seeds, got "
+                         f"{len(problems_list)}")
+    shapes = {(p.input_dim, p.num_actions, float(p.temperature)) for p in problems_list}
+    if len(shapes) > 1:
+        raise ValueError(f"problems must share input_dim, num_actions and temperature (one program), got "
+                         f"{sorted(shapes)}")
+    _check_run_memory(sum(len(p.seeds) for p in problems_list), horizon, replay_capacity, problems_list[0].input_dim)
+    policy = make_policy(agent, steps_per_obs=steps_per_obs, batch_size=batch_size,
+                         replay_capacity=replay_capacity, **agent_kwargs)
+    keys = [_checks.as_key(s, "agent_seeds entries") for s in agent_seeds]
+    return _simulate(policy, _result_name(agent, policy, name), list(problems_list), keys, horizon, progress,
+                     checkpoint, checkpoint_seconds)
+
+
+def _result_name(agent, policy: Policy, name: str | None) -> str:
+    if name is not None:
+        return name
+    return agent if isinstance(agent, str) else type(getattr(policy, "agent", policy)).__name__
+
+
+def _check_run_memory(num_rows: int, horizon: int, replay_capacity: int, dim: int) -> None:
+    _memory.check_budget(f"bandit regret and actions: seeds {num_rows} × horizon {horizon} × 8 bytes × 3, plus "
+                         f"replay buffers seeds × replay_capacity × (input_dim + 2) float32",
+                         _memory.nbytes(3, num_rows, horizon + CHUNK, dtype=np.float64)
+                         + _memory.nbytes(num_rows, replay_capacity, dim + 2),
+                         "lower horizon, replay_capacity or the number of seeds")
+
+
+def _simulate(policy: Policy, name: str, problems_list: list[BanditProblems], agent_keys: list, horizon: int,
+              progress: bool, checkpoint, checkpoint_seconds: float) -> list[BanditResult]:
+    """The runs of ``policy`` with agent key ``agent_keys[i]`` on ``problems_list[i]``, all as the rows of one
+    vmapped program (rows: every problem of every key), in chunks of :data:`CHUNK` steps; one result per key."""
+    first = problems_list[0]
     hyper = {}
     if isinstance(policy, ThompsonSampling):
-        prior = agents_base.ProblemInfo(problems.input_dim, 2, 1, problems.temperature, 1)
+        prior = agents_base.ProblemInfo(first.input_dim, 2, 1, first.temperature, 1)
         hyper = {k: jnp.asarray(v, jnp.float32) for k, v in policy.agent.online_hyper(prior).items()}
-    num_problems = len(problems.seeds)
-    base = jax.random.fold_in(agent_key, 0x7A6E7)
-    keys = jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.asarray(problems.seeds, jnp.uint32))
+    row_keys = []
+    for agent_key, problems in zip(agent_keys, problems_list):
+        base = jax.random.fold_in(agent_key, 0x7A6E7)
+        row_keys.append(jax.vmap(lambda s, b=base: jax.random.fold_in(b, s))(jnp.asarray(problems.seeds, jnp.uint32)))
+    keys = jnp.concatenate(row_keys)
+    actions = jnp.concatenate([p.actions for p in problems_list])
+    probs = jnp.concatenate([p.probs for p in problems_list])
     init_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
     step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     start = time.perf_counter()
-    states = _init(policy, init_keys, problems.actions, problems.probs, hyper)
+    states = _init(policy, init_keys, actions, probs, hyper)
     num_chunks = -(-horizon // CHUNK)
     regrets, pulled = [], []
     done, earlier_seconds = 0, 0.0
     if checkpoint is not None:
         checkpoint = pathlib.Path(checkpoint)
-        fingerprint = _fingerprint(policy, problems, agent_key, hyper)
+        fingerprint = _fingerprint(policy, problems_list, agent_keys, hyper)
         saved = _load_checkpoint(checkpoint, fingerprint, states)
         if saved is not None:
             states, regrets, pulled, done, earlier_seconds = saved
+    pending = []  # chunks dispatched whose outputs are not yet on the host
+
+    def collect(keep: int) -> None:
+        while len(pending) > keep:
+            r, a = pending.pop(0)
+            regrets.append(np.asarray(r))
+            pulled.append(np.asarray(a))
+
     last_save = time.perf_counter()
-    for c in tqdm(range(done, num_chunks), desc=f"bandit {name} d={problems.input_dim}", disable=not progress,
+    dim = first.input_dim
+    for c in tqdm(range(done, num_chunks), desc=f"bandit {name} d={dim}", disable=not progress,
                   unit="chunk", initial=min(done, num_chunks), total=num_chunks):
-        states, (r, a) = _run_chunk(policy, states, step_keys, problems.actions, problems.probs, hyper,
-                                    jnp.asarray(c * CHUNK, jnp.int32))
-        regrets.append(np.asarray(r))  # waits for the chunk, so the progress bar is honest
-        pulled.append(np.asarray(a))
+        states, out = _run_chunk(policy, states, step_keys, actions, probs, hyper, jnp.asarray(c * CHUNK, jnp.int32))
+        pending.append(out)
+        # The next chunk is dispatched before this one's outputs are copied (the device never waits for the host);
+        # waiting for the one before keeps the progress bar at most one chunk ahead.
+        collect(keep=1)
         if checkpoint is not None and (time.perf_counter() - last_save >= checkpoint_seconds
                                        or c == num_chunks - 1):
+            collect(keep=0)
             _save_checkpoint(checkpoint, fingerprint, states, regrets, pulled,
                              earlier_seconds + time.perf_counter() - start)
             last_save = time.perf_counter()
+    collect(keep=0)
     regret = np.concatenate(regrets, axis=1)[:, :horizon]
-    actions = np.concatenate(pulled, axis=1)[:, :horizon]
-    assert regret.shape == (num_problems, horizon)
-    return BanditResult(name, regret, actions, problems, earlier_seconds + time.perf_counter() - start)
+    pulled_all = np.concatenate(pulled, axis=1)[:, :horizon]
+    seconds = earlier_seconds + time.perf_counter() - start
+    num_rows = regret.shape[0]
+    out, row = [], 0
+    for problems in problems_list:
+        j = len(problems.seeds)
+        out.append(BanditResult(name, regret[row:row + j], pulled_all[row:row + j], problems, seconds * j / num_rows))
+        row += j
+    assert row == num_rows and regret.shape == (num_rows, horizon)
+    return out
 
 
-def _fingerprint(policy: Policy, problems: BanditProblems, agent_key, hyper) -> str:
-    """What a checkpoint must match: the policy (agent and its settings), the problems, the agent's key and the
-    online hyperparameters."""
+def _fingerprint(policy: Policy, problems_list: list[BanditProblems], agent_keys: list, hyper) -> str:
+    """What a checkpoint must match: the policy (agent and its settings), the problems, the agents' keys and the
+    online hyperparameters. One run (one key) hashes as it always has, so its checkpoints stay valid; several
+    hash each run's fingerprint in order."""
+    if len(problems_list) > 1:
+        h = hashlib.sha256(b"runs")
+        for problems, key in zip(problems_list, agent_keys):
+            h.update(_fingerprint(policy, [problems], [key], hyper).encode())
+        return h.hexdigest()
+    problems, agent_key = problems_list[0], agent_keys[0]
     h = hashlib.sha256()
     h.update(repr(policy).encode())
     h.update(repr((problems.seeds, problems.input_dim, problems.num_actions, float(problems.temperature))).encode())

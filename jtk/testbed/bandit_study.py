@@ -3,6 +3,7 @@
     python -m jtk.testbed.bandit_study                    # lab preset (K = 10, T = 2000, 8 problems, 5 seeds)
     python -m jtk.testbed.bandit_study --preset subset    # Figs. 8/9's part that fits 2 cores: d = 50, problem 0, seed 0
     python -m jtk.testbed.bandit_study --preset paper     # App. E / §5: T = 50 000, 20 problems, d ∈ {2, 10, 50}, 10 seeds
+    python -m jtk.testbed.bandit_study --preset figs89    # Figs. 8/9 as §5 runs them: d = 50, 10 seeds, 20 problems per seed
     python -m jtk.testbed.bandit_study --speed            # steps per second only (ensemble+ K = 10, d = 2)
 
 Paper and subset presets (Figs. 8/9, App. E.3): for each d, agent and initialisation seed s the bandit runs on
@@ -11,6 +12,11 @@ regret at T against the agent's mean d_KL^τ on the 2-D testbed (the paper grid'
 already measured are reused, the missing ones evaluated). Pearson r on log scales with bootstrap 5–95 %
 intervals, one per d and never pooled across d, beside the paper's −0.12 (−0.34, 0.09) and 0.69 (0.62, 0.75).
 The lab preset scores each agent on testbed problems at ρ = 0.1 with the bandit's own d instead.
+
+One compiled program per agent and d runs all its missing seeds and problems together (``--seeds-per-program``
+bounds the seeds per program). The paper and subset presets run every seed on problems 0..19; figs89 draws the
+problems per seed, as §5 does (``jtk.testbed.bandit.problem_seeds``: seed s runs 20 s..20 s + 19, so seed 0's runs
+are shared with the paper preset), and reports problems by their index within the seed's draw.
 
 Every call resumes: rows already in the run CSV are kept and not rerun (the CSVs are written atomically after
 each run), and a run in progress checkpoints its state, so a killed call continues where it stopped; --fresh
@@ -116,49 +122,94 @@ def missing_problems(regret: pd.DataFrame, agent: str, input_dim: int, agent_see
 
 
 def run_missing(agents, dims, problems, seeds, horizon, agent_kwargs, files, checkpoints: pathlib.Path,
-                fresh: bool = False) -> pd.DataFrame:
+                fresh: bool = False, draw: str = "fixed", block: int | None = None,
+                seeds_per_program: int | None = None) -> pd.DataFrame:
     """Runs every (agent, d, agent_seed, problem) of the selection that the run CSV lacks, and returns all its rows.
 
-    Resumable at two levels: finished runs are rows of ``files["regret"]`` (rewritten atomically after each run,
-    so rows are never lost or redone), and the run in progress saves its state under ``checkpoints`` at least
-    every minute (``jtk.testbed.bandit.run(checkpoint=...)``), so a killed run continues from its last save. Order: seed
-    by seed, and within a seed the cheapest agent first, so that an interrupted session leaves whole seeds.
+    One program per agent and d runs the missing problems of all its seeds together
+    (:func:`jtk.testbed.bandit.run_seeds`: every (seed, problem) a row of one vmapped scan), or of
+    ``seeds_per_program`` seeds at a time. ``problems`` are problem indices: seed s runs the problem seeds
+    ``bandit.problem_seeds(s, block, draw)`` at those indices (``block``: the preset's problems per seed; default
+    ``max(problems) + 1``).
+
+    Resumable at two levels: finished programs are rows of ``files["regret"]`` (rewritten atomically after each
+    program, so rows are never lost or redone), and the program in progress saves its state under ``checkpoints``
+    at least every minute (``checkpoint=`` of :func:`jtk.testbed.bandit.run_seeds`), so a killed one continues from
+    its last save. Order: by groups of seeds, and within a group the cheapest agent first, so that an interrupted
+    session leaves whole agents.
     """
     regret = pd.DataFrame() if fresh else read_regret(files["regret"], horizon)
     curves = pd.DataFrame() if fresh else read_csv(files["curve_runs"])
     matrix_rate = None  # the machine's 2048² rate, measured once before this invocation's runs, kept with each run
     made = {name: bandit.make_policy(name, **agent_kwargs.get(name, {})) for name in agents}
     order = sorted(agents, key=lambda name: made[name].relative_cost)
+    seeds = list(seeds)
+    step = len(seeds) if seeds_per_program is None else _checks.integer("seeds_per_program", seeds_per_program,
+                                                                         minimum=1)
+    groups = [seeds[i:i + step] for i in range(0, len(seeds), step)] if seeds else []
     for d in dims:
-        for s in seeds:
+        for group in groups:
             for name in order:
-                todo = missing_problems(regret, name, d, s, horizon, problems)
+                todo = {}
+                for s in group:
+                    wanted = [bandit.problem_seeds(s, block, draw)[p] for p in problems] if draw != "fixed" else list(problems)
+                    if missing := missing_problems(regret, name, d, s, horizon, wanted):
+                        todo[s] = missing
                 if not todo:
                     continue
                 if matrix_rate is None:
                     from jtk._info import gemm_gflops
                     matrix_rate = round(gemm_gflops(), 1)
-                ckpt = checkpoints / f"{name}_d{d}_T{horizon}_s{s}_p{'-'.join(map(str, todo))}.npz"
+                ckpt = checkpoints / _checkpoint_name(name, d, horizon, todo)
                 load_start = os.getloadavg()[0]
-                res = bandit.run(made[name], problems=bandit.make_problems(d, seeds=todo), horizon=horizon,
-                                 agent_seed=s, name=name, checkpoint=ckpt)
-                rows = pd.DataFrame({"agent": name, "input_dim": d, "agent_seed": s, "seed": list(todo),
-                                     "horizon": horizon, "total_regret": res.total_regret.astype(float),
-                                     "seconds": res.seconds / len(todo),
-                                     "load_avg_1min_start": load_start,
-                                     "load_avg_1min": os.getloadavg()[0],  # at the end of the run
-                                     "matrix_gflops": matrix_rate,
-                                 "device": jax.devices()[0].device_kind})
-                regret = pd.concat([regret, rows], ignore_index=True)
-                curves = pd.concat([curves, res.frame(every=max(1, horizon // 100)).assign(agent_seed=s)],
-                                   ignore_index=True)
+                results = bandit.run_seeds(made[name], list(todo), [bandit.make_problems(d, seeds=p)
+                                                                    for p in todo.values()],
+                                           horizon=horizon, name=name, checkpoint=ckpt)
+                load_end = os.getloadavg()[0]
+                for (s, done), res in zip(todo.items(), results):
+                    rows = pd.DataFrame({"agent": name, "input_dim": d, "agent_seed": s, "seed": list(done),
+                                         "horizon": horizon, "total_regret": res.total_regret.astype(float),
+                                         "seconds": res.seconds / len(done),
+                                         "load_avg_1min_start": load_start,
+                                         "load_avg_1min": load_end,  # at the end of the run
+                                         "matrix_gflops": matrix_rate,
+                                         "device": jax.devices()[0].device_kind})
+                    regret = pd.concat([regret, rows], ignore_index=True)
+                    curves = pd.concat([curves, res.frame(every=max(1, horizon // 100)).assign(agent_seed=s)],
+                                       ignore_index=True)
+                    print(f"{name} d = {d} seed {s} problems {done}: total regret "
+                          f"{np.round(res.total_regret, 1).tolist()}, {res.seconds:.0f} s, load "
+                          f"{load_start:.1f} → {load_end:.1f}", flush=True)
                 write_csv(curves, files["curve_runs"])
-                write_csv(regret, files["regret"])  # the run's rows, then its checkpoint goes
+                write_csv(regret, files["regret"])  # the program's rows, then its checkpoint goes
                 ckpt.unlink(missing_ok=True)
-                print(f"{name} d = {d} seed {s} problems {todo}: total regret "
-                      f"{np.round(res.total_regret, 1).tolist()}, {res.seconds:.0f} s, load "
-                      f"{load_start:.1f} → {rows.load_avg_1min.iloc[0]:.1f}", flush=True)
     return regret
+
+
+def _checkpoint_name(name: str, d: int, horizon: int, todo: dict) -> str:
+    """The checkpoint file of one program: one seed's keeps the name it always had (a stopped run continues);
+    several seeds' name a short hash of their (seed, problems)."""
+    if len(todo) == 1:
+        (s, problems), = todo.items()
+        return f"{name}_d{d}_T{horizon}_s{s}_p{'-'.join(map(str, problems))}.npz"
+    import hashlib
+
+    digest = hashlib.sha256(repr(sorted(todo.items())).encode()).hexdigest()[:16]
+    return f"{name}_d{d}_T{horizon}_s{min(todo)}-{max(todo)}_{digest}.npz"
+
+
+def problem_view(regret: pd.DataFrame, num_problems: int, draw: str) -> pd.DataFrame:
+    """The run CSV's rows with ``seed`` as the problem's index 0..J-1 within its initialisation seed's draw.
+
+    "fixed": unchanged (problem seeds are the indices). "per-seed": only the rows of seed s on its own problems
+    (``bandit.problem_seeds(s, J, "per-seed")``), with s·J subtracted; rows of the fixed draw on other problems
+    are left out (seed 0's are in both).
+    """
+    if draw == "fixed" or not len(regret):
+        return regret
+    first = regret.agent_seed * num_problems
+    keep = (regret.seed >= first) & (regret.seed < first + num_problems)
+    return regret[keep].assign(seed=regret.seed[keep] - first[keep])
 
 
 RUN_LINE = re.compile(r"^(?P<agent>\S+) d = (?P<d>\d+) seed (?P<s>\d+) problems \[(?P<problems>[\d, ]+)\]: "
@@ -347,6 +398,9 @@ def main(argv=None) -> None:
                         help="re-evaluate one stored 2-D testbed problem per agent with today's code (reuse check)")
     parser.add_argument("--no-docs", action="store_true", help="leave docs/bandit.md alone")
     parser.add_argument("--out-dir", type=pathlib.Path, help="write the CSVs (and bandit.md) here instead")
+    parser.add_argument("--seeds-per-program", type=int, metavar="N",
+                        help="run N initialisation seeds per compiled program (default: all the missing seeds of an "
+                             "agent and d in one)")
     parser.add_argument("--import-log", type=pathlib.Path, nargs="+", metavar="LOG",
                         help="add the runs printed in these logs (e.g. benchmarks/results/bandit_gpu_h100_log.txt) "
                              "to the preset's run CSV, then go on")
@@ -366,6 +420,7 @@ def main(argv=None) -> None:
     problems = list(range(args.problems or preset["num_seeds"]))
     seeds = list(range(args.seeds or preset["agent_seeds"]))
     kwargs = preset["agent_kwargs"]
+    draw, block = preset.get("problem_draw", "fixed"), preset["num_seeds"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs = f"bandit_{preset.get('runs', args.preset)}"  # the run CSVs, shared by a preset and its subsets
     tag = f"bandit_{args.preset}"
@@ -380,8 +435,10 @@ def main(argv=None) -> None:
         regret = read_regret(files["regret"], horizon)
     else:
         regret = run_missing(args.agents, dims, problems, seeds, horizon, kwargs, files,
-                             RESULTS / f".{runs}_checkpoints", fresh=args.fresh)
+                             RESULTS / f".{runs}_checkpoints", fresh=args.fresh, draw=draw, block=block,
+                             seeds_per_program=args.seeds_per_program)
     run_wall = time.perf_counter() - t0
+    regret = problem_view(regret, block, draw)  # seed: the problem's index within its seed's draw
     if args.runs_only:
         print(f"runs: {run_wall:.0f} s of wall time in this call")
         return
@@ -554,8 +611,12 @@ def write_docs(preset: str, table, corr, points, regret, common, horizon, proble
                 missing.append(f"{a} at d = {d}: " + "; ".join(
                     ([f"seeds {whole}"] if whole else []) + part))
     fig_d = 50 if 50 in set(points.input_dim) else (max(points.input_dim) if len(points) else 50)
+    per_seed = bandit.PRESETS[preset].get("problem_draw", "fixed") == "per-seed"
+    drawn = (f"bandit problems drawn per seed: seed s runs problem seeds s·{bandit.PRESETS[preset]['num_seeds']} + "
+             f"{problems} (`jtk.testbed.bandit.problem_seeds`), and the problem numbers below are these indices"
+             if per_seed else f"bandit problems {problems}")
     lines = [f"Regenerated by `python -m jtk.testbed.bandit_study --preset {preset}` (T = {horizon}; "
-             f"d = {', '.join(map(str, dims))}; bandit problems {problems}; initialisation seeds {seeds}; agents "
+             f"d = {', '.join(map(str, dims))}; {drawn}; initialisation seeds {seeds}; agents "
              f"{', '.join(agents)}, the reference defaults, ensembles of K = 100).", ""]
     if missing:
         lines += [f"**Not yet run** ({len(missing)}): " + "; ".join(missing) + ". Rerun the same command: it runs "

@@ -90,9 +90,10 @@ def _make_test(cfg: ProblemSettings, num_test: int, tau: int, params, seed, temp
     return sample_test(cfg, num_test, tau, params, problem_key(seed, temperature, num_train), temperature)
 
 
-_make_training_batch = _compile.jit(jax.vmap(_make_training, in_axes=(None, 0, 0, 0)), static_argnums=0)
+_make_training_batch = _compile.jit(jax.vmap(_make_training, in_axes=(None, 0, 0, 0)), static_argnums=0,
+                                   keep="jtk.testbed.engine._make_training_batch")
 _make_test_batch = _compile.jit(jax.vmap(_make_test, in_axes=(None, None, None, 0, 0, 0, 0)),
-                                static_argnums=(0, 1, 2))
+                                static_argnums=(0, 1, 2), keep="jtk.testbed.engine._make_test_batch")
 
 
 def load_problem(problem: Problem) -> tuple[Any, train_lib.Dataset, TestData]:
@@ -202,20 +203,20 @@ def _one_of(agents: tuple, index, run, *operands):
     return jax.lax.switch(index, [functools.partial(run, a) for a in agents], *operands)
 
 
-@functools.partial(_compile.jit, static_argnums=0, long_running=True)
+@functools.partial(_compile.jit, static_argnums=0, long_running=True, keep=True)
 def _train_states(agents: tuple, index, data: train_lib.Dataset, hyper, agent_seeds):
     """Trains ``agents[index]`` on the P padded training sets ``data`` at once (one program for all ``agents``)."""
     keys = jax.vmap(jax.random.key)(agent_seeds)
     return _one_of(agents, index, lambda a, k, d, h: jax.vmap(a.train)(k, d, h), keys, data, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=0)
+@functools.partial(_compile.jit, static_argnums=0, keep=True)
 def _start_states(agent, data: train_lib.Dataset, hyper, agent_seeds):
     """:meth:`~jtk.agents.base.JaxAgent.start_training` on P training sets: compiled once for every minibatch size."""
     return jax.vmap(agent.start_training)(jax.vmap(jax.random.key)(agent_seeds), data, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=0, long_running=True)
+@functools.partial(_compile.jit, static_argnums=0, long_running=True, keep=True)
 def _finish_states(agents: tuple, index, started, data: train_lib.Dataset, hyper):
     """:meth:`~jtk.agents.base.JaxAgent.finish_training` of ``agents[index]`` on P training sets (one program for all
     ``agents``)."""
@@ -249,7 +250,7 @@ def _train_chunk(agent, cfg: ProblemSettings, seeds, temps, ns, hyper, agent_see
     return env_params, call(_finish_states, programs, index, started, data, hyper)
 
 
-@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5), long_running=True)
+@functools.partial(_compile.jit, static_argnums=(0, 1, 2, 3, 4, 5), long_running=True, keep=True)
 def _eval_chunk(agent, cfg: ProblemSettings, num_test: int, tau: int, num_samples: int, exact: bool, env_params, states,
                 seeds, temps, ns, eval_seeds):
     """Draws the τ test sets of P problems and scores the trained agent on each (lax.map bounds memory)."""
@@ -363,8 +364,10 @@ def _scorings(agent, groups, padded, train_args: tuple, name: str, likelihood_):
 
 
 def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, seen: dict) -> list:
-    """Lowers the programs :func:`_evaluate_jax_chunk` would run for ``groups``, running none: their
-    ``jax.stages.Lowered`` forms, less those whose program and argument shapes are in ``seen`` (updated)."""
+    """Lowers the programs :func:`_evaluate_jax_chunk` would run for ``groups``, running none: (program, its key
+    in jtk's store of compiled programs or None, ``jax.stages.Lowered``) for each, less those whose program and
+    argument shapes are in ``seen`` (updated) and those already compiled and kept (``_compile``'s store: they are
+    loaded, not lowered)."""
     padded, train_args = _train_inputs(agent, [g[0] for g in groups], getattr(groups, "size", None))
     found = []
 
@@ -372,9 +375,14 @@ def _lower_chunk(agent: agents_base.JaxAgent, groups, name: str, likelihood_, se
         leaves, tree = jax.tree_util.tree_flatten(args)  # arrays by shape and dtype, static arguments by value
         key = (program, tree, tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else a for a in leaves))
         if key not in seen:
-            low = program.lower(*args)
-            seen[key] = low.out_info
-            found.append(low)
+            kept_key = program.program_key(*args) if hasattr(program, "program_key") else None  # a kept program
+            kept = program.lookup(kept_key[0]) if kept_key is not None else None
+            if kept is not None:
+                seen[key] = kept.out_info
+            else:
+                low = program.lower(*args)
+                seen[key] = low.out_info
+                found.append((program, kept_key and kept_key[0], low))
         return seen[key]
 
     env_params, states = _train_chunk(*train_args, getattr(groups, "programs", None), call=lower)
@@ -428,10 +436,16 @@ def compile_ahead(tasks: Sequence[tuple], threads: int | None = None) -> int:
     seen: dict = {}
     lowered = [low for agent, chunk, name, likelihood_ in tasks if isinstance(agent, agents_base.JaxAgent)
                for low in _lower_chunk(agent, chunk, name, likelihood_, seen)]
+    def compile_and_keep(program, key, low):
+        if key is None:
+            low.compile()
+        else:
+            program.build(key, low)  # the run's calls, and later runs, find it
+
     if lowered:
         with concurrent.futures.ThreadPoolExecutor(max(1, min(len(lowered), threads or executors.host_cores())),
                                                    thread_name_prefix="jtk-compile") as pool:
-            for future in [pool.submit(low.compile) for low in lowered]:
+            for future in [pool.submit(compile_and_keep, *item) for item in lowered]:
                 future.result()
     return len(lowered)
 
