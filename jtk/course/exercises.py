@@ -78,6 +78,10 @@ answer never runs out of memory (docs/grading.md, "The guarantee, as a property 
 WALL_FACTOR = 4
 """A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
 busy processes per core (docs/grading.md, "Time limits under load")."""
+NOTEBOOK_FACTOR = 8
+"""A notebook's wall-clock cap, all its cells (and any restart) together, is NOTEBOOK_FACTOR × the per-cell CPU
+budget: cells that each stay under their own backstop cannot add up past it (docs/grading.md, "A submission is
+contained as a whole")."""
 
 
 # ------------------------------------------------------------------ building exercises/
@@ -476,11 +480,15 @@ class Execution:
       fate: cell index -> ``ok``, ``error`` (it raised), ``timeout`` (past the wall clock), ``died`` or ``not_run``.
       errors: cell index -> the error it raised (``Type: message``), or the note that a restart lost a cell.
       answers: check cell index -> one list of answer records per call, in the order of its plan.
+      limit: the limit of the whole notebook it went over (``memory``, ``processes`` or ``wall``), else None.
+      peak: the most memory (bytes) and tasks one of its sandboxes held at once (None where not measured).
     """
 
     fate: dict[int, str]
     errors: dict[int, str]
     answers: dict[int, list[list[dict]]]
+    limit: str | None = None
+    peak: dict = dataclasses.field(default_factory=lambda: {"memory": None, "processes": None})
 
 
 class _Restart(Exception):
@@ -558,7 +566,7 @@ def _start(options: dict):
 
 def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
             memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, package: str | None = None,
-            plans: dict[int, Sequence[Call]] | None = None) -> Execution:
+            plans: dict[int, Sequence[Call]] | None = None, notebook_timeout: float | None = None) -> Execution:
     """Runs the cells ``run`` of ``nb`` in a contained worker, making the check calls of ``plans`` at their cells.
 
     A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
@@ -569,12 +577,20 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     tries once more (``REPLAY_TRIES``), and if that fails too the next cell's error is a ``KernelError`` note
     saying which cell could not be brought back and why.
 
+    Limits of the whole notebook end it: ``notebook_timeout`` wall-clock seconds for all its cells and restarts
+    together (default: no cap but the cells' own), and its sandbox's memory and tasks, all processes together
+    (:class:`jtk.course.sandbox.Worker`). The first one it goes over is :attr:`Execution.limit`, and no cell runs
+    after it.
+
     Raises:
       GraderFault: a worker could not start (before any student code ran).
     """
     from jtk import _checks
 
     timeout = _checks.positive("timeout", timeout)
+    cap = time.monotonic() + (_checks.positive("notebook_timeout", notebook_timeout) if notebook_timeout is not None
+                              else float("inf"))
+    limit, peak = None, {"memory": None, "processes": None}
     plans = plans or {}
     options = dict(sandbox=sandbox, memory=memory, workdir=workdir, package=package, uid=uid)
     fate = {i: "not_run" for i in run}
@@ -583,7 +599,7 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     pending, done = list(run), []
     replay_tries = 0
     for _attempt in range(len(run) + REPLAY_TRIES):
-        if not pending:
+        if not pending or limit:
             break
         worker = _start(options)
         try:
@@ -591,7 +607,7 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
             for j in done:  # bring a new worker to where the last one was
                 if j in plans:
                     continue
-                how, error = _run_cell(worker, nb.cells[j].source, time.monotonic() + timeout)
+                how, error = _run_cell(worker, nb.cells[j].source, min(cap, time.monotonic() + timeout))
                 if fate[j] == "ok" and how != "ok" and lost is None:
                     lost = (j, how, error)
             if lost is not None:
@@ -600,7 +616,10 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                     raise _Restart
             while pending:
                 i = pending[0]
-                deadline = time.monotonic() + timeout
+                deadline = min(cap, time.monotonic() + timeout)
+                if deadline <= time.monotonic():
+                    limit = "wall"
+                    raise _Restart
                 if i in plans:
                     answers[i] = []
                     fate[i], error = _run_check(worker, plans[i], deadline, answers[i])
@@ -618,12 +637,18 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                 if fate[i] in ("ok", "error"):
                     done.append(i)
                 else:
+                    if fate[i] == "timeout" and time.monotonic() >= cap:
+                        limit = "wall"
                     raise _Restart
         except _Restart:
             pass
         finally:
             worker.close()
-    return Execution(fate, errors, answers)
+            limit = worker.limit_hit or limit  # a limit of the sandbox also explains the cell it stopped
+            for key, value in worker.peak.items():
+                if value is not None:
+                    peak[key] = max(peak[key] or 0, value)
+    return Execution(fate, errors, answers, limit, peak)
 
 
 # ------------------------------------------------------------------ scoring
@@ -835,13 +860,19 @@ def _skipped_note(sub: Submission) -> str:
 def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int = DEFAULT_TIMEOUT,
                    memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None,
                    seed: int | None = None, salt: str = "", package: str | None = None,
-                   tmp_root: str | None = None, wall_factor: float = WALL_FACTOR) -> dict:
+                   tmp_root: str | None = None, wall_factor: float = WALL_FACTOR,
+                   notebook_timeout: float | None = None) -> dict:
     """Grades one submission; never raises for anything in the submission.
 
     Args:
       timeout: CPU seconds per check cell for the student's function (shared by the cell's check calls).
+      memory: bytes the notebook's sandbox may hold, all its processes together.
       package: what the bwrap sandbox mounts over jtk (:func:`jtk.course.sandbox.stubbed_package`).
       wall_factor: every cell's wall-clock backstop is ``wall_factor × timeout`` seconds.
+      notebook_timeout: wall-clock seconds for the whole notebook (default ``NOTEBOOK_FACTOR × timeout``).
+
+    A notebook over a limit of the whole notebook (its memory or tasks, all processes together, or its wall-clock
+    cap) scores nothing, and its row's message names the limit.
 
     Returns:
       ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
@@ -857,6 +888,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
         raise TypeError(f"sub: expected a jtk.course.exercises.Submission (from collect), got {type(sub).__name__}")
     timeout = _checks.positive("timeout", timeout)
     wall_factor = _checks.positive("wall_factor", wall_factor)
+    notebook_timeout = _checks.positive("notebook_timeout", notebook_timeout if notebook_timeout is not None
+                                        else NOTEBOOK_FACTOR * timeout)
     source = sources.get(sub.notebook)
     if sandbox == "bwrap" and package is None:
         package = _stubs()
@@ -878,7 +911,7 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
                 os.chown(workdir, uid, uid)
             os.chmod(workdir, 0o700)
         done = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout * wall_factor, memory=memory,
-                       sandbox=sandbox, uid=uid, package=package, plans=plans)
+                       sandbox=sandbox, uid=uid, package=package, plans=plans, notebook_timeout=notebook_timeout)
     except (GraderFault, OSError) as err:
         return _empty_row(sub, source, "error", f"grader fault, not the student's: {err}"[:500])
     finally:
@@ -886,6 +919,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
             from jtk.course import sandbox as sb
 
             sb.remove_tree(workdir)
+    if done.limit:
+        return _empty_row(sub, source, "graded", _over_limit(done.limit, memory, notebook_timeout))
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
@@ -894,6 +929,16 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
             "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
             "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
+
+
+def _over_limit(limit: str, memory: int, notebook_timeout: float) -> str:
+    """The row's message for a notebook over a limit of the whole notebook: which limit, and what it was."""
+    from jtk.course import sandbox as sb
+
+    what = {"memory": f"its memory limit of {memory / 2 ** 30:.3g} GiB, all its processes together",
+            "processes": f"its limit of {sb.DEFAULT_PROCESSES} processes and threads, all together",
+            "wall": f"its wall-clock limit of {notebook_timeout:g} s for the whole notebook, all cells together"}
+    return f"not graded: the notebook went over {what[limit]}; it scores nothing (limit: {limit})"
 
 
 @functools.lru_cache(maxsize=None)
