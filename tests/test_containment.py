@@ -39,7 +39,7 @@ MiB = 2 ** 20
 def _worker(script: str, tmp_path, **limits) -> sandbox.Worker:
     """A sandbox worker that runs ``script`` (plain Python, no jtk) under ``limits``."""
     workdir = tmp_path / "work"
-    workdir.mkdir(exist_ok=True)
+    workdir.mkdir(parents=True, exist_ok=True)
     return sandbox.Worker([sys.executable, "-I", "-c", textwrap.dedent(script)], mode=MODE, workdir=str(workdir),
                           **limits)
 
@@ -138,6 +138,48 @@ def test_nothing_a_worker_started_outlives_it(tmp_path):
     time.sleep(0.5)
     alive = [p for p in inside if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive, alive
+
+
+BUSY_LOOP = """
+import os, sys, time
+for i in range({children}):
+    if os.fork() == 0:
+        os.setsid()  # a session of its own: the scheduler's autogroups would give it a share of its own
+        break
+sys.stderr.write("busy\\n"); sys.stderr.flush()
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    pass
+"""
+
+
+def _cpu_seconds(worker) -> float:
+    total = 0.0
+    for pid in sandbox.processes_of(worker):
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+@pytest.mark.skipif(not sandbox.cgroups().get("cpu"), reason="a CPU share needs a cpu control group")
+def test_a_sandbox_gets_one_cpu_share_however_many_processes_it_starts(tmp_path):
+    """Two sandboxes side by side, one busy process against twenty, each in a session of its own: each sandbox gets
+    about the same CPU time (one share each), not one twenty-first of it (the scheduler's autogroups give each
+    session a share). A ratio of CPU times, so other load on the machine does not change it."""
+    one = _worker(BUSY_LOOP.format(children=0), tmp_path / "one", memory=1024 * MiB)
+    many = _worker(BUSY_LOOP.format(children=19), tmp_path / "many", memory=1024 * MiB)
+    try:
+        _wait_for(one, "busy", 1, 20), _wait_for(many, "busy", 20, 20)
+        before = _cpu_seconds(one), _cpu_seconds(many)
+        time.sleep(6)
+        after = _cpu_seconds(one), _cpu_seconds(many)
+    finally:
+        one.close(), many.close()
+    got_one, got_many = after[0] - before[0], after[1] - before[1]
+    assert got_one > 0.4 * got_many, (got_one, got_many)
 
 
 # ------------------------------------------------------------------ through grading
@@ -247,8 +289,9 @@ import os, sys, time
 import numpy as np
 
 MARK = "{mark}"
-for i in range(40):
+for i in range(100):
     if os.fork() == 0:
+        os.setsid()
         os.execv(sys.executable, [sys.executable, "-c", "while True: pass", MARK])
 
 class Uniform:
@@ -266,19 +309,22 @@ def make_agent():
 
 
 def test_a_busy_entry_does_not_starve_the_one_beside_it(tmp_path):
-    """With --workers 2, an entry that forks 40 busy processes and then waits is scored beside an honest one: the
-    honest entry finishes in time, and none of the busy processes outlives the board."""
+    """With --workers 2, an entry that forks 100 busy processes and then waits is scored beside an honest one: the
+    honest entry finishes in time, and none of the busy processes outlives the board. (How the CPU is shared between
+    the two is measured in test_a_sandbox_gets_one_cpu_share_however_many_processes_it_starts, which other load on
+    this machine does not change.)"""
     mark = f"jtk-busy-{os.getpid()}-{time.time_ns()}"
     subs = tmp_path / "submissions"
     subs.mkdir()
     (subs / "honest.py").write_text(textwrap.dedent(HONEST))
-    (subs / "busy.py").write_text(textwrap.dedent(BUSY.format(mark=mark, sleep=60)))
+    (subs / "busy.py").write_text(textwrap.dedent(BUSY.format(mark=mark, sleep=15)))
     cfg = tmp_path / "challenge.toml"
-    cfg.write_text('grid = "quick"\nseeds = 1\nbaselines = []\ntime_limit_s = 60.0\nmemory_limit_mb = 3072\n'
+    cfg.write_text('grid = "quick"\nseeds = 1\nbaselines = []\ntime_limit_s = 120.0\nmemory_limit_mb = 3072\n'
                    'practice_seeds = 1\nnum_train = [10]\ntemperatures = [0.5]\nnum_test = 50\nnum_samples = 50\n'
                    f'salt = "{"ab" * 16}"\n')
     challenge.score(subs, cfg, tmp_path / "board", workers=2, progress=False)
     board = pd.read_csv(tmp_path / "board" / "leaderboard.csv").set_index("name")
+    print(board[["status", "seconds"]])
     assert board.loc["honest", "status"] == "ok", board.loc["honest"].to_dict()
     time.sleep(1)
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if mark in (p.info["cmdline"] or [])]

@@ -213,6 +213,7 @@ class Source:
     checks: tuple[SourceCheck, ...]
     answer_ids: frozenset[str]
     demo_cells: dict  # cell id -> the student's copy of the cell's code
+    modules: frozenset[str] = frozenset()  # the jtk names its code cells import or reach (jtk.a.b); see allowed_modules
 
     @property
     def max_score(self) -> float:
@@ -279,9 +280,12 @@ def load_source(path) -> Source:
     except Exception as err:  # noqa: BLE001
         raise ValueError(f"source notebook {path} is not readable: {err}") from None
     checks, answers, demo, seen, last_id, first_answer = [], set(), {}, set(), None, False
+    modules: set[str] = set()
     for i, cell in enumerate(nb.cells):
         meta = _nbgrader(cell)
         gid = meta.get("grade_id")
+        if cell.cell_type == "code":
+            modules |= _jtk_names(cell.source)
         if gid is not None:
             if gid in seen:
                 raise ValueError(f"{path.name}: grade_id {gid!r} appears twice")
@@ -304,7 +308,43 @@ def load_source(path) -> Source:
             last_id = gid
     if not checks:
         raise ValueError(f"{path.name} has no check cells (code cells with nbgrader metadata grade: true)")
-    return Source(path.name, tuple(checks), frozenset(answers), demo)
+    return Source(path.name, tuple(checks), frozenset(answers), demo, frozenset(modules))
+
+
+def _jtk_names(code: str) -> set[str]:
+    """The dotted jtk names a cell imports (``import jtk.a``, ``from jtk.a import b``) or reaches (``jtk.a.b.c``)."""
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]  # IPython magics
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "jtk")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "jtk":
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Attribute):
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id == "jtk":
+                chain.reverse()
+                names.update(".".join(["jtk", *chain[:k]]) for k in range(1, len(chain) + 1))
+    return names
+
+
+def allowed_modules(source: Source) -> frozenset[str]:
+    """The jtk modules a worker grading ``source`` may import: what every worker needs
+    (:data:`jtk.course.sandbox.WORKER_MODULES`) and what the exercise's own cells import or reach, with everything
+    those import (:func:`jtk.course.sandbox.import_closure`). Every other jtk module is absent from its sandbox."""
+    from jtk import _checks
+    from jtk.course import sandbox as sb
+
+    _checks.instance("source", source, Source, "a Source (load_source's)")
+    return sb.import_closure([*sb.WORKER_MODULES, *sorted(source.modules)])
 
 
 def load_sources(source_dir) -> dict[str, Source]:
@@ -891,8 +931,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
     notebook_timeout = _checks.positive("notebook_timeout", notebook_timeout if notebook_timeout is not None
                                         else NOTEBOOK_FACTOR * timeout)
     source = sources.get(sub.notebook)
-    if sandbox == "bwrap" and package is None:
-        package = _stubs()
+    if sandbox == "bwrap" and package is None and source is not None:
+        package = _stubs(allowed_modules(source))
     if sub.rejected:
         return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
@@ -942,15 +982,16 @@ def _over_limit(limit: str, memory: int, notebook_timeout: float) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _stubs() -> str:
-    """This process's stubbed copy of jtk (:func:`jtk.course.sandbox.stubbed_package`), made once, removed at exit."""
+def _stubs(allowed: frozenset[str] | None = None) -> str:
+    """This process's stubbed copy of jtk holding the modules ``allowed`` (:func:`jtk.course.sandbox.stubbed_package`),
+    made once per allowlist, removed at exit."""
     import atexit
 
     from jtk.course import sandbox as sb
 
     root = tempfile.mkdtemp(prefix="jtk-stubs-")
     atexit.register(sb.remove_tree, root)
-    return str(sb.stubbed_package(root))
+    return str(sb.stubbed_package(root, allowed=allowed))
 
 
 # ------------------------------------------------------------------ a class
@@ -1047,6 +1088,7 @@ def _init_worker(slots, sources, options) -> None:
 
 def _grade_in_worker(sub: Submission, wall_factor: float = WALL_FACTOR) -> dict:
     options = dict(_WORKER["options"], wall_factor=wall_factor)
+    options["package"] = options.pop("packages").get(sub.notebook)
     if options.pop("use_uid"):
         from jtk.course import sandbox as sb
 
@@ -1098,8 +1140,12 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     os.chmod(tmp_root, 0o711 if mode == "user" else 0o700)
     rows: list[dict | None] = [None] * len(submissions)
     try:
-        package = str(sb.stubbed_package(tmp_root)) if mode == "bwrap" else None
-        options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt, package=package,
+        # deny by default: each exercise's sandbox holds the jtk its own cells need, and nothing else
+        packages = {} if mode != "bwrap" else {
+            name: str(sb.stubbed_package(os.path.join(tmp_root, f"jtk-{k}"), allowed=allowed_modules(src)))
+            for k, (name, src) in enumerate(sorted(sources.items()))
+            if any(s.notebook == name for s in submissions)}
+        options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt, packages=packages,
                        tmp_root=tmp_root, use_uid=mode == "user")
         ctx = multiprocessing.get_context("spawn")
         slots = ctx.Queue()

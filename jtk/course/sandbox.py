@@ -284,13 +284,79 @@ class _Stubber(ast.NodeTransformer):
         return node
 
 
-def stubbed_package(dest, stubbed: Sequence[str] | None = None) -> pathlib.Path:
+def package_modules(root=None) -> dict[str, pathlib.Path]:
+    """Every module of the jtk package at ``root`` (default :func:`package_dir`): dotted name -> its file (a package's
+    is its ``__init__.py``)."""
+    root = pathlib.Path(root or package_dir())
+    out = {}
+    for file in sorted(root.rglob("*.py")):
+        parts = file.relative_to(root).with_suffix("").parts
+        if "__pycache__" in parts or "_labs" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(("jtk", *parts))] = file
+    return out
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """The dotted names an ``import`` statement anywhere in ``tree`` (functions included) names: ``import a.b`` gives
+    a.b; ``from a import b`` gives a and a.b (b may be a module); relative imports are resolved."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = module.split(".") if is_package else module.split(".")[:-1]
+                here = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                base = ".".join([*here, *([base] if base else [])])
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_closure(roots: Sequence[str], modules: dict[str, pathlib.Path] | None = None) -> frozenset[str]:
+    """The jtk modules ``roots`` need: each root, its parent packages, and what they import, followed through every
+    ``import`` statement of jtk's source (inside functions too, so a lazy import is followed), to a fixed point.
+
+    Args:
+      roots: dotted module names; those that are not jtk modules are ignored.
+      modules: :func:`package_modules`' result (default: jtk's).
+    """
+    modules = package_modules() if modules is None else modules
+    seen: set[str] = set()
+    todo = [r for r in roots if isinstance(r, str)]
+    while todo:
+        name = todo.pop()
+        if name not in modules or name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:k]) for k in range(1, len(parts))]
+        file = modules[name]
+        tree = ast.parse(file.read_text())
+        todo += [n for n in _imported(tree, name, file.name == "__init__.py") if n.startswith("jtk")]
+    return frozenset(seen)
+
+
+WORKER_MODULES = ("jtk", "jtk.course._kernel_launcher", "jtk.course._grading_worker", "jtk.course._answers",
+                  "jtk.course._wire", "jtk.checks")
+"""What every grading worker runs (its launcher) and imports before any student code, and ``jtk.checks`` (what every exercise imports to
+check itself): the roots of each exercise's allowlist (:func:`jtk.course.exercises.allowed_modules`)."""
+
+
+def stubbed_package(dest, stubbed: Sequence[str] | None = None, allowed=None) -> pathlib.Path:
     """A copy of the jtk package at ``dest/jtk`` in which the exercises' answers cannot be computed.
 
-    The judge (``jtk/course/_judge.py``: cases, reference answers) is replaced by a module whose import raises, and each
-    function of ``stubbed`` (default: ``jtk.course._judge.STUBBED``, ``"module:qualname"``) by one that raises
-    :class:`jtk.course._answers.NotAvailable`. No bytecode is copied (``__pycache__`` would hold the originals), nor the
-    labs the wheel carries.
+    Deny by default: with ``allowed`` (dotted module names, e.g. :func:`jtk.course.exercises.allowed_modules`) the
+    copy holds those modules' files and no other jtk module, so what an exercise does not need is not importable
+    whether or not anyone listed it. The judge (``jtk/course/_judge.py``: cases, reference answers) is replaced by a
+    module whose import raises, and each function of ``stubbed`` (default: ``jtk.course._judge.STUBBED``,
+    ``"module:qualname"``) in a module of the copy by one that raises :class:`jtk.course._answers.NotAvailable`: the
+    functions an exercise asks for stay out of reach in the modules it does need. No bytecode is copied
+    (``__pycache__`` would hold the originals), nor the labs the wheel carries.
 
     Raises:
       ValueError: a function of ``stubbed`` that is not in jtk's source.
@@ -298,13 +364,25 @@ def stubbed_package(dest, stubbed: Sequence[str] | None = None) -> pathlib.Path:
     _checks.path("dest", dest)
     if stubbed is not None and (isinstance(stubbed, (str, bytes)) or not all(isinstance(f, str) for f in stubbed)):
         raise TypeError(f"stubbed must be a list of 'module:qualname' strings or None, got {stubbed!r}")
+    if allowed is not None and (isinstance(allowed, (str, bytes)) or not all(isinstance(m, str) for m in allowed)):
+        raise TypeError(f"allowed must be a collection of dotted module names or None, got {allowed!r}")
     if stubbed is None:
         from jtk.course import _judge
 
         stubbed = _judge.STUBBED
     src = pathlib.Path(package_dir())
     out = pathlib.Path(dest) / "jtk"
-    shutil.copytree(src, out, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_labs"), symlinks=False)
+    keep = None if allowed is None else {f for m, f in package_modules(src).items() if m in set(allowed)}
+
+    def ignore(folder, names):
+        skipped = set(shutil.ignore_patterns("__pycache__", "*.pyc", "_labs")(folder, names))
+        if keep is not None:  # neither a module off the list nor a folder without one (a namespace package)
+            skipped |= {n for n in names if n.endswith(".py") and pathlib.Path(folder, n) not in keep}
+            skipped |= {n for n in names if os.path.isdir(os.path.join(folder, n))
+                        and not any(pathlib.Path(folder, n) in f.parents for f in keep)}
+        return skipped
+
+    shutil.copytree(src, out, ignore=ignore, symlinks=False)
     (out / "course" / "_judge.py").write_text(JUDGE_STUB)
     by_module = collections.defaultdict(set)
     for path in stubbed:
@@ -313,6 +391,8 @@ def stubbed_package(dest, stubbed: Sequence[str] | None = None) -> pathlib.Path:
     for module, qualnames in by_module.items():
         parts = module.split(".")[1:]
         file = out.joinpath(*parts[:-1], parts[-1] + ".py") if parts else out / "__init__.py"
+        if not file.exists() and allowed is not None and module not in allowed:
+            continue  # not in the copy at all
         tree = ast.parse(file.read_text())
         stubber = _Stubber(module, qualnames)
         tree = ast.fix_missing_locations(stubber.visit(tree))
