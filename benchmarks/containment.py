@@ -5,8 +5,8 @@
 Grades a class of two with `jtk grade --workers 1 --timeout 10`: the teacher's exercise 1 and a hostile copy of
 it whose first answer cell forks ``--children`` processes that each write ``--mib`` MiB and sleep, and
 ``--bomb`` more that only sleep (a fork bomb kept small), then leaves 1a blank. While the command runs, every
-0.1 s it sums over the command's whole process tree the memory (resident less shared, plus the largest shared
-part once) and the tasks (processes and threads), and prints the peaks, the wall time, the exit status and the
+0.25 s it sums over the command's whole process tree the memory (proportional set size: a page that forked
+processes share counts once) and the tasks (processes and threads), and prints the peaks, the wall time, the exit status and the
 two rows. ``JTK_SANDBOX_CGROUPS=0`` in the environment turns the control groups off (the supervisor measures and
 ends the sandbox instead).
 """
@@ -43,20 +43,18 @@ time.sleep(5)
 
 def sample(root: psutil.Process) -> tuple[int, int]:
     """(memory, tasks) of ``root``'s whole tree now."""
-    memory = shared = tasks = 0
+    memory = tasks = 0
     try:
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
         return 0, 0
     for proc in procs:
         try:
-            info = proc.memory_info()
-            memory += info.rss - info.shared
-            shared = max(shared, info.shared)
+            memory += proc.memory_full_info().pss  # a page shared by n processes (forks) counts 1/n in each
             tasks += proc.num_threads()
         except psutil.Error:
             pass
-    return memory + shared, tasks
+    return memory, tasks
 
 
 def main(argv=None) -> None:
@@ -87,7 +85,7 @@ def main(argv=None) -> None:
         while proc.poll() is None:
             memory, tasks = sample(root)
             peak_memory, peak_tasks = max(peak_memory, memory), max(peak_tasks, tasks)
-            time.sleep(0.1)
+            time.sleep(0.25)
         out, err = proc.communicate()
         seconds = time.monotonic() - start
         rows = json.loads(out) if out.strip() else []

@@ -1082,7 +1082,10 @@ def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
 _WORKER: dict = {}
 
 
-def _init_worker(slots, sources, options) -> None:
+def _init_worker(slots, sources, options, grader: int | None = None) -> None:
+    from jtk.course import sandbox as sb
+
+    sb.die_with_parent(grader)
     _WORKER.update(slot=slots.get(), sources=sources, options=options)
 
 
@@ -1167,7 +1170,7 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
 
         def pool_of(size: int):
             return concurrent.futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
-                                                          initargs=(slots, sources, options))
+                                                          initargs=(slots, sources, options, os.getpid()))
 
         with pool_of(workers) as pool:
             collect(pool, range(len(submissions)), "grading", WALL_FACTOR)

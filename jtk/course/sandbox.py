@@ -76,9 +76,9 @@ start JAX under 2 GiB; with 2 arenas it starts and compiles under 1 GiB)."""
 SHM_BYTES = 64 * 2 ** 20
 """Size of a bwrap worker's ``/dev/shm``."""
 
-DEFAULT_PROCESSES = 512
-"""Tasks (processes and threads together) one sandbox may hold: JAX, XLA and OpenBLAS start a few threads per core,
-so an honest worker needs tens; a fork bomb stops here."""
+DEFAULT_PROCESSES = max(512, 8 * (os.cpu_count() or 1))
+"""Tasks (processes and threads together) one sandbox may hold: 512, or 8 per core on machines of more than 64 cores
+(JAX, XLA and OpenBLAS start a few threads per core, so an honest worker needs tens); a fork bomb stops here."""
 
 CPU_WEIGHT = 100
 """A sandbox's CPU weight (cgroup v2's scale, where 100 is the default; v1's ``cpu.shares`` gets 1024 × weight / 100).
@@ -651,7 +651,8 @@ class _Supervisor:
 
     Every ``interval`` seconds it follows the children of every process it has seen (so a child re-parented by a
     double fork is still followed when it was seen once), sums their memory (resident, less what is shared, plus
-    the largest shared part once) and their tasks, and kills them all when either is over its limit. It is a
+    the largest shared part once; over the limit, confirmed by the proportional set size, which counts a page that
+    forks share once) and their tasks, and kills them all when either is over its limit. It is a
     fallback: a process forked and orphaned between two looks is not seen (a control group has no such gap).
     """
 
@@ -705,12 +706,25 @@ class _Supervisor:
                 except psutil.Error:
                     pass
             memory += shared
+            if self.memory is not None and memory > self.memory:
+                memory = self._proportional(procs)  # forks share pages copy-on-write: count each page once
             self.peak_memory, self.peak_processes = max(self.peak_memory, memory), max(self.peak_processes, tasks)
             over = ("memory" if self.memory is not None and memory > self.memory else
                     "processes" if self.processes is not None and tasks > self.processes else None)
             if over:
                 self.hit = self.hit or over
                 self.kill()
+
+    def _proportional(self, procs) -> int:
+        """The tree's proportional set size: each page shared by n processes counted 1/n in each (exact for forked
+        children, whose pages are shared copy-on-write; slower to read, so read only to confirm a breach)."""
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_full_info().pss
+            except (self._psutil.Error, AttributeError):
+                pass
+        return total
 
     def kill(self) -> None:
         for _ in range(3):
@@ -800,9 +814,13 @@ class Worker:
         self.mode, self.uid = mode, uid
         self.limit_hit: str | None = None
         self.peak: dict = {"memory": None, "processes": None}
-        self.proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=workdir or "/", env=worker_env(home, env), start_new_session=True,
-                                     close_fds=True)
+        try:
+            self.proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         cwd=workdir or "/", env=worker_env(home, env), start_new_session=True,
+                                         close_fds=True)
+        except BaseException:
+            self.group.remove()
+            raise
         missing = {"memory", "pids"} - self.group.controllers
         self.supervisor = None if not missing else _Supervisor(
             self.proc.pid, memory=memory if "memory" in missing else None,
@@ -929,6 +947,21 @@ class Worker:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Has the kernel kill this process when its parent dies (Linux ``PR_SET_DEATHSIG``): a grader's pool process,
+    and with it its sandbox (bwrap ``--die-with-parent``), never outlives the grader, however the grader ended.
+    ``parent``: the pid the caller expects as its parent (if it is already gone, this process exits now)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 def kill_user_processes(uid: int) -> None:
