@@ -808,7 +808,7 @@ class Worker:
         if mode == "bwrap":  # the group is joined outside bwrap (its /sys is not in the sandbox's view)
             full = [*bwrap_args(package=package, memory=memory, home=inside, binds=binds), *full]
             if join:
-                full = [sys.executable, "-I", launcher(), "--cgroup", join, "--", *full]
+                full = [sys.executable, "-I", "-S", launcher(), "--cgroup", join, "--", *full]
         elif join:
             full[3:3] = ["--cgroup", join]
         self.mode, self.uid = mode, uid
