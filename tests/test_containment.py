@@ -232,12 +232,13 @@ def test_a_notebook_whose_children_exceed_its_memory_loses_its_row_and_says_so(t
 @needs_containment
 def test_cells_under_the_cell_backstop_still_meet_the_notebook_cap(tmp_path):
     """Three cells of 7 s each, under the 8 s backstop of a 2 s check budget: with a per-cell cap only, the notebook
-    takes 21 s and more and nothing is reported; with a cap of 16 s for the notebook it stops there, loses its row
-    and says which limit."""
+    takes 21 s and more and nothing is reported; with a cap of 16 s for the notebook it stops there, the cells after
+    it (both answers) do not run, and the row says which limit."""
     row, seconds = _grade(tmp_path, "sleeper", _exercise_with(["import time; time.sleep(7)"] * 3), timeout=2,
                           notebook_timeout=16)
     assert row["score"] == 0 and "notebook" in row["message"] and "wall-clock" in row["message"], row
-    assert seconds < 16 + exercises.STARTUP_SECONDS, seconds
+    assert all(c["status"] == "not_run" for c in row["checks"]), row["checks"]
+    assert seconds < 16 + exercises.STARTUP_SECONDS, seconds  # a worker's start-up is not the notebook's time
     assert not row.get("wall_timeouts"), row  # not graded again: the cap is the notebook's own
 
 

@@ -501,7 +501,7 @@ def test_attacks_on_the_workers_pipes_gain_nothing(graded, attack):
     ("metadata_points", "failed", "generic.not_implemented", True),
     ("calls_reference", "failed", "uses_reference", False),
     # jtk.grading is jtk.checks, which holds no reference any more: the attribute does not exist
-    ("calls_reference_through_old_name", "failed", "generic.exception", False),
+    ("calls_reference_through_old_name", "error", None, False),  # jtk.grading is not in exercise 1's sandbox
     ("saved_reference", "failed", "uses_reference", False),
     ("swapped_reference", "failed", "uses_reference", False),
     ("guard_switched_off", "failed", "uses_reference", False),

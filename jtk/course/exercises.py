@@ -78,10 +78,11 @@ answer never runs out of memory (docs/grading.md, "The guarantee, as a property 
 WALL_FACTOR = 4
 """A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
 busy processes per core (docs/grading.md, "Time limits under load")."""
-NOTEBOOK_FACTOR = 8
-"""A notebook's wall-clock cap, all its cells (and any restart) together, is NOTEBOOK_FACTOR × the per-cell CPU
-budget: cells that each stay under their own backstop cannot add up past it (docs/grading.md, "A submission is
-contained as a whole")."""
+NOTEBOOK_FACTOR = 10
+"""A notebook's wall-clock cap, the time its cells run (re-runs after a restart included, the grader's start-up of a
+worker not), is NOTEBOOK_FACTOR × the per-cell CPU budget: room for two cells stopped by their backstop and the rest
+of an honest notebook, while cells that each stay under their own backstop cannot add up past it (docs/grading.md,
+"A submission is contained as a whole")."""
 
 
 # ------------------------------------------------------------------ building exercises/
@@ -617,10 +618,10 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     tries once more (``REPLAY_TRIES``), and if that fails too the next cell's error is a ``KernelError`` note
     saying which cell could not be brought back and why.
 
-    Limits of the whole notebook end it: ``notebook_timeout`` wall-clock seconds for all its cells and restarts
-    together (default: no cap but the cells' own), and its sandbox's memory and tasks, all processes together
-    (:class:`jtk.course.sandbox.Worker`). The first one it goes over is :attr:`Execution.limit`, and no cell runs
-    after it.
+    Limits of the whole notebook end it: ``notebook_timeout`` wall-clock seconds of its cells running, re-runs
+    included (a worker's start-up is the grader's time, not counted; default: no cap but the cells' own), and its
+    sandbox's memory and tasks, all processes together (:class:`jtk.course.sandbox.Worker`). The first one it goes
+    over is :attr:`Execution.limit`, and no cell runs after it.
 
     Raises:
       GraderFault: a worker could not start (before any student code ran).
@@ -628,8 +629,7 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     from jtk import _checks
 
     timeout = _checks.positive("timeout", timeout)
-    cap = time.monotonic() + (_checks.positive("notebook_timeout", notebook_timeout) if notebook_timeout is not None
-                              else float("inf"))
+    left = _checks.positive("notebook_timeout", notebook_timeout) if notebook_timeout is not None else float("inf")
     limit, peak = None, {"memory": None, "processes": None}
     plans = plans or {}
     options = dict(sandbox=sandbox, memory=memory, workdir=workdir, package=package, uid=uid)
@@ -647,7 +647,9 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
             for j in done:  # bring a new worker to where the last one was
                 if j in plans:
                     continue
-                how, error = _run_cell(worker, nb.cells[j].source, min(cap, time.monotonic() + timeout))
+                started = time.monotonic()
+                how, error = _run_cell(worker, nb.cells[j].source, started + min(left, timeout))
+                left -= time.monotonic() - started
                 if fate[j] == "ok" and how != "ok" and lost is None:
                     lost = (j, how, error)
             if lost is not None:
@@ -656,15 +658,17 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                     raise _Restart
             while pending:
                 i = pending[0]
-                deadline = min(cap, time.monotonic() + timeout)
-                if deadline <= time.monotonic():
+                if left <= 0:
                     limit = "wall"
                     raise _Restart
+                started = time.monotonic()
+                deadline = started + min(left, timeout)
                 if i in plans:
                     answers[i] = []
                     fate[i], error = _run_check(worker, plans[i], deadline, answers[i])
                 else:
                     fate[i], error = _run_cell(worker, nb.cells[i].source, deadline)
+                left -= time.monotonic() - started
                 pending.pop(0)
                 if lost is not None:
                     j, how, lost_error = lost
@@ -677,7 +681,7 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                 if fate[i] in ("ok", "error"):
                     done.append(i)
                 else:
-                    if fate[i] == "timeout" and time.monotonic() >= cap:
+                    if fate[i] == "timeout" and left <= 0:
                         limit = "wall"
                     raise _Restart
         except _Restart:
@@ -911,8 +915,9 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
       wall_factor: every cell's wall-clock backstop is ``wall_factor × timeout`` seconds.
       notebook_timeout: wall-clock seconds for the whole notebook (default ``NOTEBOOK_FACTOR × timeout``).
 
-    A notebook over a limit of the whole notebook (its memory or tasks, all processes together, or its wall-clock
-    cap) scores nothing, and its row's message names the limit.
+    A notebook over its memory or tasks (all its processes together) scores nothing; one past its wall-clock cap
+    keeps what its cells earned before it, and the cells it did not reach are not run. Either way its row's message
+    names the limit, and it is not graded again.
 
     Returns:
       ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
@@ -959,16 +964,19 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
             from jtk.course import sandbox as sb
 
             sb.remove_tree(workdir)
-    if done.limit:
+    if done.limit in ("memory", "processes"):
         return _empty_row(sub, source, "graded", _over_limit(done.limit, memory, notebook_timeout))
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
         checks.append(score_check(check, plans[index], done.answers.get(index), done.fate.get(index, "not_run"),
                                   prepared.tampered[check.grade_id], done.errors.get(index)))
+    message = "; ".join(filter(None, [_over_limit(done.limit, memory, notebook_timeout) if done.limit else "",
+                                      _skipped_note(sub)]))
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
-            "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
-            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "checks": checks}
+            "max_score": source.max_score, "status": "graded", "message": message,
+            "wall_timeouts": 0 if done.limit else sum(f == "timeout" for f in done.fate.values()), "retried": False,
+            "checks": checks}
 
 
 def _over_limit(limit: str, memory: int, notebook_timeout: float) -> str:
@@ -978,7 +986,8 @@ def _over_limit(limit: str, memory: int, notebook_timeout: float) -> str:
     what = {"memory": f"its memory limit of {memory / 2 ** 30:.3g} GiB, all its processes together",
             "processes": f"its limit of {sb.DEFAULT_PROCESSES} processes and threads, all together",
             "wall": f"its wall-clock limit of {notebook_timeout:g} s for the whole notebook, all cells together"}
-    return f"not graded: the notebook went over {what[limit]}; it scores nothing (limit: {limit})"
+    then = ("the cells after it did not run" if limit == "wall" else "it scores nothing")
+    return f"the notebook went over {what[limit]}; {then} (limit: {limit})"
 
 
 @functools.lru_cache(maxsize=None)
