@@ -20,18 +20,19 @@ mode     what the untrusted code can reach
 =======  ===============================================================================================
 bwrap    Only what :func:`bwrap_args` mounts, read-only: the system's ``/usr`` (and its ``/bin``, ``/lib``
          links), a few files of ``/etc`` (:data:`ETC_FILES`), the Python installation and environment,
-         and jtk, where the grading worker gets a copy whose reference functions are stubs
-         (:func:`stubbed_package`). Writable: a private ``/tmp`` (its home and working directory) and
-         ``/dev/shm``, each a RAM-backed tmpfs of a fixed size counted against the memory limit, gone
-         when the worker ends. No network (not even loopback), no other process (its own pid namespace),
-         no capability, running as an unprivileged uid (65534) in a user namespace. No source tree, no
-         ``.git``, no solutions, no salt, no grade file and no other submission exists in its view.
+         and jtk, where the grading worker gets a copy holding only the modules its exercise needs (deny
+         by default), whose reference functions are stubs (:func:`stubbed_package`). Writable: a private
+         ``/tmp`` (its home and working directory) and ``/dev/shm``, each a RAM-backed tmpfs of a fixed
+         size counted against the memory limit, gone when the worker ends. No network (not even loopback),
+         no other process (its own pid namespace), no capability, running as an unprivileged uid (65534)
+         in a user namespace. No source tree, no ``.git``, no solutions, no salt, no grade file and no
+         other submission exists in its view.
 user     (grader running as root, no bwrap) the worker runs as a separate unprivileged uid, one per worker
          slot, in its own 0700 directory, with the limits of ``none``: it cannot signal the grader or write
          its files, and what it leaves behind is killed and removed after each notebook. It *can* read every
          world-readable file and use the network. jtk's reference functions are reachable.
-none     the limits only: address space (``RLIMIT_AS``), one file's size (``RLIMIT_FSIZE``), no core
-         dumps, the time limits. It runs with the grader's rights. For trusted notebooks (your own tests).
+         (``RLIMIT_AS``), one file's size (``RLIMIT_FSIZE``), no core dumps, the time limits. It runs with
+         the grader's rights. For trusted notebooks (your own tests).
 auto     bwrap when it works on this machine, else user when running as root and the Python installation
          is readable by other users, else none (with a warning).
 =======  ===============================================================================================
