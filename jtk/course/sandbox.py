@@ -31,6 +31,7 @@ user     (grader running as root, no bwrap) the worker runs as a separate unpriv
          slot, in its own 0700 directory, with the limits of ``none``: it cannot signal the grader or write
          its files, and what it leaves behind is killed and removed after each notebook. It *can* read every
          world-readable file and use the network. jtk's reference functions are reachable.
+none     the limits only: the whole sandbox's memory, tasks and CPU share, each process's address space
          (``RLIMIT_AS``), one file's size (``RLIMIT_FSIZE``), no core dumps, the time limits. It runs with
          the grader's rights. For trusted notebooks (your own tests).
 auto     bwrap when it works on this machine, else user when running as root and the Python installation
