@@ -67,11 +67,8 @@ import os
 import pathlib
 import re
 import secrets
-import select
 import shutil
-import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -82,7 +79,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from jtk.course import _challenge_worker as wire
 from jtk.course import untrusted
 
 STATUSES = ("ok", "error", "timeout", "memory", "incoherent", "invalid")
@@ -491,105 +487,60 @@ class Entry:
     sha256: str | None = None
 
 
-def _worker_env(workdir: str) -> dict[str, str]:
-    from jtk.course import sandbox
-
-    env = sandbox.worker_env(workdir)
-    assert set(env) <= WORKER_ENV_KEYS
-    return env
-
-
 def resolve_sandbox(mode: str) -> str:
     """The containment that will run: "bwrap" or "none" ("auto": bwrap when it works here)."""
     from jtk.course import sandbox
 
     _one_of("sandbox", mode, SANDBOXES)
-    if mode == "none":
-        return "none"
-    if sandbox.bwrap_works():
-        return "bwrap"
-    if mode == "bwrap":
-        raise ValueError("sandbox 'bwrap' needs a working bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)")
-    return "none"
+    if mode == "auto":
+        return "bwrap" if sandbox.bwrap_works() else "none"
+    return sandbox.resolve(mode)
 
 
 class _Worker:
-    """A running worker: pipes with deadlines, the process group killed on exit."""
+    """A submission's worker: :class:`jtk.course.sandbox.Worker` (the one untrusted-execution path of grading and the
+    challenge: its launcher, its limits on the whole sandbox, its wire protocol) run in a fresh folder holding
+    ``submission.py``, against the entry's deadline. What the worker does wrong becomes a :class:`_Failure`."""
+
+    COMMAND = ("-I", "-B", "-m", "jtk.course._challenge_worker")
 
     def __init__(self, submission: pathlib.Path, *, mode: str, memory_bytes: int, hidden: Sequence[str],
                  deadline: float):
         from jtk.course import sandbox
 
+        del hidden  # bwrap mounts only what it names: the configuration and the board are not in its view
         self.deadline = deadline
         self.workdir = tempfile.mkdtemp(prefix="jtk-challenge-")
-        self.logdir = tempfile.mkdtemp(prefix="jtk-challenge-log-")
         shutil.copyfile(submission, os.path.join(self.workdir, "submission.py"))
-        self.stderr_path = os.path.join(self.logdir, "stderr")
-        self._stderr = open(self.stderr_path, "wb")
         # In bwrap the submission's folder is mounted read-only at the same path (its working directory), and it
         # writes only into its private, size-limited /tmp (jtk.course.sandbox.bwrap_args: no network, no other files).
-        home = "/tmp" if mode == "bwrap" else self.workdir
-        cmd = [sys.executable, sandbox.launcher(), "--memory", str(sandbox.address_space(memory_bytes, mode)),
-               "--workdir", self.workdir, "--uid", "-1", "--", sys.executable, "-I", "-B", "-m",
-               "jtk.course._challenge_worker"]
-        if mode == "bwrap":
-            cmd = [*sandbox.bwrap_args(memory=memory_bytes, home=self.workdir,
-                                       binds=[(self.workdir, self.workdir)]), *cmd]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     cwd=self.workdir, env=_worker_env(home), start_new_session=True,
-                                     close_fds=True)
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        os.set_blocking(self._in, False)
+        self.worker = sandbox.Worker([sys.executable, *self.COMMAND], mode=mode, memory=memory_bytes,
+                                     workdir=self.workdir, binds=[(self.workdir, self.workdir)], cwd=self.workdir)
+        self.proc = self.worker.proc
 
-    def _wait_fd(self, fd: int, write: bool) -> None:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise _Failure("timeout", "")
-        r, w, _ = select.select([] if write else [fd], [fd] if write else [], [], left)
-        if not (r or w):
-            raise _Failure("timeout", "")
+    @staticmethod
+    def _failure(err) -> _Failure:
+        if err.kind == "timeout":
+            return _Failure("timeout", "")
+        if err.kind == "died":
+            return _Failure("error", "the worker died")
+        return _Failure("invalid", str(err).replace("the worker sent", "the submission sent"))
 
     def send(self, obj) -> None:
-        buf = io.BytesIO()
-        wire.write_frame(buf, obj)
-        data = memoryview(buf.getvalue())
-        while data:
-            self._wait_fd(self._in, write=True)
-            try:
-                n = os.write(self._in, data)
-            except BlockingIOError:
-                continue
-            except (BrokenPipeError, OSError):
-                raise _Failure("error", "the worker died") from None
-            data = data[n:]
+        from jtk.course.sandbox import WorkerError
 
-    def _read(self, n: int) -> bytes:
-        chunks, left = [], n
-        while left:
-            self._wait_fd(self._out, write=False)
-            chunk = os.read(self._out, min(left, 1 << 20))
-            if not chunk:
-                raise _Failure("error", "the worker died")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    def recv(self, max_bytes: int = 1 << 20):
-        length, kind = wire.HEADER.unpack(self._read(wire.HEADER.size))
-        if length > max_bytes:
-            raise _Failure("invalid", f"the submission sent {length} bytes where at most {max_bytes} were expected")
-        payload = self._read(length)
         try:
-            if kind == ord("J"):
-                obj = json.loads(payload.decode())
-                if not isinstance(obj, dict):
-                    raise ValueError("not an object")
-                return obj
-            if kind == ord("N"):
-                return np.load(io.BytesIO(payload), allow_pickle=False)
-        except Exception as err:  # noqa: BLE001 - a malformed frame is the submission's fault
-            raise _Failure("invalid", f"malformed answer from the worker ({type(err).__name__})") from None
-        raise _Failure("invalid", f"malformed answer from the worker (frame kind {kind})")
+            self.worker.send(obj, self.deadline)
+        except WorkerError as err:
+            raise self._failure(err) from None
+
+    def recv(self, max_bytes: int = 1 << 20, array: bool = False):
+        from jtk.course.sandbox import WorkerError
+
+        try:
+            return self.worker.recv(self.deadline, max_bytes, array=array)
+        except WorkerError as err:
+            raise self._failure(err) from None
 
     def call(self, msg: dict, *arrays, what: str) -> dict:
         self.send(msg)
@@ -601,36 +552,24 @@ class _Worker:
             raise _Failure("memory" if reply.get("memory") else "error", f"{what} raised {err}", err)
         return reply
 
-    def stderr_tail(self, chars: int = 3000) -> str:
-        try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(max(0, os.path.getsize(self.stderr_path) - chars))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+    def stderr_tail(self) -> str:
+        return self.worker.stderr_tail()
+
+    @property
+    def limit_hit(self) -> str | None:
+        """After :meth:`close`: the limit of the whole sandbox it went over (``memory``, ``processes``), or None."""
+        return self.worker.limit_hit
 
     def close(self) -> None:
         try:
             if self.proc.poll() is None:
                 try:
-                    self.send({"op": "quit"})
-                except _Failure:
-                    pass
-                try:
+                    self.worker.send({"op": "quit"}, min(self.deadline, time.monotonic() + 2))
                     self.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
+                except Exception:  # noqa: BLE001 - it is killed below either way
                     pass
         finally:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
-            for f in (self.proc.stdin, self.proc.stdout, self._stderr):
-                try:
-                    f.close()
-                except OSError:
-                    pass
+            self.worker.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -688,10 +627,10 @@ class _WorkerAgent:
         reply = self.worker.call(request, x, what="components" if exact else "sample_logits")
         # 4x the expected size: a wrong shape gets its own message, a flood is refused here
         rows_out = 4 * max(components or 0, num_samples, 1) * len(x) * num_classes * 4 + 2 ** 20
-        return self.worker.recv(max_bytes=rows_out), bool(reply.get("log_weights"))
+        return self.worker.recv(max_bytes=rows_out, array=True), bool(reply.get("log_weights"))
 
     def log_weights(self, count: int):
-        return self.worker.recv(max_bytes=8 * count + 4096)
+        return self.worker.recv(max_bytes=8 * count + 4096, array=True)
 
 
 class _LocalAgent:
@@ -858,7 +797,14 @@ def _score_in_worker(name: str, path: pathlib.Path, problems: Sequence, config: 
                 sig = f" (signal {-rc})" if rc is not None and rc < 0 else f" (exit {rc})" if rc is not None else ""
                 last = [line for line in tail.splitlines() if line.strip()]
                 entry.message = "the worker died" + sig + (f": {last[-1]}" if last else "")
-            shutil.rmtree(worker.logdir, ignore_errors=True)
+            if worker.limit_hit:  # over a limit of the whole sandbox: the entry loses its rows, whatever it answered
+                from jtk.course import sandbox
+
+                entry.status = "memory" if worker.limit_hit == "memory" else "error"
+                entry.message = ("went over " + (f"the memory limit of {config.memory_limit_mb} MiB"
+                                                 if worker.limit_hit == "memory" else
+                                                 f"the limit of {sandbox.DEFAULT_PROCESSES} processes and threads")
+                                 + ", all its processes together")
         entry.seconds = time.monotonic() - t0
         if entry.status != "ok":
             entry.rows = None

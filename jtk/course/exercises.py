@@ -77,6 +77,11 @@ answer never runs out of memory (docs/grading.md, "The guarantee, as a property 
 WALL_FACTOR = 4
 """A cell's wall-clock backstop is WALL_FACTOR × its CPU budget: a correct cell finishes under it with three other
 busy processes per core (docs/grading.md, "Time limits under load")."""
+NOTEBOOK_FACTOR = 10
+"""A notebook's wall-clock cap, the time its cells run (re-runs after a restart included, the grader's start-up of a
+worker not), is NOTEBOOK_FACTOR × the per-cell CPU budget: room for two cells stopped by their backstop and the rest
+of an honest notebook, while cells that each stay under their own backstop cannot add up past it (docs/grading.md,
+"A submission is contained as a whole")."""
 
 
 # ------------------------------------------------------------------ building exercises/
@@ -208,6 +213,7 @@ class Source:
     checks: tuple[SourceCheck, ...]
     answer_ids: frozenset[str]
     demo_cells: dict  # cell id -> the student's copy of the cell's code
+    modules: frozenset[str] = frozenset()  # the jtk names its code cells import or reach (jtk.a.b); see allowed_modules
 
     @property
     def max_score(self) -> float:
@@ -274,9 +280,12 @@ def load_source(path) -> Source:
     except Exception as err:  # noqa: BLE001
         raise ValueError(f"source notebook {path} is not readable: {err}") from None
     checks, answers, demo, seen, last_id, first_answer = [], set(), {}, set(), None, False
+    modules: set[str] = set()
     for i, cell in enumerate(nb.cells):
         meta = _nbgrader(cell)
         gid = meta.get("grade_id")
+        if cell.cell_type == "code":
+            modules |= _jtk_names(cell.source)
         if gid is not None:
             if gid in seen:
                 raise ValueError(f"{path.name}: grade_id {gid!r} appears twice")
@@ -299,7 +308,43 @@ def load_source(path) -> Source:
             last_id = gid
     if not checks:
         raise ValueError(f"{path.name} has no check cells (code cells with nbgrader metadata grade: true)")
-    return Source(path.name, tuple(checks), frozenset(answers), demo)
+    return Source(path.name, tuple(checks), frozenset(answers), demo, frozenset(modules))
+
+
+def _jtk_names(code: str) -> set[str]:
+    """The dotted jtk names a cell imports (``import jtk.a``, ``from jtk.a import b``) or reaches (``jtk.a.b.c``)."""
+    lines = [line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))]  # IPython magics
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] == "jtk")
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "jtk":
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Attribute):
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id == "jtk":
+                chain.reverse()
+                names.update(".".join(["jtk", *chain[:k]]) for k in range(1, len(chain) + 1))
+    return names
+
+
+def allowed_modules(source: Source) -> frozenset[str]:
+    """The jtk modules a worker grading ``source`` may import: what every worker needs
+    (:data:`jtk.course.sandbox.WORKER_MODULES`) and what the exercise's own cells import or reach, with everything
+    those import (:func:`jtk.course.sandbox.import_closure`). Every other jtk module is absent from its sandbox."""
+    from jtk import _checks
+    from jtk.course import sandbox as sb
+
+    _checks.instance("source", source, Source, "a Source (load_source's)")
+    return sb.import_closure([*sb.WORKER_MODULES, *sorted(source.modules)])
 
 
 def load_sources(source_dir) -> dict[str, Source]:
@@ -525,11 +570,15 @@ class Execution:
       fate: cell index -> ``ok``, ``error`` (it raised), ``timeout`` (past the wall clock), ``died`` or ``not_run``.
       errors: cell index -> the error it raised (``Type: message``), or the note that a restart lost a cell.
       answers: check cell index -> one list of answer records per call, in the order of its plan.
+      limit: the limit of the whole notebook it went over (``memory``, ``processes`` or ``wall``), else None.
+      peak: the most memory (bytes) and tasks one of its sandboxes held at once (None where not measured).
     """
 
     fate: dict[int, str]
     errors: dict[int, str]
     answers: dict[int, list[list[dict]]]
+    limit: str | None = None
+    peak: dict = dataclasses.field(default_factory=lambda: {"memory": None, "processes": None})
 
 
 class _Restart(Exception):
@@ -610,7 +659,7 @@ def _start(options: dict):
 
 def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: float = DEFAULT_TIMEOUT * WALL_FACTOR,
             memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None, package: str | None = None,
-            plans: dict[int, Sequence[Call]] | None = None) -> Execution:
+            plans: dict[int, Sequence[Call]] | None = None, notebook_timeout: float | None = None) -> Execution:
     """Runs the cells ``run`` of ``nb`` in a contained worker, making the check calls of ``plans`` at their cells.
 
     A cell's fate is ``ok``, ``error`` (it raised), ``timeout`` (past ``timeout`` seconds of wall-clock time),
@@ -621,12 +670,19 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     tries once more (``REPLAY_TRIES``), and if that fails too the next cell's error is a ``KernelError`` note
     saying which cell could not be brought back and why.
 
+    Limits of the whole notebook end it: ``notebook_timeout`` wall-clock seconds of its cells running, re-runs
+    included (a worker's start-up is the grader's time, not counted; default: no cap but the cells' own), and its
+    sandbox's memory and tasks, all processes together (:class:`jtk.course.sandbox.Worker`). The first one it goes
+    over is :attr:`Execution.limit`, and no cell runs after it.
+
     Raises:
       GraderFault: a worker could not start (before any student code ran).
     """
     from jtk import _checks
 
     timeout = _checks.positive("timeout", timeout)
+    left = _checks.positive("notebook_timeout", notebook_timeout) if notebook_timeout is not None else float("inf")
+    limit, peak = None, {"memory": None, "processes": None}
     plans = plans or {}
     options = dict(sandbox=sandbox, memory=memory, workdir=workdir, package=package, uid=uid)
     fate = {i: "not_run" for i in run}
@@ -635,7 +691,7 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
     pending, done = list(run), []
     replay_tries = 0
     for _attempt in range(len(run) + REPLAY_TRIES):
-        if not pending:
+        if not pending or limit:
             break
         worker = _start(options)
         try:
@@ -643,7 +699,9 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
             for j in done:  # bring a new worker to where the last one was
                 if j in plans:
                     continue
-                how, error = _run_cell(worker, nb.cells[j].source, time.monotonic() + timeout)
+                started = time.monotonic()
+                how, error = _run_cell(worker, nb.cells[j].source, started + min(left, timeout))
+                left -= time.monotonic() - started
                 if fate[j] == "ok" and how != "ok" and lost is None:
                     lost = (j, how, error)
             if lost is not None:
@@ -652,12 +710,17 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                     raise _Restart
             while pending:
                 i = pending[0]
-                deadline = time.monotonic() + timeout
+                if left <= 0:
+                    limit = "wall"
+                    raise _Restart
+                started = time.monotonic()
+                deadline = started + min(left, timeout)
                 if i in plans:
                     answers[i] = []
                     fate[i], error = _run_check(worker, plans[i], deadline, answers[i])
                 else:
                     fate[i], error = _run_cell(worker, nb.cells[i].source, deadline)
+                left -= time.monotonic() - started
                 pending.pop(0)
                 if lost is not None:
                     j, how, lost_error = lost
@@ -670,12 +733,18 @@ def execute(nb, run: Sequence[int], *, workdir: str | None = None, timeout: floa
                 if fate[i] in ("ok", "error"):
                     done.append(i)
                 else:
+                    if fate[i] == "timeout" and left <= 0:
+                        limit = "wall"
                     raise _Restart
         except _Restart:
             pass
         finally:
             worker.close()
-    return Execution(fate, errors, answers)
+            limit = worker.limit_hit or limit  # a limit of the sandbox also explains the cell it stopped
+            for key, value in worker.peak.items():
+                if value is not None:
+                    peak[key] = max(peak[key] or 0, value)
+    return Execution(fate, errors, answers, limit, peak)
 
 
 # ------------------------------------------------------------------ scoring
@@ -938,13 +1007,20 @@ def _skipped_note(sub: Submission) -> str:
 def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int = DEFAULT_TIMEOUT,
                    memory: int = DEFAULT_MEMORY, sandbox: str = "none", uid: int | None = None,
                    seed: int | None = None, salt: str = "", package: str | None = None,
-                   tmp_root: str | None = None, wall_factor: float = WALL_FACTOR) -> dict:
+                   tmp_root: str | None = None, wall_factor: float = WALL_FACTOR,
+                   notebook_timeout: float | None = None) -> dict:
     """Grades one submission; never raises for anything in the submission.
 
     Args:
       timeout: CPU seconds per check cell for the student's function (shared by the cell's check calls).
+      memory: bytes the notebook's sandbox may hold, all its processes together.
       package: what the bwrap sandbox mounts over jtk (:func:`jtk.course.sandbox.stubbed_package`).
       wall_factor: every cell's wall-clock backstop is ``wall_factor × timeout`` seconds.
+      notebook_timeout: wall-clock seconds for the whole notebook (default ``NOTEBOOK_FACTOR × timeout``).
+
+    A notebook over its memory or tasks (all its processes together) scores nothing; one past its wall-clock cap
+    keeps what its cells earned before it, and the cells it did not reach are not run. Either way its row's message
+    names the limit, and it is not graded again.
 
     Returns:
       ``{"student", "notebook", "score", "max_score", "status", "message", "wall_timeouts", "retried",
@@ -960,9 +1036,11 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
         raise TypeError(f"sub: expected a jtk.course.exercises.Submission (from collect), got {type(sub).__name__}")
     timeout = _checks.positive("timeout", timeout)
     wall_factor = _checks.positive("wall_factor", wall_factor)
+    notebook_timeout = _checks.positive("notebook_timeout", notebook_timeout if notebook_timeout is not None
+                                        else NOTEBOOK_FACTOR * timeout)
     source = sources.get(sub.notebook)
-    if sandbox == "bwrap" and package is None:
-        package = _stubs()
+    if sandbox == "bwrap" and package is None and source is not None:
+        package = _stubs(allowed_modules(source))
     if sub.rejected:
         return _empty_row(sub, source, "rejected", f"not graded: {sub.rejected}")
     try:
@@ -990,7 +1068,7 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
                 os.chown(workdir, uid, uid)
             os.chmod(workdir, 0o700)
         done = execute(prepared.nb, prepared.run, workdir=workdir, timeout=timeout * wall_factor, memory=memory,
-                       sandbox=sandbox, uid=uid, package=package, plans=plans)
+                       sandbox=sandbox, uid=uid, package=package, plans=plans, notebook_timeout=notebook_timeout)
     except (GraderFault, OSError) as err:
         return _empty_row(sub, source, "error", f"grader fault, not the student's: {err}"[:500])
     finally:
@@ -998,6 +1076,8 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
             from jtk.course import sandbox as sb
 
             sb.remove_tree(workdir)
+    if done.limit in ("memory", "processes"):
+        return _empty_row(sub, source, "graded", _over_limit(done.limit, memory, notebook_timeout))
     checks = []
     for check in source.checks:
         index = prepared.check_cell[check.grade_id]
@@ -1008,22 +1088,36 @@ def grade_notebook(sub: Submission, sources: dict[str, Source], *, timeout: int 
             row = _empty_row(sub, source, "graded", "")["checks"][source.checks.index(check)]
             checks.append({**row, "status": "error", "tampered": bool(prepared.tampered[check.grade_id]),
                            "message": f"the answers sent for this check could not be judged ({type(err).__name__})"})
+    message = "; ".join(filter(None, [_over_limit(done.limit, memory, notebook_timeout) if done.limit else "",
+                                      _skipped_note(sub)]))
     return {"student": sub.student, "notebook": sub.notebook, "score": round(sum(c["points"] for c in checks), 4),
-            "max_score": source.max_score, "status": "graded", "message": _skipped_note(sub),
-            "wall_timeouts": sum(f == "timeout" for f in done.fate.values()), "retried": False, "handin": handin,
-            "checks": checks}
+            "max_score": source.max_score, "status": "graded", "message": message,
+            "wall_timeouts": 0 if done.limit else sum(f == "timeout" for f in done.fate.values()), "retried": False,
+            "handin": handin, "checks": checks}
+
+
+def _over_limit(limit: str, memory: int, notebook_timeout: float) -> str:
+    """The row's message for a notebook over a limit of the whole notebook: which limit, and what it was."""
+    from jtk.course import sandbox as sb
+
+    what = {"memory": f"its memory limit of {memory / 2 ** 30:.3g} GiB, all its processes together",
+            "processes": f"its limit of {sb.DEFAULT_PROCESSES} processes and threads, all together",
+            "wall": f"its wall-clock limit of {notebook_timeout:g} s for the whole notebook, all cells together"}
+    then = ("the cells after it did not run" if limit == "wall" else "it scores nothing")
+    return f"the notebook went over {what[limit]}; {then} (limit: {limit})"
 
 
 @functools.lru_cache(maxsize=None)
-def _stubs() -> str:
-    """This process's stubbed copy of jtk (:func:`jtk.course.sandbox.stubbed_package`), made once, removed at exit."""
+def _stubs(allowed: frozenset[str] | None = None) -> str:
+    """This process's stubbed copy of jtk holding the modules ``allowed`` (:func:`jtk.course.sandbox.stubbed_package`),
+    made once per allowlist, removed at exit."""
     import atexit
 
     from jtk.course import sandbox as sb
 
     root = tempfile.mkdtemp(prefix="jtk-stubs-")
     atexit.register(sb.remove_tree, root)
-    return str(sb.stubbed_package(root))
+    return str(sb.stubbed_package(root, allowed=allowed))
 
 
 # ------------------------------------------------------------------ a class
@@ -1114,12 +1208,16 @@ def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
 _WORKER: dict = {}
 
 
-def _init_worker(slots, sources, options) -> None:
+def _init_worker(slots, sources, options, grader: int | None = None) -> None:
+    from jtk.course import sandbox as sb
+
+    sb.die_with_parent(grader)
     _WORKER.update(slot=slots.get(), sources=sources, options=options)
 
 
 def _grade_in_worker(sub: Submission, wall_factor: float = WALL_FACTOR) -> dict:
     options = dict(_WORKER["options"], wall_factor=wall_factor)
+    options["package"] = options.pop("packages").get(sub.notebook)
     if options.pop("use_uid"):
         from jtk.course import sandbox as sb
 
@@ -1170,8 +1268,12 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
     os.chmod(tmp_root, 0o711 if mode == "user" else 0o700)
     rows: list[dict | None] = [None] * len(submissions)
     try:
-        package = str(sb.stubbed_package(tmp_root)) if mode == "bwrap" else None
-        options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt, package=package,
+        # deny by default: each exercise's sandbox holds the jtk its own cells need, and nothing else
+        packages = {} if mode != "bwrap" else {
+            name: str(sb.stubbed_package(os.path.join(tmp_root, f"jtk-{k}"), allowed=allowed_modules(src)))
+            for k, (name, src) in enumerate(sorted(sources.items()))
+            if any(s.notebook == name for s in submissions)}
+        options = dict(timeout=timeout, memory=memory, sandbox=mode, seed=seed, salt=salt, packages=packages,
                        tmp_root=tmp_root, use_uid=mode == "user")
         ctx = multiprocessing.get_context("spawn")
         slots = ctx.Queue()
@@ -1193,7 +1295,7 @@ def grade_class(submissions: Sequence[Submission], sources: dict[str, Source], *
 
         def pool_of(size: int):
             return concurrent.futures.ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
-                                                          initargs=(slots, sources, options))
+                                                          initargs=(slots, sources, options, os.getpid()))
 
         with pool_of(workers) as pool:
             collect(pool, range(len(submissions)), "grading", WALL_FACTOR)
