@@ -177,9 +177,13 @@ def test_the_autograder_bundle_grades_a_submission_laid_out_as_gradescope_does(t
     graded = subprocess.run([sys.executable, "-m", "jtk.cli", "grade", str(tmp_path / "class"), "--json", "--salt",
                              "s3cret", "--no-progress"], capture_output=True, text=True, timeout=600, env=env)
     row = json.loads(graded.stdout)[0]
-    assert [t["score"] for t in result["tests"] if t["name"].startswith("01_")] == [
-        s for c in row["checks"] for s in (c["points"] * (c["cases_passed"] - c["hidden_cases_passed"]) / c["cases_total"],
-                                           c["points"] * c["hidden_cases_passed"] / c["cases_total"])]
+    # each check's visible and hidden parts: shares of its drawn cases, adding up to jtk grade's points for it
+    scores = [t["score"] for t in result["tests"] if t["name"].startswith("01_")]
+    assert len(scores) == 2 * len(row["checks"])
+    for c, (visible, hidden) in zip(row["checks"], zip(scores[::2], scores[1::2])):
+        assert visible + hidden == pytest.approx(c["points"], abs=2e-4), (c, visible, hidden)
+        assert hidden == pytest.approx(c["max_points"] * c["hidden_drawn_cases_passed"] / c["drawn_cases_total"],
+                                       abs=1e-4), c
 
 
 def test_the_autograder_always_writes_a_result(tmp_path):
