@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from jtk import cli, results, testbed
-from jtk.course import challenge, sandbox
+from jtk.course import challenge, exercises, sandbox
 from jtk.testbed import runs
 import _readme
 
@@ -445,12 +445,12 @@ def test_only_regular_files_are_read(tmp_path):
     (tmp_path / "big.py").write_bytes(b"#" * (challenge.SUBMISSION_MAX_BYTES + 1))
     t0 = time.monotonic()
     for name, why in (("fifo.py", "FIFO"), ("folder.py", "directory"), ("link.py", "symbolic link"),
-                      ("big.py", "larger than the limit")):
+                      ("big.py", "more than the 1.00 MB a hand-in may have")):
         with pytest.raises(ValueError, match=why):
             challenge._read_submission(tmp_path / name)
     assert time.monotonic() - t0 < 5  # a FIFO is never opened, so nothing waits for a writer
-    assert challenge._file_kind(stat.S_IFCHR) == "character device"
-    assert challenge._file_kind(stat.S_IFBLK) == "block device"
+    assert exercises._kind(stat.S_IFCHR) == "character device"
+    assert exercises._kind(stat.S_IFBLK) == "block device"
 
 
 def test_out_must_be_empty_unless_forced(tmp_path, capsys):
@@ -508,8 +508,9 @@ def test_every_submission_gets_its_status(board):
     assert "duplicated test inputs" in lb.set_index("name").loc["sneaky_incoherent", "message"]
     for name, kind in NOT_REGULAR.items():
         row = lb.set_index("name").loc[name]
-        assert row["status"] == "invalid" and row["message"] == f"skipped {name}.py: a {kind}, not a regular file" \
-            if kind != "FIFO" else row["message"] == "skipped fifo.py: a FIFO (named pipe), not a regular file"
+        kind = "FIFO (named pipe)" if kind == "FIFO" else kind
+        assert row["status"] == "invalid"
+        assert row["message"] == f"skipped: {name}.py is a {kind}, not a regular file: hand in the file itself"
         assert pd.isna(row["rank"])
 
 

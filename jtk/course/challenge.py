@@ -68,7 +68,6 @@ import pathlib
 import re
 import secrets
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -1015,51 +1014,12 @@ class _Submission:
     sha256: str
 
 
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "directory"),
-                       (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return kind
-    return "special file"
-
-
 def _read_submission(path: pathlib.Path) -> bytes:
-    """A regular file's bytes, at most :data:`SUBMISSION_MAX_BYTES`; ValueError (the reason) for anything else.
+    """A submission file's bytes through grading's reader (:func:`jtk.course.exercises.read_bytes`), at most
+    :data:`SUBMISSION_MAX_BYTES`; ValueError (the reason, which names the file) for anything else."""
+    from jtk.course.exercises import read_bytes
 
-    ``os.lstat`` first (a symbolic link, FIFO, directory or device is never opened), then ``open`` with
-    ``O_NOFOLLOW | O_NONBLOCK`` and an ``fstat`` check of the descriptor actually read (a file swapped for a
-    link or a FIFO in between is refused too, and a FIFO never blocks).
-    """
-    try:
-        kind = _file_kind(os.lstat(path).st_mode)
-    except OSError as err:
-        raise ValueError(f"cannot be read ({type(err).__name__}: {err.strerror})") from None
-    if kind != "regular file":
-        raise ValueError(f"a {kind}, not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        raise ValueError(f"cannot be opened as a regular file ({type(err).__name__}: {err.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"a {_file_kind(st.st_mode)}, not a regular file")
-        if st.st_size > SUBMISSION_MAX_BYTES:
-            raise ValueError(f"{st.st_size} bytes, larger than the limit of {SUBMISSION_MAX_BYTES} bytes")
-        chunks, size = [], 0
-        while size <= SUBMISSION_MAX_BYTES:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > SUBMISSION_MAX_BYTES:
-            raise ValueError(f"larger than the limit of {SUBMISSION_MAX_BYTES} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_bytes(path, max_bytes=SUBMISSION_MAX_BYTES)
 
 
 def _submission_files(directory) -> list[pathlib.Path]:
@@ -1089,7 +1049,7 @@ def _take_submissions(named: Sequence[tuple[str, pathlib.Path]], private: str, l
         try:
             data = _read_submission(path)
         except ValueError as err:
-            message = f"skipped {path.name}: {err}"
+            message = f"skipped: {err}"
             log(f"{name}: {message}")
             skipped.append(Entry(name, "submission", "invalid", message=_public_message(message), detail=message))
             continue

@@ -871,14 +871,22 @@ class Rejected(ValueError):
 
 
 def _kind(mode: int) -> str:
-    return ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a directory"
-            if stat.S_ISDIR(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-            if stat.S_ISSOCK(mode) else "not a regular file")
+    """What a file of ``mode`` is, in words (``os.lstat``'s mode: a link is named as a link)."""
+    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
 
 
 def read_bytes(path, max_bytes: int = MAX_NOTEBOOK_BYTES, seconds: float = READ_SECONDS) -> bytes:
     """A submitted file's bytes, read as data: a regular file only (never followed as a link), at most
-    ``max_bytes``, within ``seconds``.
+    ``max_bytes``, within ``seconds``. The one reader of untrusted files, for grading and the challenge.
+
+    ``os.lstat`` first (a link, FIFO, directory or device is never opened), then ``open`` with ``O_NOFOLLOW |
+    O_NONBLOCK`` and an ``fstat`` of the descriptor actually read (a file swapped for a link or a FIFO in between is
+    refused too, and a FIFO never blocks).
 
     Raises:
       Rejected: a symbolic link, FIFO, device, socket or directory; a file larger than ``max_bytes``; a read that
@@ -892,17 +900,18 @@ def read_bytes(path, max_bytes: int = MAX_NOTEBOOK_BYTES, seconds: float = READ_
     try:
         mode = os.lstat(path).st_mode
         if not stat.S_ISREG(mode):
-            raise Rejected(f"{path.name} is {_kind(mode)}, not a file: hand in the notebook file itself")
+            raise Rejected(f"{path.name} is a {_kind(mode)}, not a regular file: hand in the file itself")
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise Rejected(f"{path.name} could not be opened: {err.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # swapped between lstat and open
-            raise Rejected(f"{path.name} is {_kind(info.st_mode)}, not a file: hand in the notebook file itself")
+            raise Rejected(f"{path.name} is a {_kind(info.st_mode)}, not a regular file: hand in the file itself")
         if info.st_size > max_bytes:
-            raise Rejected(f"{path.name} has {info.st_size / 2 ** 20:.1f} MB, more than the {max_bytes / 2 ** 20:.0f} "
-                           f"MB a notebook may have: clear its outputs and hand it in again")
+            hint = ": clear its outputs and hand it in again" if path.suffix == ".ipynb" else ""
+            raise Rejected(f"{path.name} has {info.st_size / 2 ** 20:.2f} MB, more than the {max_bytes / 2 ** 20:.2f} "
+                           f"MB a hand-in may have{hint}")
         chunks, size, deadline = [], 0, time.monotonic() + seconds
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -910,7 +919,7 @@ def read_bytes(path, max_bytes: int = MAX_NOTEBOOK_BYTES, seconds: float = READ_
                 break
             size += len(chunk)
             if size > max_bytes:
-                raise Rejected(f"{path.name} grew past {max_bytes / 2 ** 20:.0f} MB while it was read")
+                raise Rejected(f"{path.name} grew past {max_bytes / 2 ** 20:.2f} MB while it was read")
             if time.monotonic() > deadline:
                 raise Rejected(f"{path.name} could not be read within {seconds:g} s")
             chunks.append(chunk)
@@ -1154,8 +1163,8 @@ def _files(directory: pathlib.Path, top: bool):
                 yield from _files(path, False)
             continue
         if entry.name.endswith(".ipynb"):
-            yield path, None if stat.S_ISREG(mode) else f"{entry.name} is {_kind(mode)}, not a file: hand in the " \
-                                                        f"notebook file itself"
+            yield path, None if stat.S_ISREG(mode) else f"{entry.name} is a {_kind(mode)}, not a regular file: " \
+                                                        f"hand in the notebook file itself"
 
 
 def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
@@ -1187,7 +1196,7 @@ def collect(paths: Iterable, sources: dict[str, Source]) -> list[Submission]:
                         found.append((entry.name, child, why))
         elif path.suffix == ".ipynb":
             found.append((path.stem, path, None if stat.S_ISREG(mode) else
-                          f"{path.name} is {_kind(mode)}, not a file: hand in the notebook file itself"))
+                          f"{path.name} is a {_kind(mode)}, not a regular file: hand in the notebook file itself"))
         else:
             raise ValueError(f"submission must be an .ipynb file or a directory, got {str(path)!r}")
     groups: dict[tuple[str, str], list] = {}
