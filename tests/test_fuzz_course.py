@@ -20,6 +20,7 @@ import jtk.course.gradescope as GS
 import jtk.course.labs as LABS
 import jtk.course.nbgrader as NBG
 import jtk.course.sandbox as SB
+import jtk.course.untrusted as UT
 from _fuzz import per_test_timeout  # noqa: F401 - autouse: a bad input must fail fast
 from _fuzz import (call, case, cases, good_problem, refused_clearly, TE, VE)
 
@@ -171,6 +172,34 @@ case(E.Submission, "student-int", call(E.Submission, 3, "01_coin_joint.ipynb", "
 case(E.score_check, "check-none", call(E.score_check, None, [], None, "ok", False), TE, "check")
 case(E.score_check, "fate-unknown",
      lambda: E.score_check(E.SourceCheck("c1", 1.0, "", "", (), None), [], None, "crashed", False), VE, "fate")
+case(E.allowed_modules, "source-str", call(E.allowed_modules, "01_coin_joint.ipynb"), TE, "source Source")
+case(E.handin_id, "data-str", call(E.handin_id, "{}"), TE, "data bytes")
+case(E.parse_notebook, "data-str", call(E.parse_notebook, "{}"), TE, "data bytes")
+case(E.parse_notebook, "not-utf8", call(E.parse_notebook, b"\xff\xfe"), E.Rejected, "UTF-8")
+case(E.parse_notebook, "no-cells", call(E.parse_notebook, b'{"cells": [], "metadata": {}, "nbformat": 4, '
+                                                          b'"nbformat_minor": 5}'), E.Rejected, "cells")
+case(E.salt_file, "path-int", call(E.salt_file, 3), TE, "path")  # not file descriptor 3
+case(E.salt_file, "path-dir", call(E.salt_file, "/"), VE, "regular")
+case(SB.Group, "memory-0", lambda: SB.Group(memory=0), VE, "memory")
+case(SB.Group, "cpu_weight-huge", lambda: SB.Group(memory=2 ** 30, cpu_weight=10 ** 6), VE, "cpu_weight")
+case(SB.Group, "processes-float", lambda: SB.Group(memory=2 ** 30, processes=2.5), TE, "processes")
+case(SB.die_with_parent, "parent-str", call(SB.die_with_parent, "1"), TE, "parent")
+case(SB.die_with_parent, "parent-0", call(SB.die_with_parent, 0), VE, "parent")
+case(SB.import_closure, "roots-str", call(SB.import_closure, "jtk.envs"), TE, "roots")
+case(SB.import_closure, "modules-list", call(SB.import_closure, ["jtk.envs"], ["jtk.envs"]), TE, "modules")
+case(SB.package_modules, "root-int", call(SB.package_modules, 3), TE, "root")
+case(SB.package_modules, "root-missing", call(SB.package_modules, "/nonexistent/jtk"), VE, "root /nonexistent/jtk")
+case(SB.processes_of, "worker-pid", call(SB.processes_of, 1), TE, "worker Worker")
+# untrusted text: anything that is not a str is refused by name (bytes would print as b'...')
+for fn, arg in ((UT.html, "text"), (UT.terminal, "text"), (UT.plot_text, "text"), (UT.excerpt, "text"),
+                (UT.file_name, "name"), (UT.csv_cell, "value")):
+    case(fn, f"{arg}-bytes", call(fn, b"=1+1"), TE, arg)
+for fn in (UT.html, UT.terminal, UT.excerpt, UT.file_name):
+    case(fn, "none", call(fn, None), TE, "str")
+case(UT.csv_cell, "number", call(UT.csv_cell, 3), None, "")  # a number is a valid cell, kept as it is
+case(UT.csv_frame, "frame-list", call(UT.csv_frame, [["=1+1"]]), TE, "frame DataFrame")
+case(UT.read_csv, "source-int", call(UT.read_csv, 3), TE, "source")
+case(UT.read_csv, "jtk_written-str", lambda: UT.read_csv("README.md", jtk_written="yes"), TE, "jtk_written")
 
 
 @pytest.mark.parametrize("build, exc, names", cases(__name__))

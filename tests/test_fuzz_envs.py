@@ -15,6 +15,7 @@ import jtk.envs.classification as ENVC
 import jtk.envs.classification as ENVCL
 import jtk.envs.coin as ENVCOIN
 import jtk.envs.gp as ENVGP
+import jtk.envs.uci
 from _fuzz import per_test_timeout  # noqa: F401 - autouse: a bad input must fail fast
 from _fuzz import (call, case, cases, env, KEY, refused_clearly, reg_env, TE, VE)
 
@@ -161,6 +162,14 @@ case(ENVCL.environment_logits, "temperature-0",
      lambda: ENVCL.environment_logits(env().params, np.zeros((3, 2)), 0.0), VE, "temperature")
 case(ENVCOIN.check_coins, "list", call(ENVCOIN.check_coins, [1]), TE, "coins")
 case(ENVCOIN.check_coins, "not-a-coin", call(ENVCOIN.check_coins, {"a": 0.5}), TE, "coins['a']")
+UCI = jtk.envs.uci
+case(UCI.uci_path, "name-unknown", call(UCI.uci_path, "mnist"), VE, "name boston")
+case(UCI.uci_path, "root-int", call(UCI.uci_path, "boston", 3), TE, "root")
+case(UCI.verify_uci, "name-unknown", call(UCI.verify_uci, "Boston"), VE, "name")
+case(UCI.verify_uci, "root-empty", call(UCI.verify_uci, "boston", "/nonexistent/uci"), UCI.UCIChecksumError,
+     "boston data.txt missing")
+case(UCI.load_uci, "name-list", call(UCI.load_uci, ["boston"]), VE, "name")
+case(UCI.load_uci, "columns-unknown", call(UCI.load_uci, "boston", "last"), VE, "columns authors index")
 
 
 def test_large_seeds_do_not_wrap_and_keys_still_work():

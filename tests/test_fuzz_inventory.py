@@ -27,6 +27,8 @@ EXEMPT_STUDIES: dict[str, str] = {
 }
 EXEMPT_A: dict[str, str] = {
     "jtk.results.timestamp": "no arguments: the current time as ISO text",
+    "jtk.envs.uci.UCIInfo": "a record of the table UCI_DATASETS (a shipped copy's sums and shape); never built from "
+                            "user input (uci_path / verify_uci / load_uci check the name that picks one)",
     # records jtk builds and returns; the functions that build them validate the inputs they come from
     **{k: "a record jtk returns (from the call named); never built from user input" for k in (
         "jtk.course.challenge.Board",  # score / practice
@@ -85,6 +87,8 @@ EXEMPT_B: dict[str, str] = {
         "variational parameters built inside the jitted training (init_params has cases)",
     "jtk.regression.hmc.HMCResult":
         "the record hmc_chain returns, built inside the traced chain (hmc_chain has cases)",
+    "jtk.regression.hmc.EMHMCResult":
+        "the record em_hmc_chain returns, built inside the traced chain (em_hmc_chain has cases)",
     "jtk.regression.nng.KFACPosterior":
         "the record noisy_kfac returns, built inside the traced fit (noisy_kfac has cases)",
     "jtk.regression.blr.BLRPosterior":
@@ -207,7 +211,8 @@ EXEMPT = {
         "jtk.course.checks.CheckFailed", "jtk.course.exercises.GraderFault", "jtk.course.exercises.Rejected",
         "jtk.course.gradebook.UnmatchedStudents", "jtk.results.ConfigMismatch", "jtk.results.Interrupted",
         "jtk.results.LockedError", "jtk.results.ManifestMismatch", "jtk.results.OutputError",
-        "jtk.results.ResultsWarning", "jtk.course.sandbox.WorkerError", "jtk.testbed.stats.InfiniteKLWarning")},
+        "jtk.results.ResultsWarning", "jtk.course.sandbox.WorkerError", "jtk.testbed.stats.InfiniteKLWarning",
+        "jtk.envs.uci.UCIChecksumError")},
 }
 EXEMPT.update(EXEMPT_STUDIES)
 EXEMPT.update(EXEMPT_A)

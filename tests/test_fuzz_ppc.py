@@ -207,6 +207,9 @@ case(SSYN.make_splits, "data-unknown", call(SSYN.make_splits, 3, 2, "fresh"), VE
 case(SSYN.make_splits, "seed-2**32", call(SSYN.make_splits, 3, 2, "shared", seed=2 ** 32), VE, "seed")
 case(SSYN.make_splits, "num_pool-0", call(SSYN.make_splits, 3, 2, "shared", num_pool=0), VE, "num_pool")
 # --- jtk.ppc.real_study
+case(SREAL.authors_settings, "dataset-unknown", call(SREAL.authors_settings, "mnist"), VE, "dataset")
+case(SREAL.authors_settings, "families-str", call(SREAL.authors_settings, "boston", "BBB"), TE, "families")
+case(SREAL.authors_settings, "families-int", call(SREAL.authors_settings, "boston", [3]), TE, "families[0]")
 case(SREAL.derive_settings, "runs-list", call(SREAL.derive_settings, [1]), TE, "runs")
 case(SREAL.derive_settings, "runs-columns", call(SREAL.derive_settings, frame_of(family=["BBB"])), VE,
      "runs batchmig_ll")

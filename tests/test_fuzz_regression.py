@@ -247,6 +247,22 @@ case(R.hmc.hmc_chain, "key-int", lambda: R.hmc.hmc_chain(lambda q, h: 0.0, 0.0, 
 case(R.hmc.hmc_chain, "log_prob-none", lambda: R.hmc.hmc_chain(None, 0.0, {}, KEY(), **HMC_KW), TE, "log_prob")
 case(R.hmc.hmc_chain, "target_accept-1", lambda: R.hmc.hmc_chain(lambda q, h: 0.0, 0.0, {}, KEY(), **HMC_KW,
                                                                   target_accept=1.0), VE, "target_accept")
+EM_KW = dict(step_size=0.01, learning_rate=0.01, em_scale=1.0, num_leapfrog=2, steps_per_em=2, adapt_steps=1,
+             burn_in=0, thin=1, num_samples=2)
+em_chain = lambda *a, **kw: lambda: R.hmc.em_hmc_chain(*a, **{**EM_KW, **kw})  # noqa: E731
+case(R.hmc.em_hmc_chain, "key-int", em_chain(lambda q, h: 0.0, 0.0, {}, 0), TE, "key")
+case(R.hmc.em_hmc_chain, "log_prob-none", em_chain(None, 0.0, {}, KEY()), TE, "log_prob")
+case(R.hmc.em_hmc_chain, "steps_per_em-0", em_chain(lambda q, h: 0.0, 0.0, {}, KEY(), steps_per_em=0), VE,
+     "steps_per_em")
+case(R.hmc.em_hmc_chain, "num_samples-1", em_chain(lambda q, h: 0.0, 0.0, {}, KEY(), num_samples=1), VE,
+     "burn_in thin num_samples")  # the authors' schedule keeps no state
+case(R.hmc.em_hmc_chain, "target_accept-1", em_chain(lambda q, h: 0.0, 0.0, {}, KEY(), target_accept=1.0), VE,
+     "target_accept")
+case(R.hmc.em_hmc_chain, "adaptation_rate-neg", em_chain(lambda q, h: 0.0, 0.0, {}, KEY(), adaptation_rate=-0.1),
+     VE, "adaptation_rate")
+case(R.hmc.kept_em_steps, "thin-0", call(R.hmc.kept_em_steps, 100, 0, 10), VE, "thin")
+case(R.hmc.kept_em_steps, "burn_in-neg", call(R.hmc.kept_em_steps, -1, 100, 10), VE, "burn_in")
+case(R.hmc.kept_em_steps, "num_samples-float", call(R.hmc.kept_em_steps, 100, 100, 10.0), TE, "num_samples")
 case(R.nng.noisy_kfac, "num_steps-0", lambda: R.nng.noisy_kfac(KEY(), None, [0, 0], None, {}, num_steps=0), VE,
      "num_steps")
 case(R.nng.noisy_kfac, "key-int", lambda: R.nng.noisy_kfac(7, None, [0, 0], None, {}, num_steps=2), TE, "key")

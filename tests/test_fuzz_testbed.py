@@ -81,6 +81,16 @@ def evaluate_user(agent, **kw):
 # --- bandit
 B = jtk.testbed.bandit
 run = lambda **kw: B.run(**{**dict(agent="uniform", horizon=5, seeds=1, progress=False), **kw})  # noqa: E731
+case(B.problem_seeds, "agent_seed-neg", call(B.problem_seeds, -1, 20), VE, "agent_seed")
+case(B.problem_seeds, "num_problems-0", call(B.problem_seeds, 0, 0), VE, "num_problems")
+case(B.problem_seeds, "draw-unknown", call(B.problem_seeds, 0, 20, "random"), VE, "draw fixed per-seed")
+run_seeds = lambda **kw: B.run_seeds(**{**dict(agent="uniform", agent_seeds=2, problems=None, horizon=5,  # noqa: E731
+                                                 progress=False), **kw})
+case(B.run_seeds, "agent_seeds-duplicate", lambda: run_seeds(agent_seeds=[1, 1]), VE, "agent_seeds")
+case(B.run_seeds, "horizon-0", lambda: run_seeds(horizon=0), VE, "horizon")
+case(B.run_seeds, "problems-none", lambda: run_seeds(), TE, "problems BanditProblems")
+case(B.run_seeds, "problems-per-seed-count",
+     lambda: run_seeds(problems=[B.make_problems(seeds=1)] * 3), VE, "problems agent_seeds")
 case(jtk.testbed.bandit.run, "agent-unknown", lambda: run(agent="ensembel"), VE, "agent")
 case(jtk.testbed.bandit.run, "agent-knn", lambda: run(agent="knn"), VE, "agent")
 case(jtk.testbed.bandit.run, "agent-int", lambda: run(agent=3), VE, "agent")

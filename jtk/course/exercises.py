@@ -395,7 +395,9 @@ def salt_file(path) -> tuple[str, bool]:
     """
     import secrets
 
-    path = pathlib.Path(path)
+    from jtk import _checks
+
+    path = _checks.path("path", path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:
@@ -944,7 +946,10 @@ def parse_notebook(data: bytes):
 
     Raises:
       Rejected: bytes that are not a notebook with cells (status ``unreadable``); no message quotes them.
+      TypeError: ``data`` is not bytes (a str is the grader's mistake, not the student's).
     """
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"data must be the file's bytes, got {type(data).__name__}")
     try:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

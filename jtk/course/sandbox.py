@@ -289,7 +289,9 @@ class _Stubber(ast.NodeTransformer):
 def package_modules(root=None) -> dict[str, pathlib.Path]:
     """Every module of the jtk package at ``root`` (default :func:`package_dir`): dotted name -> its file (a package's
     is its ``__init__.py``)."""
-    root = pathlib.Path(root or package_dir())
+    root = pathlib.Path(package_dir()) if root is None else _checks.path("root", root)
+    if not root.is_dir():
+        raise ValueError(f"root must be the folder of a jtk package, got {str(root)!r} (not a directory)")
     out = {}
     for file in sorted(root.rglob("*.py")):
         parts = file.relative_to(root).with_suffix("").parts
@@ -327,7 +329,11 @@ def import_closure(roots: Sequence[str], modules: dict[str, pathlib.Path] | None
       roots: dotted module names; those that are not jtk modules are ignored.
       modules: :func:`package_modules`' result (default: jtk's).
     """
-    modules = package_modules() if modules is None else modules
+    if isinstance(roots, (str, bytes)) or not hasattr(roots, "__iter__"):
+        raise TypeError(f"roots must be a sequence of dotted module names (e.g. ['jtk.envs']), got "
+                        f"{_checks.describe(roots)}")
+    modules = package_modules() if modules is None else _checks.instance(
+        "modules", modules, dict, "a dict of module name -> file (package_modules')")
     seen: set[str] = set()
     todo = [r for r in roots if isinstance(r, str)]
     while todo:
@@ -747,6 +753,7 @@ class _Supervisor:
 
 def processes_of(worker: "Worker") -> list[int]:
     """The pids of every process of ``worker``'s sandbox now (its control group, else its supervised tree)."""
+    _checks.instance("worker", worker, Worker)
     if worker.group.dirs:
         return sorted(worker.group.pids())
     if worker.supervisor is not None:
@@ -955,6 +962,8 @@ def die_with_parent(parent: int | None = None) -> None:
     """Has the kernel kill this process when its parent dies (Linux ``PR_SET_DEATHSIG``): a grader's pool process,
     and with it its sandbox (bwrap ``--die-with-parent``), never outlives the grader, however the grader ended.
     ``parent``: the pid the caller expects as its parent (if it is already gone, this process exits now)."""
+    if parent is not None:
+        _checks.integer("parent", parent, minimum=1)
     try:
         import ctypes
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import html as _html
+import os
 import re
 import unicodedata
 
@@ -94,6 +95,10 @@ def read_csv(source, *, jtk_written: bool = False, **kwargs) -> pd.DataFrame:
       jtk_written: the CSV was written through :func:`csv_frame`: take the one ``'`` it added off every text cell.
       **kwargs: more of :func:`pandas.read_csv`'s options (``dtype=str`` keeps empty cells as ``""``).
     """
+    if not (isinstance(source, (str, os.PathLike)) or hasattr(source, "read")):
+        raise TypeError(f"source must be a path or a file-like object, got {type(source).__name__} {source!r:.80}")
+    if not isinstance(jtk_written, bool):
+        raise TypeError(f"jtk_written must be True or False, got {type(jtk_written).__name__} {jtk_written!r:.80}")
     kwargs.setdefault("keep_default_na", False)
     if kwargs.get("dtype") is not str:
         kwargs.setdefault("na_values", [""])

@@ -145,8 +145,8 @@ def load_uci(name: str, columns: str = "authors", root: str | Path | None = None
       root: a folder holding ``<name>/data.txt`` and the two index files (default: the shipped copies).
     """
     _checks.one_of("columns", columns, ("authors", "index"))
-    info = UCI_DATASETS.get(name)
-    folder = verify_uci(name, root)
+    folder = verify_uci(name, root)  # checks name (one of UCI_DATASETS) and root first
+    info = UCI_DATASETS[name]
     table = np.loadtxt(folder / "data.txt", dtype=np.float64, ndmin=2)
     if table.shape != (info.rows, info.columns):  # the sum matched, so this is a wrong entry in UCI_DATASETS
         raise AssertionError(f"{name}: expected {info.rows} × {info.columns}, read {table.shape}")

@@ -255,6 +255,10 @@ def em_hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, st
     for name, value, low in (("num_leapfrog", num_leapfrog, 1), ("steps_per_em", steps_per_em, 1),
                              ("adapt_steps", adapt_steps, 0)):
         _checks.integer(name, value, minimum=low)
+    if isinstance(target_accept, (int, float)) and not 0 < target_accept < 1:  # a Python number (else traced)
+        raise ValueError(f"target_accept must be in (0, 1), got {target_accept}")
+    if isinstance(adaptation_rate, (int, float)):
+        _checks.positive("adaptation_rate", adaptation_rate)
     kept = kept_em_steps(burn_in, thin, num_samples)
     if len(kept) == 0:
         raise ValueError(f"burn_in={burn_in}, thin={thin}, num_samples={num_samples} keep no state: the authors' "
