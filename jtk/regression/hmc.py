@@ -72,6 +72,36 @@ def _axpy(alpha: jax.Array, x: Any, y: Any) -> Any:
     return jax.tree_util.tree_map(lambda u, v: v + alpha * u, x, y)
 
 
+def _transition(grad_fn: Callable, num_leapfrog: int) -> Callable:
+    """One HMC transition: fresh momenta, ``num_leapfrog`` leapfrog steps of size ``eps``, then a Metropolis
+    accept / reject. ``transition(q, lp, g, hyper, eps, key)`` → (q, log p, ∇ log p, acceptance probability);
+    ``grad_fn(q, hyper)`` → (log p, ∇ log p)."""
+
+    def transition(q, lp, g, hyper, eps, k):
+        k_mom, k_acc = jax.random.split(k)
+        leaves, tree = jax.tree_util.tree_flatten(q)
+        ks = jax.random.split(k_mom, len(leaves))
+        p0 = jax.tree_util.tree_unflatten(tree, [jax.random.normal(kk, leaf.shape, leaf.dtype)
+                                                 for kk, leaf in zip(ks, leaves)])
+
+        def leapfrog(carry, _):
+            q1, p1, g1, _ = carry
+            p1 = _axpy(eps / 2, g1, p1)
+            q1 = _axpy(eps, p1, q1)
+            lp1, g1 = grad_fn(q1, hyper)
+            return (q1, _axpy(eps / 2, g1, p1), g1, lp1), None
+
+        (q1, p1, g1, lp1), _ = jax.lax.scan(leapfrog, (q, p0, g, lp), None, length=num_leapfrog)
+        log_ratio = (lp1 - 0.5 * _dot(p1, p1)) - (lp - 0.5 * _dot(p0, p0))
+        log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
+        accept_prob = jnp.exp(jnp.minimum(log_ratio, 0.0))
+        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
+        pick = functools.partial(jnp.where, accept)
+        return jax.tree_util.tree_map(pick, q1, q), pick(lp1, lp), jax.tree_util.tree_map(pick, g1, g), accept_prob
+
+    return transition
+
+
 def hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, step_size: jax.Array,
               num_leapfrog: int, burn_in: int, thin: int, num_samples: int,
               em_update: Callable[[Any, Any], Any] | None = None,
@@ -113,27 +143,7 @@ def hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, step_
     grad_fn = jax.value_and_grad(log_prob)
     step_size = jnp.asarray(step_size, jnp.float32)
 
-    def transition(q, lp, g, hyper, eps, k):
-        k_mom, k_acc = jax.random.split(k)
-        leaves, tree = jax.tree_util.tree_flatten(q)
-        ks = jax.random.split(k_mom, len(leaves))
-        p0 = jax.tree_util.tree_unflatten(tree, [jax.random.normal(kk, leaf.shape, leaf.dtype)
-                                                 for kk, leaf in zip(ks, leaves)])
-
-        def leapfrog(carry, _):
-            q1, p1, g1, _ = carry
-            p1 = _axpy(eps / 2, g1, p1)
-            q1 = _axpy(eps, p1, q1)
-            lp1, g1 = grad_fn(q1, hyper)
-            return (q1, _axpy(eps / 2, g1, p1), g1, lp1), None
-
-        (q1, p1, g1, lp1), _ = jax.lax.scan(leapfrog, (q, p0, g, lp), None, length=num_leapfrog)
-        log_ratio = (lp1 - 0.5 * _dot(p1, p1)) - (lp - 0.5 * _dot(p0, p0))
-        log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-        accept_prob = jnp.exp(jnp.minimum(log_ratio, 0.0))
-        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
-        pick = functools.partial(jnp.where, accept)
-        return jax.tree_util.tree_map(pick, q1, q), pick(lp1, lp), jax.tree_util.tree_map(pick, g1, g), accept_prob
+    transition = _transition(grad_fn, num_leapfrog)
 
     lp0, g0 = grad_fn(init, hyper)
     k_burn, k_samp = jax.random.split(key)
@@ -267,27 +277,7 @@ def em_hmc_chain(log_prob: LogProb, init: Any, hyper: Any, key: jax.Array, *, st
     em_grad = jax.grad(lambda h, q: -em_scale * log_prob(q, h))
     eps0 = jnp.asarray(step_size, jnp.float32)
 
-    def transition(q, lp, g, hyper, eps, k):
-        k_mom, k_acc = jax.random.split(k)
-        leaves, tree = jax.tree_util.tree_flatten(q)
-        ks = jax.random.split(k_mom, len(leaves))
-        p0 = jax.tree_util.tree_unflatten(tree, [jax.random.normal(kk, leaf.shape, leaf.dtype)
-                                                 for kk, leaf in zip(ks, leaves)])
-
-        def leapfrog(carry, _):
-            q1, p1, g1, _ = carry
-            p1 = _axpy(eps / 2, g1, p1)
-            q1 = _axpy(eps, p1, q1)
-            lp1, g1 = grad_fn(q1, hyper)
-            return (q1, _axpy(eps / 2, g1, p1), g1, lp1), None
-
-        (q1, p1, g1, lp1), _ = jax.lax.scan(leapfrog, (q, p0, g, lp), None, length=num_leapfrog)
-        log_ratio = (lp1 - 0.5 * _dot(p1, p1)) - (lp - 0.5 * _dot(p0, p0))
-        log_ratio = jnp.where(jnp.isfinite(log_ratio), log_ratio, -jnp.inf)
-        accept_prob = jnp.exp(jnp.minimum(log_ratio, 0.0))
-        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
-        pick = functools.partial(jnp.where, accept)
-        return jax.tree_util.tree_map(pick, q1, q), pick(lp1, lp), jax.tree_util.tree_map(pick, g1, g), accept_prob
+    transition = _transition(grad_fn, num_leapfrog)
 
     def em_iteration(carry, k):
         q, hyper, eps, adam, t = carry
