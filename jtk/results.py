@@ -604,8 +604,8 @@ def save_results(df: pd.DataFrame, path, *, agent: Any = None, agents: Mapping[s
     Args:
       df: the rows (e.g. from :func:`jtk.testbed.evaluate`).
       path: the CSV path; its directory must exist.
-      agent: the agent of every row: an agent object, a registered name, or an
-        :func:`agent_config` dict.
+      agent: the agent of every row: an agent object, a registered name, or a
+        ``jtk.agents.records.agent_config`` dict.
       agents: several agents, as {value of ``agent_column``: agent} (a sweep).
       config: anything else that defines the run (grid name, seeds, sweep).
       problems: the :class:`jtk.testbed.Problem` list the rows score.

@@ -132,3 +132,23 @@ def test_ppc_study_labels_do_not_collide():
             for j, b in enumerate(boxes[:i]):
                 assert not a.overlaps(b), (ax.texts[i].get_text(), ax.texts[j].get_text())
     plt.close(fig)
+
+
+def test_legend_and_labels_need_no_agg_canvas():
+    """jtk export captures the apps' figures on matplotlib's plain FigureCanvasBase, which has no get_renderer():
+    the legend beside a figure and the point labels measure their boxes with the figure's own renderer."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.figure import Figure
+
+    from jtk.plots.layout import legend_beside_figure, place_labels
+
+    fig = Figure(figsize=(6, 3))
+    FigureCanvasBase(fig)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], label="a long label for the legend")
+    labels = place_labels(ax, np.array([0.1, 0.11, 0.5]), np.array([0.1, 0.1, 0.5]), ["aa", "bb", "cc"])
+    assert [a.get_text() for a in labels] == ["aa", "bb", "cc"]
+    boxes = [a.get_window_extent() for a in labels[:2]]
+    assert not boxes[0].overlaps(boxes[1])  # two points 0.01 apart get labels that do not collide
+    legend = legend_beside_figure(fig, *ax.get_legend_handles_labels())
+    assert ax.get_position().x1 * fig.bbox.width <= legend.get_window_extent().x0 + 1  # the panel leaves it room

@@ -385,7 +385,7 @@ def handin_id(data: bytes) -> str:
 def salt_file(path) -> tuple[str, bool]:
     """The grading salt kept in the file ``path``, made when missing: ``(salt, created)``.
 
-    A missing file is created with mode 0600 holding 64 fresh hex digits (:func:`secrets.token_hex`). An existing
+    A missing file is created with mode 0600 holding 64 fresh hex digits (``secrets.token_hex``). An existing
     one must be a regular file that only its owner can read or write (no group or other bits): the salt decides
     every student's hidden cases, so a readable salt is a leaked one. The salt never goes on a command line,
     where ``ps`` shows it to every user of the machine.

@@ -527,7 +527,7 @@ def cgroups() -> dict[str, tuple[str, bool]]:
 class Group:
     """One sandbox's control groups: its memory, tasks and CPU weight as limits on all its processes together.
 
-    Made with :func:`cgroups`' controllers (any of them may be missing: :attr:`controllers` says which hold). A
+    Made with :func:`cgroups`' controllers (any of them may be missing: ``controllers`` says which hold). A
     process joins by writing its pid to each of :meth:`procs_files` before it runs untrusted code (the launcher
     does, ``--cgroup``); its children are then in the group too, and no fork leaves it.
 

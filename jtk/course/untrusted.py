@@ -157,7 +157,7 @@ def excerpt(text) -> str:
 
 def file_name(name) -> str:
     """A file or folder name for ``name``: ``name`` itself when it is a plain lower-case name (letters, digits,
-    ``_ . -``, at most :data:`NAME_CHARS`, not starting with ``.`` or ``-``, not a device name such as ``con``),
+    ``_``, ``.``, ``-``, at most :data:`NAME_CHARS`, not starting with ``.`` or ``-``, not a device name such as ``con``),
     else a readable slug, ``~`` and :data:`HASH_CHARS` hex digits of the original's SHA-256. Stable: the same name
     always gives the same file; distinct names give distinct files, also where the disk ignores case.
 

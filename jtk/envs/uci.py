@@ -135,7 +135,7 @@ def _index(path: Path) -> list[int]:
 
 
 def load_uci(name: str, columns: str = "authors", root: str | Path | None = None) -> pd.DataFrame:
-    """Data set ``name``, verified (:func:`verify_uci`) → DataFrame: inputs ``x0 … x{k-1}`` (the file's columns, in
+    """Data set ``name``, verified (``verify_uci``) → DataFrame: inputs ``x0 … x{k-1}`` (the file's columns, in
     order) and ``target``, float64, one row per example.
 
     Args:

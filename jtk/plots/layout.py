@@ -42,7 +42,7 @@ def legend_outside(ax_or_fig, handles=None, labels=None, fontsize: int = 10, **k
 def legend_beside_figure(fig, handles, labels, fontsize: int = 10, **kwargs):
     """A figure legend on the right, with just its width kept free of panels (however long its labels are)."""
     legend = legend_outside(fig, handles, labels, fontsize=fontsize, **kwargs)
-    width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.bbox.width
+    width = legend.get_window_extent().width / fig.bbox.width  # the figure's own renderer, whatever its canvas
     fig.tight_layout(rect=(0, 0, max(0.6, 0.99 - width), 1))
     return legend
 
@@ -64,16 +64,15 @@ def place_labels(ax, xs, ys, texts, fontsize: int = 10) -> list:
     Returns:
       The ``Annotation`` artists, in the order of ``texts``.
     """
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    inside = ax.get_window_extent(renderer)
+    # window extents from the figure's own renderer (no argument): any canvas, also the export's plain one
+    inside = ax.get_window_extent()
     order = sorted(range(len(texts)), key=lambda i: -float(ys[i]) if np.isfinite(ys[i]) else np.inf)
     placed, artists = [], [None] * len(texts)
     for i in order:
         for k, (offset, ha, va) in enumerate(_LABEL_SPOTS):
             ann = ax.annotate(str(texts[i]), (xs[i], ys[i]), xytext=offset, textcoords="offset points", ha=ha,
                               va=va, fontsize=fontsize)
-            box = ann.get_window_extent(renderer)
+            box = ann.get_window_extent()
             fits = (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1)
             if fits and not any(box.overlaps(other) for other in placed):
                 break
@@ -82,7 +81,7 @@ def place_labels(ax, xs, ys, texts, fontsize: int = 10) -> list:
             offset, ha, va = _LABEL_SPOTS[0]
             ann = ax.annotate(str(texts[i]), (xs[i], ys[i]), xytext=offset, textcoords="offset points", ha=ha,
                               va=va, fontsize=fontsize)
-            box = ann.get_window_extent(renderer)
+            box = ann.get_window_extent()
         placed.append(box)
         artists[i] = ann
     return artists

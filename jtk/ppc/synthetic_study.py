@@ -186,7 +186,7 @@ def make_splits(dim: int, num_splits: int, data: str, seed: int = 121, num_pool:
 
     ``independent`` draws inputs and function afresh for each (the paper's text); ``shared`` re-partitions one draw
     (the reference code); ``authors`` is their own draw and re-partitions, number for number
-    (:func:`authors_splits`).
+    (``authors_splits``).
     """
     dim = _checks.integer("dim", dim, minimum=1)
     num_splits = _checks.integer("num_splits", num_splits, minimum=1)
