@@ -148,7 +148,8 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     if d["x_train"] is not None:
         ax1.plot(d["x_train"], d["y_train"], "k.", ms=3, label="training set 1")
     ax1.axvline(d["x_at"], color="k", lw=0.8)
-    ax1.set_title(f"f_main = {f_main}, x = {d['x_at']:.2f}: {d['coverage_text']}", fontsize=10)
+    # two lines each: side by side at the notebook's width, one-line titles ran into each other
+    ax1.set_title(f"f_main = {f_main}, x = {d['x_at']:.2f}:\n{d['coverage_text']}", fontsize=10)
     ax1.set_xlabel("x")
     ax1.set_ylabel("y")
     s = sweep_panel_data(results, method, k, x)
@@ -160,7 +161,7 @@ def draw(fig, results, f_main, method: str, k: int, x: float):
     ax2.set_ylim(-0.02, 1.02)
     ax2.set_xlabel("f_main")
     ax2.set_ylabel("coverage of ±1.96 σ")
-    ax2.set_title(f"coverage at x = {d['x_at']:.2f} vs f_main (95 % Wilson)", fontsize=10)
+    ax2.set_title(f"coverage at x = {d['x_at']:.2f}\nvs f_main (95 % Wilson)", fontsize=10)
     handles, labels = ax1.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     legend = legend_beside_figure(fig, handles + h2, labels + l2)
