@@ -11,6 +11,7 @@ from scipy.special import log_softmax, logsumexp
 
 from jtk import checks, nets
 from jtk.course import _answers, _judge
+from _misconceptions import coin_product_of_marginals  # the flips as independent given the mean bias
 
 
 # ---------- right answers
@@ -94,20 +95,12 @@ def test_cases_are_reproducible_per_seed_and_differ_between_seeds():
 
 
 # ---------- plausible wrong answers get specific hints
-def independent_flips(biases, prior, flips):
-    m = float(np.dot(prior, biases))
-    out = np.ones((2,) * flips)
-    for idx in np.ndindex(*out.shape):
-        out[idx] = np.prod([m if o else 1 - m for o in idx])
-    return out
-
-
 def mean_of_logliks(logits, y):
     return np.take_along_axis(log_softmax(logits, -1), y[None, :, None], -1)[..., 0].sum(-1).mean()
 
 
 WRONG = [
-    ("coin_joint", independent_flips, "independent given the bias", "coin.product_of_marginals"),
+    ("coin_joint", coin_product_of_marginals, "independent given the bias", "coin.product_of_marginals"),
     ("coin_joint", lambda b, p, f: np.flip(coin_joint(b, p, f)), "index 0 is tails", "coin.heads_tails_swapped"),
     ("try_then_commit", lambda b, p, h: h * max(float(np.dot(p, b)), 0.5), "marginal alone", "ttc.marginal_only"),
     ("try_then_commit", lambda b, p, h: 3.0, "averaged over the two outcomes", "ttc.wrong_value"),
@@ -230,7 +223,7 @@ def test_records_never_unpickle():
 
 def test_a_failed_check_shows_only_its_message():
     with pytest.raises(checks.CheckFailed) as info:
-        checks.check_coin_joint(independent_flips, seed=0)
+        checks.check_coin_joint(coin_product_of_marginals, seed=0)
     lines = info.value._render_traceback_()
     assert len(lines) == 1 and "Hint" in lines[0] and "Traceback" not in lines[0]
     assert isinstance(info.value, AssertionError)
