@@ -612,8 +612,8 @@ class Group:
 
     def kill(self) -> None:
         """Kills every process of the sandbox, and what it forks while dying."""
-        if "kill" in self.dirs and _write(os.path.join(self.dirs["kill"][0], "cgroup.kill"), 1):
-            pass
+        if "kill" in self.dirs:  # cgroup v2's one write that kills the group; the loop covers v1 and late forks
+            _write(os.path.join(self.dirs["kill"][0], "cgroup.kill"), 1)
         for _ in range(200):
             left = self.pids()
             if not left:
