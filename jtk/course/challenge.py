@@ -904,7 +904,6 @@ def _figure_png(board: pd.DataFrame) -> bytes | None:
     :func:`jtk.course.untrusted.plot_text` (never mathtext), so a name such as ``$\\oops$`` is drawn as written."""
     from matplotlib.figure import Figure
 
-    from jtk.course.untrusted import plot_text
 
     ok = board[board["status"] == "ok"]
     if ok.empty or "kl_1" not in ok or "kl_10" not in ok:
@@ -918,8 +917,9 @@ def _figure_png(board: pd.DataFrame) -> bytes | None:
         ax.errorbar(sub["kl_1"], sub["kl_10"], xerr=sub["kl_1_se"].fillna(0), yerr=sub["kl_10_se"].fillna(0),
                     fmt=marker, color=color, label=kind + "s", capsize=3, ms=7 if kind == "baseline" else 5)
         for _, r in sub.iterrows():
-            ax.annotate(plot_text(str(r["name"])), (r["kl_1"], r["kl_10"]), textcoords="offset points", xytext=(4, 4),
-                        fontsize=8, color=color, fontweight="bold" if kind == "baseline" else "normal")
+            ax.annotate(untrusted.plot_text(str(r["name"])), (r["kl_1"], r["kl_10"]), textcoords="offset points",
+                        xytext=(4, 4), fontsize=8, color=color,
+                        fontweight="bold" if kind == "baseline" else "normal")
     ax.set_xlabel(r"$d_{KL}^{1}$ (marginal)")
     ax.set_ylabel(r"$d_{KL}^{10}$ (joint)")
     ax.set_title("Class challenge: lower is better")
@@ -972,9 +972,8 @@ class Board:
 def _safe(name: str) -> str:
     """The file name of an entry's rows and record: :func:`jtk.course.untrusted.file_name` (collision-free, so
     ``alice~smith`` and ``alice_smith`` keep their own files; the board keeps the name as handed in)."""
-    from jtk.course.untrusted import file_name
 
-    return file_name(name)
+    return untrusted.file_name(name)
 
 
 def _hidden_paths(paths: Sequence[pathlib.Path], submissions: Sequence[pathlib.Path]) -> list[str]:
